@@ -1,0 +1,114 @@
+#include "autograd.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ops.h"
+
+namespace bg {
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!g_grad_enabled) return false;
+  for (const auto& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+void record(Tensor& output, const char* name, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (!needs_grad(inputs)) return;
+  auto node = std::make_shared<Node>();
+  node->name = name;
+  node->inputs = std::move(inputs);
+  node->backward = std::move(backward);
+  output.impl()->grad_fn = std::move(node);
+  output.impl()->requires_grad = true;
+}
+
+namespace {
+
+void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
+  if (leaf->grad) {
+    Tensor existing(leaf->grad);
+    existing.copy_(add(existing, g));  // in place: grads may be views of a flat buffer
+  } else {
+    Tensor fresh = g.contiguous();
+    // g may alias another tensor's gradient (e.g. add passes one grad to both inputs).
+    leaf->grad = (fresh.impl() == g.impl() ? fresh.clone() : fresh).impl_ptr();
+  }
+}
+
+}  // namespace
+
+void Tensor::backward(const Tensor& grad) const {
+  BG_CHECK(requires_grad(), "backward", "tensor does not require grad");
+  Tensor seed = grad;
+  if (!seed.defined()) {
+    BG_CHECK(numel() == 1, "backward", "implicit gradient needs a scalar output, got shape ",
+             shape_str(shape()));
+    seed = ones(shape(), dtype(), device());
+  }
+  BG_CHECK(seed.shape() == shape(), "backward", "gradient shape ", shape_str(seed.shape()),
+           " does not match output shape ", shape_str(shape()));
+  NoGradGuard no_grad;
+  if (!impl()->grad_fn) {  // a leaf
+    accumulate_leaf(impl(), seed);
+    return;
+  }
+  // Reverse topological order by iterative DFS over nodes.
+  std::vector<Node*> order;
+  std::unordered_set<Node*> seen;
+  std::vector<std::pair<Node*, size_t>> stack{{impl()->grad_fn.get(), 0}};
+  seen.insert(impl()->grad_fn.get());
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      const Tensor& in = node->inputs[next++];
+      Node* child = in.defined() ? in.impl()->grad_fn.get() : nullptr;
+      if (child && seen.insert(child).second) stack.push_back({child, 0});
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  std::unordered_map<Node*, Tensor> grads;
+  grads[impl()->grad_fn.get()] = seed;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* node = *it;
+    auto found = grads.find(node);
+    if (found == grads.end()) continue;  // no gradient flowed here
+    Tensor g = found->second;
+    grads.erase(found);
+    BG_CHECK(node->backward, "backward", "graph through '", node->name,
+             "' was already freed by an earlier backward()");
+    std::vector<Tensor> in_grads = node->backward(g);
+    for (size_t i = 0; i < node->inputs.size(); ++i) {
+      const Tensor& in = node->inputs[i];
+      if (!in.defined() || !in.requires_grad() || i >= in_grads.size() || !in_grads[i].defined())
+        continue;
+      const Tensor& gi = in_grads[i];
+      BG_CHECK(gi.shape() == in.shape(), "backward", "op '", node->name, "' returned gradient ",
+               shape_str(gi.shape()), " for input ", i, " of shape ", shape_str(in.shape()));
+      if (Node* child = in.impl()->grad_fn.get()) {
+        auto slot = grads.find(child);
+        if (slot == grads.end()) {
+          grads.emplace(child, gi);
+        } else {
+          slot->second = add(slot->second, gi);
+        }
+      } else {
+        accumulate_leaf(in.impl(), gi.dtype() == in.dtype() ? gi : gi.to(in.dtype()));
+      }
+    }
+    // Free saved tensors now; a second backward() through this graph is an error.
+    node->backward = nullptr;
+  }
+}
+
+}  // namespace bg

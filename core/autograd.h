@@ -1,0 +1,43 @@
+// autograd.h: eager reverse-mode differentiation. Each differentiable op, right after computing
+// its output, calls record() with the inputs and a backward function that maps the output's
+// gradient to one gradient per input. backward() walks the recorded graph in reverse
+// topological order. Gradient rule: leaf (parameter) grads accumulate into .grad; gradients of
+// intermediate tensors are summed inside one backward() call and then dropped.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensor.h"
+
+namespace bg {
+
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+struct Node {
+  const char* name;
+  std::vector<Tensor> inputs;  // one gradient edge each
+  BackwardFn backward;
+};
+
+bool grad_enabled();
+
+// Disables graph recording in its scope (evaluation, optimizer steps, inside backward).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when grad mode is on and some input requires a gradient.
+bool needs_grad(const std::vector<Tensor>& inputs);
+// Attaches a node to `output` if needs_grad(inputs). `backward` must not capture `output`
+// itself (that would be a cycle): capture output.detach() when the output is needed.
+void record(Tensor& output, const char* name, std::vector<Tensor> inputs, BackwardFn backward);
+
+}  // namespace bg

@@ -1,0 +1,54 @@
+#include "device.h"
+
+#include <mutex>
+#include <vector>
+
+#include "../kernels/cuda/device_runtime.h"
+#include "error.h"
+
+namespace bg {
+
+int cuda_device_count() {
+  static const int n = cuda::device_count();
+  return n;
+}
+bool cuda_available() { return cuda_device_count() > 0; }
+
+Device parse_device(const std::string& s) {
+  if (s == "cpu") return Device::cpu();
+  if (s == "auto") return cuda_available() ? Device::cuda(0) : Device::cpu();
+  if (s == "cuda" || s.rfind("cuda:", 0) == 0) {
+    int idx = 0;
+    if (s.size() > 5) {
+      try {
+        idx = std::stoi(s.substr(5));
+      } catch (const std::exception&) {
+        fail("device", "bad device '", s, "' (expected cpu, cuda, cuda:N or auto)");
+      }
+    }
+    BG_CHECK(cuda::built_with_cuda(), "device", "'", s, "' requested but bitgrad was built without CUDA");
+    BG_CHECK(idx >= 0 && idx < cuda_device_count(), "device", "'", s, "' requested but ",
+             cuda_device_count(), " CUDA device(s) are visible");
+    return Device::cuda(idx);
+  }
+  fail("device", "bad device '", s, "' (expected cpu, cuda, cuda:N or auto)");
+}
+
+StreamHandle stream_for(const Device& d) {
+  if (d.is_cpu()) return nullptr;
+  static std::mutex mu;
+  static std::vector<StreamHandle> streams;
+  std::lock_guard<std::mutex> lock(mu);
+  if (streams.size() <= size_t(d.index)) streams.resize(size_t(d.index) + 1, nullptr);
+  if (!streams[size_t(d.index)]) {
+    cuda::set_device(d.index);
+    streams[size_t(d.index)] = cuda::stream_create();
+  }
+  return streams[size_t(d.index)];
+}
+
+void synchronize(const Device& d) {
+  if (d.is_cuda()) cuda::stream_synchronize(stream_for(d));
+}
+
+}  // namespace bg

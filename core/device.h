@@ -1,0 +1,33 @@
+// device.h: where a tensor lives, and the stream its work is issued on.
+#pragma once
+#include <string>
+
+#include "../kernels/kernel_types.h"
+
+namespace bg {
+
+enum class DeviceType : uint8_t { cpu, cuda };
+
+struct Device {
+  DeviceType type = DeviceType::cpu;
+  int index = 0;
+  static Device cpu() { return {DeviceType::cpu, 0}; }
+  static Device cuda(int i = 0) { return {DeviceType::cuda, i}; }
+  bool is_cuda() const { return type == DeviceType::cuda; }
+  bool is_cpu() const { return type == DeviceType::cpu; }
+  bool operator==(const Device& o) const { return type == o.type && index == o.index; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+  std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+};
+
+// Parses "cpu", "cuda", "cuda:N" or "auto" (CUDA when a GPU is present, else CPU).
+Device parse_device(const std::string& s);
+bool cuda_available();
+int cuda_device_count();
+
+// bitgrad issues all work for a device on one stream (created on first use), which keeps
+// the caching allocator's reuse safe and cuBLAS deterministic. CPU work ignores it.
+StreamHandle stream_for(const Device& d);
+void synchronize(const Device& d);
+
+}  // namespace bg

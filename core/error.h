@@ -1,0 +1,32 @@
+// error.h: bitgrad's one error type. Messages read "[op] what went wrong"; apps print the
+// message on one line and exit non-zero. The library itself never exits.
+#pragma once
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace bg {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+template <typename... Args>
+std::string str_cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+template <typename... Args>
+[[noreturn]] void fail(const char* op, const Args&... args) {
+  throw Error(str_cat("[", op, "] ", args...));
+}
+
+#define BG_CHECK(cond, op, ...) \
+  do {                          \
+    if (!(cond)) ::bg::fail(op, __VA_ARGS__); \
+  } while (0)
+
+}  // namespace bg

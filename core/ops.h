@@ -1,0 +1,101 @@
+// ops.h: every differentiable operation bitgrad has. Each is defined once, in
+// core/ops/<family>.cpp: shape checks, dispatch to kernels/cpu/<op>.cpp or kernels/cuda/<op>.cu,
+// and its backward right beside it. f16/bf16 CPU tensors compute in f32 and round once.
+#pragma once
+#include <vector>
+
+#include "autograd.h"
+#include "rng.h"
+#include "tensor.h"
+
+namespace bg {
+
+// Elementwise binary with NumPy broadcasting.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// Comparisons give u8 masks and carry no gradient.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+
+// Scalar forms: a * x + b in one pass.
+Tensor affine(const Tensor& x, double a, double b);
+Tensor add_scalar(const Tensor& x, double s);
+Tensor mul_scalar(const Tensor& x, double s);
+
+// Elementwise unary.
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);  // tanh approximation (GPT-2)
+Tensor silu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor neg(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+
+// Reductions over `dims` (negative counts from the end); empty dims = all.
+Tensor sum(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+Tensor max(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+Tensor var(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false, int correction = 1);
+// Sums a broadcast result back down to `shape` (the gradient of broadcasting).
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// (..., M, K) @ (..., K, N); batch dims broadcast; transposed views cost no copy.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// x (..., in) @ weight (out, in)^T + bias (out): PyTorch's layout.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+Tensor softmax(const Tensor& x, int dim = -1);
+Tensor log_softmax(const Tensor& x, int dim = -1);
+// logits (N, V), targets (N) i32/i64. Mean over rows whose target != ignore_index
+// (reduction "mean"), their sum ("sum") or per-row losses ("none"). Never materialises
+// probabilities.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100,
+                     const std::string& reduction = "mean");
+
+// weight (V, C), idx (...) i32/i64 -> (..., C).
+Tensor embedding(const Tensor& weight, const Tensor& idx);
+// Zeroes with probability p and scales the rest by 1/(1-p); identity when !training or p == 0.
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
+Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
+// q, k, v (B, H, T, D) -> (B, H, T, D); composed of matmul/masked_fill/softmax/dropout.
+Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                             double dropout_p, bool training, Generator& gen);
+
+Tensor concat(const std::vector<Tensor>& xs, int dim);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int dim);
+// cond (u8) ? a : b, all broadcast together.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+Tensor cast(const Tensor& x, DType dtype);
+
+// Random tensors from a counter-based generator (identical on CPU and CUDA).
+Tensor rand(const Shape& shape, Generator& gen, double lo = 0, double hi = 1,
+            DType dtype = DType::f32, Device device = Device::cpu());
+Tensor randn(const Shape& shape, Generator& gen, double mean = 0, double std = 1,
+             DType dtype = DType::f32, Device device = Device::cpu());
+// value with probability keep, else 0.
+Tensor bernoulli(const Shape& shape, Generator& gen, double keep, double value = 1,
+                 DType dtype = DType::f32, Device device = Device::cpu());
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+inline Tensor operator+(const Tensor& x, double s) { return add_scalar(x, s); }
+inline Tensor operator-(const Tensor& x, double s) { return add_scalar(x, -s); }
+inline Tensor operator*(const Tensor& x, double s) { return mul_scalar(x, s); }
+inline Tensor operator/(const Tensor& x, double s) { return mul_scalar(x, 1.0 / s); }
+inline Tensor operator*(double s, const Tensor& x) { return mul_scalar(x, s); }
+
+}  // namespace bg

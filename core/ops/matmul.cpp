@@ -1,0 +1,115 @@
+// matmul.cpp: batched matmul with broadcast batch dims, and linear (PyTorch's (out, in) weight
+// layout). Batch dims are collapsed to one strided dim when the strides allow it, so a
+// transposed or broadcast operand reaches the kernel with no copy.
+#include "../dispatch.h"
+#include "../ops.h"
+
+namespace bg {
+namespace {
+
+// Views t (batch..., R, C), already expanded to batch_shape, as (B, R, C). False when the
+// batch dims cannot share one stride.
+bool collapse_batch(const Tensor& t, const Shape& batch_shape, KView* out) {
+  const int nb = int(batch_shape.size());
+  int64_t batch = 1, stride = 0;
+  bool have_stride = false;
+  for (int i = nb - 1; i >= 0; --i) {
+    const int64_t s = t.shape()[size_t(i)], st = t.strides()[size_t(i)];
+    if (s != 1) {
+      if (!have_stride) {
+        stride = st;
+        have_stride = true;
+      } else if (st != stride * batch && !(st == 0 && stride == 0)) {
+        return false;
+      }
+    }
+    batch *= s;
+  }
+  KView v = t.kview();
+  v.ndim = 3;
+  v.shape[0] = batch;
+  v.strides[0] = have_stride ? stride : 0;
+  v.shape[1] = t.shape()[size_t(nb)];
+  v.strides[1] = t.strides()[size_t(nb)];
+  v.shape[2] = t.shape()[size_t(nb + 1)];
+  v.strides[2] = t.strides()[size_t(nb + 1)];
+  *out = v;
+  return true;
+}
+
+bool blas_compatible(const KView& v) {
+  return v.shape[1] == 1 || v.shape[2] == 1 || v.strides[1] == 1 || v.strides[2] == 1;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_float(a, "matmul", "a");
+  check_float(b, "matmul", "b");
+  check_same_device(a, b, "matmul");
+  BG_CHECK(a.dtype() == b.dtype(), "matmul", "dtype mismatch: ", dtype_name(a.dtype()), " and ",
+           dtype_name(b.dtype()));
+  BG_CHECK(a.ndim() >= 2 && b.ndim() >= 2, "matmul", "operands must be at least 2-D, got ",
+           shape_str(a.shape()), " and ", shape_str(b.shape()));
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  BG_CHECK(b.size(-2) == k, "matmul", "inner dimensions differ: ", shape_str(a.shape()), " @ ",
+           shape_str(b.shape()));
+  // Broadcast the batch dims.
+  const Shape ab(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  const size_t nb = std::max(ab.size(), bb.size());
+  Shape batch(nb);
+  for (size_t i = 0; i < nb; ++i) {
+    const int64_t da = i < nb - ab.size() ? 1 : ab[i - (nb - ab.size())];
+    const int64_t db = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
+    BG_CHECK(da == db || da == 1 || db == 1, "matmul", "batch dims of ", shape_str(a.shape()),
+             " and ", shape_str(b.shape()), " cannot broadcast");
+    batch[i] = da == 1 ? db : da;
+  }
+  Shape ea = batch, eb = batch;
+  ea.insert(ea.end(), {m, k});
+  eb.insert(eb.end(), {k, n});
+  Tensor ac = compute_dtype(a) == a.dtype() ? a.detach() : a.detach().to(compute_dtype(a));
+  Tensor bc = compute_dtype(b) == b.dtype() ? b.detach() : b.detach().to(compute_dtype(b));
+  ac = ac.expand(ea);
+  bc = bc.expand(eb);
+  KView va, vb;
+  if (!collapse_batch(ac, batch, &va) || (a.is_cuda() && !blas_compatible(va))) {
+    ac = ac.contiguous();
+    collapse_batch(ac, batch, &va);
+  }
+  if (!collapse_batch(bc, batch, &vb) || (b.is_cuda() && !blas_compatible(vb))) {
+    bc = bc.contiguous();
+    collapse_batch(bc, batch, &vb);
+  }
+  Shape out_shape = batch;
+  out_shape.insert(out_shape.end(), {m, n});
+  Tensor out = empty(out_shape, ac.dtype(), a.device());
+  KView vo;
+  collapse_batch(out, batch, &vo);
+  BG_DISPATCH(a.device(), matmul, vo, va, vb, stream_for(a.device()));
+  out = compute_output(out, a.dtype());
+  const Tensor ad = a.detach(), bd = b.detach();
+  record(out, "matmul", {a, b}, [ad, bd](const Tensor& g) {
+    return std::vector<Tensor>{sum_to(matmul(g, bd.transpose(-1, -2)), ad.shape()),
+                               sum_to(matmul(ad.transpose(-1, -2), g), bd.shape())};
+  });
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  BG_CHECK(weight.ndim() == 2, "linear", "weight must be (out, in), got ", shape_str(weight.shape()));
+  BG_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.shape()),
+           " does not match weight ", shape_str(weight.shape()));
+  Shape out_shape = x.shape();
+  out_shape.back() = weight.size(0);
+  // Flatten to 2-D so the weight gradient is one GEMM, not a batched GEMM plus a reduction.
+  Tensor y = matmul(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1));
+  if (bias.defined()) {
+    BG_CHECK(bias.ndim() == 1 && bias.size(0) == weight.size(0), "linear", "bias ",
+             shape_str(bias.shape()), " does not match weight ", shape_str(weight.shape()));
+    y = y + bias;
+  }
+  return y.reshape(out_shape);
+}
+
+}  // namespace bg

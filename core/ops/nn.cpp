@@ -1,0 +1,113 @@
+// nn.cpp: embedding, dropout, layernorm/rmsnorm and (composed) causal self-attention.
+#include <cmath>
+
+#include "../dispatch.h"
+#include "../ops.h"
+
+namespace bg {
+
+Tensor embedding(const Tensor& weight, const Tensor& idx) {
+  check_float(weight, "embedding", "weight");
+  check_same_device(weight, idx, "embedding");
+  BG_CHECK(weight.ndim() == 2, "embedding", "weight must be (V, C), got ", shape_str(weight.shape()));
+  BG_CHECK(idx.dtype() == DType::i64 || idx.dtype() == DType::i32, "embedding",
+           "indices must be i32 or i64, got ", dtype_name(idx.dtype()));
+  const Tensor wc = compute_input(weight);
+  const Tensor ic = idx.detach().contiguous();
+  Shape out_shape = idx.shape();
+  out_shape.push_back(weight.size(1));
+  Tensor out = empty(out_shape, wc.dtype(), weight.device());
+  BG_DISPATCH(weight.device(), embedding_forward, out.kview(), wc.kview(), ic.kview(),
+              stream_for(weight.device()));
+  out = compute_output(out, weight.dtype());
+  const Shape wshape = weight.shape();
+  const DType wdt = wc.dtype(), dt = weight.dtype();
+  const int64_t c = weight.size(1);
+  record(out, "embedding", {weight}, [=](const Tensor& g) {
+    const Tensor gc = compute_input(g).reshape({-1, c});
+    Tensor dw = empty(wshape, wdt, gc.device());
+    ScratchArena scratch(gc.device());
+    BG_DISPATCH(gc.device(), embedding_backward, dw.kview(), gc.kview(), ic.kview(), scratch,
+                stream_for(gc.device()));
+    return std::vector<Tensor>{compute_output(dw, dt)};
+  });
+  return out;
+}
+
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
+  BG_CHECK(p >= 0.0 && p < 1.0, "dropout", "p must be in [0, 1), got ", p);
+  if (!training || p == 0.0) return x;
+  const Tensor mask = bernoulli(x.shape(), gen, 1.0 - p, 1.0 / (1.0 - p), x.dtype(), x.device());
+  return x * mask;
+}
+
+namespace {
+
+Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, bool rms) {
+  const char* name = rms ? "rmsnorm" : "layernorm";
+  check_float(x, name, "input");
+  BG_CHECK(x.ndim() >= 1, name, "needs at least 1-D input");
+  const int64_t c = x.size(-1);
+  for (const Tensor* p : {&weight, &bias}) {
+    if (!p->defined()) continue;
+    check_same_device(x, *p, name);
+    BG_CHECK(p->ndim() == 1 && p->size(0) == c, name, "expected parameter of shape (", c,
+             ",), got ", shape_str(p->shape()));
+    BG_CHECK(p->dtype() == x.dtype(), name, "parameter dtype ", dtype_name(p->dtype()),
+             " differs from input dtype ", dtype_name(x.dtype()));
+  }
+  BG_CHECK(eps > 0, name, "eps must be positive, got ", eps);
+  const Tensor xc = compute_input(x);
+  const Tensor wc = weight.defined() ? compute_input(weight) : Tensor();
+  const Tensor bc = bias.defined() ? compute_input(bias) : Tensor();
+  const int64_t rows = c ? x.numel() / c : 0;
+  const DType sd = stats_dtype(xc.dtype());
+  Tensor y = empty(xc.shape(), xc.dtype(), x.device());
+  Tensor mu = rms ? Tensor() : empty({rows}, sd, x.device());
+  Tensor rstd = empty({rows}, sd, x.device());
+  auto view_or_null = [](const Tensor& t) { return t.defined() ? t.kview() : null_view(); };
+  BG_DISPATCH(x.device(), layernorm_forward, y.kview(), view_or_null(mu), rstd.kview(), xc.kview(),
+              view_or_null(wc), view_or_null(bc), eps, rms, stream_for(x.device()));
+  Tensor out = compute_output(y, x.dtype());
+  const DType dt = x.dtype();
+  const bool has_w = weight.defined(), has_b = bias.defined();
+  record(out, name, {x, weight, bias}, [=](const Tensor& g) {
+    const Tensor gc = compute_input(g);
+    Tensor dx = empty(xc.shape(), xc.dtype(), xc.device());
+    Tensor dw = has_w ? empty({c}, xc.dtype(), xc.device()) : Tensor();
+    Tensor db = has_b ? empty({c}, xc.dtype(), xc.device()) : Tensor();
+    ScratchArena scratch(xc.device());
+    BG_DISPATCH(xc.device(), layernorm_backward, dx.kview(), view_or_null(dw), view_or_null(db),
+                gc.kview(), xc.kview(), view_or_null(wc), view_or_null(mu), rstd.kview(), rms,
+                scratch, stream_for(xc.device()));
+    return std::vector<Tensor>{compute_output(dx, dt), has_w ? compute_output(dw, dt) : Tensor(),
+                               has_b ? compute_output(db, dt) : Tensor()};
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  return norm(x, weight, bias, eps, false);
+}
+Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps) { return norm(x, weight, Tensor(), eps, true); }
+
+Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,
+                             bool training, Generator& gen) {
+  BG_CHECK(q.ndim() == 4 && q.shape() == k.shape() && q.shape() == v.shape(), "attention",
+           "q, k, v must share a (B, H, T, D) shape, got ", shape_str(q.shape()), ", ",
+           shape_str(k.shape()), ", ", shape_str(v.shape()));
+  const int64_t t = q.size(2), d = q.size(3);
+  // mask[i][j] = 1 where key j lies in query i's future.
+  std::vector<uint8_t> m(static_cast<size_t>(t * t));
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < t; ++j) m[size_t(i * t + j)] = j > i;
+  const Tensor future = from_vector(m, {t, t}, q.device());
+  Tensor att = matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(d)));
+  att = masked_fill(att, future, -INFINITY);
+  att = dropout(softmax(att, -1), dropout_p, training, gen);
+  return matmul(att, v);
+}
+
+}  // namespace bg

@@ -1,0 +1,29 @@
+// matmul.cpp (CPU): batched GEMM through Eigen on strided maps, so transposed views cost no copy.
+#include "cpu_common.h"
+#include "cpu_kernels.h"
+
+namespace bg::cpu {
+
+void matmul(const KView& out, const KView& a, const KView& b, StreamHandle) {
+  dispatch_float(a.dtype, "matmul", [&](auto zero) {
+    using T = decltype(zero);
+    using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using Strided = Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>;
+    const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
+    for (int64_t i = 0; i < batch; ++i) {
+      Eigen::Map<const Mat, 0, Strided> ma(ptr<T>(a) + i * a.strides[0], m, k,
+                                           Strided(a.strides[1], a.strides[2]));
+      Eigen::Map<const Mat, 0, Strided> mb(ptr<T>(b) + i * b.strides[0], k, n,
+                                           Strided(b.strides[1], b.strides[2]));
+      Eigen::Map<Mat, 0, Strided> mc(ptr<T>(out) + i * out.strides[0], m, n,
+                                     Strided(out.strides[1], out.strides[2]));
+      if (k == 0) {
+        mc.setZero();
+      } else {
+        mc.noalias() = ma * mb;
+      }
+    }
+  });
+}
+
+}  // namespace bg::cpu

@@ -1,0 +1,25 @@
+// random.cpp (CPU): Philox streams; element i uses counter offset + i (see philox.h).
+#include "cpu_common.h"
+#include "cpu_kernels.h"
+
+namespace bg::cpu {
+
+void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64_t seed,
+                 uint64_t offset, StreamHandle) {
+  if (!dst.contiguous()) kernel_fail("random", "destination must be contiguous");
+  dispatch_float(dst.dtype, "random", [&](auto zero) {
+    using T = decltype(zero);
+    T* out = ptr<T>(dst);
+    const int64_t n = dst.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t c = offset + uint64_t(i);
+      switch (kind) {
+        case RandomKind::uniform: out[i] = T(p0 + (p1 - p0) * double(philox_uniform(seed, c))); break;
+        case RandomKind::normal: out[i] = T(float(p0 + p1 * philox_normal(seed, c))); break;
+        case RandomKind::bernoulli: out[i] = philox_uniform(seed, c) < float(p0) ? T(p1) : T(0); break;
+      }
+    }
+  });
+}
+
+}  // namespace bg::cpu

@@ -1,0 +1,90 @@
+// copy.cu: strided copy with dtype conversion, and fill. Same-dtype contiguous copies are a
+// plain memcpy; everything else goes through one kernel that loads/stores via double (a
+// warp-uniform switch on the dtype tags), which keeps 100 dtype pairs to one instantiation.
+// Half types round double -> float -> half, as the CPU does (Eigen converts from float).
+#include "cuda_common.cuh"
+#include "cuda_kernels.h"
+
+namespace bg::cuda {
+namespace {
+
+__device__ __forceinline__ double load(const void* base, DType t, int64_t i) {
+  switch (t) {
+    case DType::f32: return static_cast<const float*>(base)[i];
+    case DType::f64: return static_cast<const double*>(base)[i];
+    case DType::f16: return __half2float(static_cast<const __half*>(base)[i]);
+    case DType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+    case DType::i8: return static_cast<const int8_t*>(base)[i];
+    case DType::u8: return static_cast<const uint8_t*>(base)[i];
+    case DType::i16: return static_cast<const int16_t*>(base)[i];
+    case DType::u16: return static_cast<const uint16_t*>(base)[i];
+    case DType::i32: return static_cast<const int32_t*>(base)[i];
+    case DType::i64: return double(static_cast<const int64_t*>(base)[i]);
+  }
+  return 0;
+}
+
+__device__ __forceinline__ void store(void* base, DType t, int64_t i, double x) {
+  switch (t) {
+    case DType::f32: static_cast<float*>(base)[i] = float(x); break;
+    case DType::f64: static_cast<double*>(base)[i] = x; break;
+    case DType::f16: static_cast<__half*>(base)[i] = __float2half_rn(float(x)); break;
+    case DType::bf16: static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(float(x)); break;
+    case DType::i8: static_cast<int8_t*>(base)[i] = int8_t(x); break;
+    case DType::u8: static_cast<uint8_t*>(base)[i] = uint8_t(x); break;
+    case DType::i16: static_cast<int16_t*>(base)[i] = int16_t(x); break;
+    case DType::u16: static_cast<uint16_t*>(base)[i] = uint16_t(x); break;
+    case DType::i32: static_cast<int32_t*>(base)[i] = int32_t(x); break;
+    case DType::i64: static_cast<int64_t*>(base)[i] = int64_t(x); break;
+  }
+}
+
+template <typename E>  // same-dtype strided copy by element bits
+__global__ void copy_same_kernel(E* dst, const E* src, Indexer di, Indexer si, int64_t n) {
+  BG_GRID_LOOP(i, n) { dst[di.offset(i)] = src[si.offset(i)]; }
+}
+
+__global__ void copy_convert_kernel(void* dst, DType dt, const void* src, DType st, Indexer di,
+                                    Indexer si, int64_t n) {
+  BG_GRID_LOOP(i, n) { store(dst, dt, di.offset(i), load(src, st, si.offset(i))); }
+}
+
+__global__ void fill_kernel(void* dst, DType dt, Indexer di, int64_t n, double value) {
+  BG_GRID_LOOP(i, n) { store(dst, dt, di.offset(i), value); }
+}
+
+}  // namespace
+
+void copy(const KView& dst, const KView& src, StreamHandle stream) {
+  const int64_t n = dst.numel();
+  if (n != src.numel()) kernel_fail("copy", "element counts differ");
+  if (n == 0) return;
+  auto s = as_stream(stream);
+  if (dst.dtype == src.dtype && dst.contiguous() && src.contiguous()) {
+    BG_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, size_t(n) * dtype_size(dst.dtype),
+                                  cudaMemcpyDefault, s));
+    return;
+  }
+  const unsigned grid = grid_for(n, 256);
+  if (dst.dtype == src.dtype) {
+    switch (dtype_size(dst.dtype)) {
+      case 1: copy_same_kernel<<<grid, 256, 0, s>>>((uint8_t*)dst.data, (const uint8_t*)src.data, Indexer(dst), Indexer(src), n); break;
+      case 2: copy_same_kernel<<<grid, 256, 0, s>>>((uint16_t*)dst.data, (const uint16_t*)src.data, Indexer(dst), Indexer(src), n); break;
+      case 4: copy_same_kernel<<<grid, 256, 0, s>>>((uint32_t*)dst.data, (const uint32_t*)src.data, Indexer(dst), Indexer(src), n); break;
+      default: copy_same_kernel<<<grid, 256, 0, s>>>((uint64_t*)dst.data, (const uint64_t*)src.data, Indexer(dst), Indexer(src), n); break;
+    }
+  } else {
+    copy_convert_kernel<<<grid, 256, 0, s>>>(dst.data, dst.dtype, src.data, src.dtype,
+                                             Indexer(dst), Indexer(src), n);
+  }
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+void fill(const KView& dst, double value, StreamHandle stream) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  fill_kernel<<<grid_for(n, 256), 256, 0, as_stream(stream)>>>(dst.data, dst.dtype, Indexer(dst), n, value);
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace bg::cuda

@@ -1,0 +1,123 @@
+// cuda_common.cuh: error checks, dtype dispatch, strided indexing and launch helpers shared by
+// the CUDA kernels. Every kernel computes in float (or double where noted) and stores in T.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "../kernel_types.h"
+
+namespace bg::cuda {
+
+inline void check_cuda(cudaError_t err, const char* what, const char* file, int line) {
+  if (err != cudaSuccess)
+    kernel_fail("cuda", std::string(what) + ": " + cudaGetErrorString(err) + " at " + file + ":" +
+                            std::to_string(line));
+}
+#define BG_CUDA_CHECK(call) ::bg::cuda::check_cuda((call), #call, __FILE__, __LINE__)
+#define BG_CUDA_LAUNCH_CHECK() ::bg::cuda::check_cuda(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+
+inline cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
+
+// Calls f(T{}) with T = float, __half or __nv_bfloat16.
+template <typename F>
+void dispatch_float(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::f32: return f(float{});
+    case DType::f16: return f(__half{});
+    case DType::bf16: return f(__nv_bfloat16{});
+    default:
+      kernel_fail(op, std::string("CUDA compute kernels take f32, f16 or bf16, got ") + dtype_name(t));
+  }
+}
+
+template <typename F>
+void dispatch_index(DType t, const char* op, F&& f) {
+  if (t == DType::i64) return f(int64_t{});
+  if (t == DType::i32) return f(int32_t{});
+  kernel_fail(op, std::string("indices must be i32 or i64, got ") + dtype_name(t));
+}
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// Shape + strides passed by value to kernels; offset() maps a row-major linear index.
+struct Indexer {
+  int ndim;
+  int64_t shape[kMaxDims];
+  int64_t strides[kMaxDims];
+  bool contiguous;
+  explicit Indexer(const KView& v) : ndim(v.ndim), contiguous(v.contiguous()) {
+    for (int i = 0; i < kMaxDims; ++i) {
+      shape[i] = i < v.ndim ? v.shape[i] : 1;
+      strides[i] = i < v.ndim ? v.strides[i] : 0;
+    }
+  }
+  __device__ __forceinline__ int64_t offset(int64_t i) const {
+    if (contiguous) return i;
+    int64_t off = 0;
+#pragma unroll
+    for (int d = kMaxDims - 1; d >= 0; --d) {
+      if (d >= ndim) continue;
+      const int64_t q = i / shape[d];
+      off += (i - q * shape[d]) * strides[d];
+      i = q;
+    }
+    return off;
+  }
+};
+
+inline unsigned grid_for(int64_t n, int threads, int64_t max_blocks = 65536 * 8) {
+  int64_t blocks = (n + threads - 1) / threads;
+  if (blocks > max_blocks) blocks = max_blocks;
+  return unsigned(blocks < 1 ? 1 : blocks);
+}
+
+// Grid-stride loop over [0, n).
+#define BG_GRID_LOOP(i, n)                                                                  \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);                \
+       i += int64_t(blockDim.x) * gridDim.x)
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Block-wide sum/max in a fixed order (warp butterflies, then warp 0): deterministic.
+// `scratch` holds 32 floats; the result is returned to every thread.
+template <bool kMax>
+__device__ float block_reduce(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  v = kMax ? warp_max(v) : warp_sum(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float r = lane < warps ? scratch[lane] : (kMax ? -INFINITY : 0.f);
+    r = kMax ? warp_max(r) : warp_sum(r);
+    if (lane == 0) scratch[0] = r;
+  }
+  __syncthreads();
+  return scratch[0];
+}
+
+}  // namespace bg::cuda

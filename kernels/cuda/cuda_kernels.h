@@ -1,0 +1,70 @@
+// cuda_kernels.h: the CUDA kernels, one .cu per op, mirroring kernels/cpu by name.
+// Compute kernels take f32, f16 or bf16 views and accumulate in f32 (f64 is CPU-only).
+// All launches are asynchronous on the given stream; reductions use a fixed partition.
+#pragma once
+#include "../kernel_types.h"
+#include "../philox.h"
+#include "../optimizer_params.h"
+
+namespace bg {
+
+namespace cuda {
+
+// copy.cu: dst <- src elementwise (same shape, any strides, any dtypes: converts).
+void copy(const KView& dst, const KView& src, StreamHandle stream);
+void fill(const KView& dst, double value, StreamHandle stream);
+// random.cu: uniform(lo=p0, hi=p1) | normal(mean=p0, std=p1) | bernoulli(keep=p0, value p1 else 0).
+void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64_t seed,
+                 uint64_t offset, StreamHandle stream);
+// unary.cu: contiguous, same dtype.
+void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, double b,
+                   StreamHandle stream);
+void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y,
+                    const KView& dy, double a, StreamHandle stream);
+// binary.cu: out contiguous; a, b strided views of out's shape (stride 0 = broadcast).
+// Comparisons write u8.
+void binary_forward(BinaryOp op, const KView& out, const KView& a, const KView& b,
+                    StreamHandle stream);
+// binary.cu: out = cond ? a : b; cond is u8; all views of out's shape.
+void where_forward(const KView& out, const KView& cond, const KView& a, const KView& b,
+                   StreamHandle stream);
+// reduce.cu: in contiguous (O, R, I) -> out contiguous (O, I).
+void reduce(ReduceOp op, const KView& out, const KView& in, int64_t outer, int64_t extent,
+            int64_t inner, Scratch& scratch, StreamHandle stream);
+// matmul.cu: out (batch, M, N) = a (batch, M, K) @ b (batch, K, N); any strides.
+void matmul(const KView& out, const KView& a, const KView& b, StreamHandle stream);
+// softmax.cu: rows of the last dim, contiguous.
+void softmax_forward(const KView& y, const KView& x, bool log, StreamHandle stream);
+void softmax_backward(const KView& dx, const KView& y, const KView& dy, bool log,
+                      StreamHandle stream);
+// cross_entropy.cu: logits (N, V); targets (N) i32/i64; losses, lse (N) f32
+// (f64 for f64 logits, as are mean/rstd of layernorm and the scale below).
+// valid (N) gets 1 for counted rows, 0 for ignored ones (the mean's denominator).
+void cross_entropy_forward(const KView& losses, const KView& lse, const KView& valid,
+                           const KView& logits, const KView& targets, int64_t ignore_index,
+                           StreamHandle stream);
+// dlogits = scale * (softmax - onehot) for valid rows, 0 for ignored; scale is an f32 scalar.
+void cross_entropy_backward(const KView& dlogits, const KView& logits, const KView& lse,
+                            const KView& targets, int64_t ignore_index, const KView& scale,
+                            StreamHandle stream);
+// embedding.cu: weight (V, C), idx (N) i32/i64 -> out (N, C).
+void embedding_forward(const KView& out, const KView& weight, const KView& idx,
+                       StreamHandle stream);
+// dweight (V, C) is overwritten; rows summed in ascending token position.
+void embedding_backward(const KView& dweight, const KView& dout, const KView& idx,
+                        Scratch& scratch, StreamHandle stream);
+// layernorm.cu (also RMSNorm when rms): x (N, C); weight/bias (C) may have data == nullptr.
+void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
+                       const KView& weight, const KView& bias, double eps, bool rms,
+                       StreamHandle stream);
+void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbias,
+                        const KView& dy, const KView& x, const KView& weight, const KView& mean,
+                        const KView& rstd, bool rms, Scratch& scratch, StreamHandle stream);
+// optimizer.cu: f32 contiguous buffers of equal length; grad_scale (f32 scalar) may be null.
+void adamw_step(const KView& param, const KView& grad, const KView& m, const KView& v,
+                const AdamWParams& p, const KView& grad_scale, StreamHandle stream);
+void sgd_step(const KView& param, const KView& grad, const KView& momentum_buf, float lr,
+              float momentum, float weight_decay, const KView& grad_scale, StreamHandle stream);
+
+}  // namespace cuda
+}  // namespace bg

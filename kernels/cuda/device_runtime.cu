@@ -1,0 +1,63 @@
+// device_runtime.cu: thin wrappers over the CUDA runtime (see device_runtime.h).
+#include "cuda_common.cuh"
+#include "device_runtime.h"
+
+namespace bg::cuda {
+
+bool built_with_cuda() { return true; }
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky "no device" error
+    return 0;
+  }
+  return n;
+}
+
+std::string device_name(int device) {
+  cudaDeviceProp prop{};
+  BG_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop.name;
+}
+
+void set_device(int device) { BG_CUDA_CHECK(cudaSetDevice(device)); }
+
+void* device_malloc(size_t bytes) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
+void device_free(void* ptr) { (void)cudaFree(ptr); }
+
+void memcpy_async(void* dst, const void* src, size_t bytes, StreamHandle stream) {
+  BG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream)));
+}
+
+void memset_async(void* dst, int value, size_t bytes, StreamHandle stream) {
+  BG_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, as_stream(stream)));
+}
+
+void stream_synchronize(StreamHandle stream) {
+  BG_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));
+}
+
+StreamHandle stream_create() {
+  cudaStream_t s = nullptr;
+  BG_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
+void stream_destroy(StreamHandle stream) noexcept { (void)cudaStreamDestroy(as_stream(stream)); }
+
+size_t device_memory_used() {
+  size_t free_b = 0, total_b = 0;
+  BG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  return total_b - free_b;
+}
+
+}  // namespace bg::cuda

@@ -1,0 +1,25 @@
+// device_runtime.h: the few CUDA runtime services core needs (devices, memory, streams,
+// copies). Compiled from device_runtime.cu with CUDA, or device_runtime_stub.cpp without it,
+// so core never includes a CUDA header and a CPU-only build links.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "../kernel_types.h"
+
+namespace bg::cuda {
+
+bool built_with_cuda();
+int device_count();  // 0 without a driver or device
+std::string device_name(int device);
+void set_device(int device);
+void* device_malloc(size_t bytes);  // nullptr when the device is out of memory
+void device_free(void* ptr);
+void memcpy_async(void* dst, const void* src, size_t bytes, StreamHandle stream);  // any direction
+void memset_async(void* dst, int value, size_t bytes, StreamHandle stream);
+void stream_synchronize(StreamHandle stream);
+StreamHandle stream_create();
+void stream_destroy(StreamHandle stream) noexcept;
+size_t device_memory_used();  // bytes in use on the current device (free/total query)
+
+}  // namespace bg::cuda

@@ -1,0 +1,23 @@
+// device_runtime_stub.cpp: the CPU-only build's device runtime: no devices, and a clear error
+// for anything that would need one.
+#include "device_runtime.h"
+
+namespace bg::cuda {
+namespace {
+[[noreturn]] void no_cuda() { kernel_fail("cuda", "bitgrad was built without CUDA support"); }
+}  // namespace
+
+bool built_with_cuda() { return false; }
+int device_count() { return 0; }
+std::string device_name(int) { no_cuda(); }
+void set_device(int) { no_cuda(); }
+void* device_malloc(size_t) { no_cuda(); }
+void device_free(void*) {}
+void memcpy_async(void*, const void*, size_t, StreamHandle) { no_cuda(); }
+void memset_async(void*, int, size_t, StreamHandle) { no_cuda(); }
+void stream_synchronize(StreamHandle) { no_cuda(); }
+StreamHandle stream_create() { no_cuda(); }
+void stream_destroy(StreamHandle) noexcept {}
+size_t device_memory_used() { return 0; }
+
+}  // namespace bg::cuda

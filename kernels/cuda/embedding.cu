@@ -1,0 +1,95 @@
+// embedding.cu: row gather, and a deterministic backward without floating-point atomics:
+// token positions are stably radix-sorted by id (CUB), then each run of equal ids is summed
+// by one block in ascending position order. An id outside [0, V) gathers a NaN row.
+#include <cub/device/device_radix_sort.cuh>
+
+#include "cuda_common.cuh"
+#include "cuda_kernels.h"
+
+namespace bg::cuda {
+namespace {
+
+template <typename T, typename I>
+__global__ void embedding_forward_kernel(T* out, const T* weight, const I* idx, int64_t n,
+                                         int64_t vocab, int64_t c) {
+  BG_GRID_LOOP(t, n * c) {
+    const int64_t i = t / c, j = t - i * c;
+    const int64_t row = int64_t(idx[i]);
+    out[t] = (row >= 0 && row < vocab) ? weight[row * c + j] : from_float<T>(NAN);
+  }
+}
+
+__global__ void iota_kernel(int32_t* p, int64_t n) {
+  BG_GRID_LOOP(i, n) { p[i] = int32_t(i); }
+}
+
+template <typename T, typename I>
+__global__ void embedding_backward_kernel(T* dweight, const T* dout, const I* sorted_ids,
+                                          const int32_t* sorted_pos, int64_t n, int64_t vocab,
+                                          int64_t c) {
+  const int64_t j = blockIdx.x;
+  const I id = sorted_ids[j];
+  if (j > 0 && sorted_ids[j - 1] == id) return;  // not the start of a run
+  if (int64_t(id) < 0 || int64_t(id) >= vocab) return;
+  for (int64_t col = int64_t(blockIdx.y) * blockDim.x + threadIdx.x; col < c;
+       col += int64_t(gridDim.y) * blockDim.x) {
+    float acc = 0.f;
+    for (int64_t k = j; k < n && sorted_ids[k] == id; ++k)
+      acc += to_float(dout[int64_t(sorted_pos[k]) * c + col]);
+    dweight[int64_t(id) * c + col] = from_float<T>(acc);
+  }
+}
+
+}  // namespace
+
+void embedding_forward(const KView& out, const KView& weight, const KView& idx,
+                       StreamHandle stream) {
+  const int64_t n = idx.numel(), vocab = weight.shape[0], c = weight.shape[1];
+  if (n * c == 0) return;
+  dispatch_float(weight.dtype, "embedding", [&](auto zero) {
+    using T = decltype(zero);
+    dispatch_index(idx.dtype, "embedding", [&](auto izero) {
+      using I = decltype(izero);
+      embedding_forward_kernel<T, I><<<grid_for(n * c, 256), 256, 0, as_stream(stream)>>>(
+          static_cast<T*>(out.data), static_cast<const T*>(weight.data),
+          static_cast<const I*>(idx.data), n, vocab, c);
+    });
+  });
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+void embedding_backward(const KView& dweight, const KView& dout, const KView& idx,
+                        Scratch& scratch, StreamHandle stream) {
+  const int64_t n = idx.numel(), vocab = dweight.shape[0], c = dweight.shape[1];
+  auto s = as_stream(stream);
+  BG_CUDA_CHECK(cudaMemsetAsync(dweight.data, 0, size_t(vocab * c) * dtype_size(dweight.dtype), s));
+  if (n * c == 0) return;
+  if (n > INT32_MAX) kernel_fail("embedding_backward", "more than 2^31 indices");
+  dispatch_float(dweight.dtype, "embedding_backward", [&](auto zero) {
+    using T = decltype(zero);
+    dispatch_index(idx.dtype, "embedding_backward", [&](auto izero) {
+      using I = decltype(izero);
+      auto* pos = static_cast<int32_t*>(scratch.get(sizeof(int32_t) * size_t(n)));
+      auto* sorted_pos = static_cast<int32_t*>(scratch.get(sizeof(int32_t) * size_t(n)));
+      auto* sorted_ids = static_cast<I*>(scratch.get(sizeof(I) * size_t(n)));
+      iota_kernel<<<grid_for(n, 256), 256, 0, s>>>(pos, n);
+      BG_CUDA_LAUNCH_CHECK();
+      size_t temp_bytes = 0;
+      const auto* ids = static_cast<const I*>(idx.data);
+      BG_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, ids, sorted_ids, pos,
+                                                    sorted_pos, int(n), 0, int(sizeof(I) * 8), s));
+      void* temp = scratch.get(temp_bytes);
+      BG_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, ids, sorted_ids, pos,
+                                                    sorted_pos, int(n), 0, int(sizeof(I) * 8), s));
+      const int threads = 128;
+      const int64_t col_blocks = (c + threads - 1) / threads;
+      dim3 grid(unsigned(n), unsigned(col_blocks < 65535 ? col_blocks : 65535));
+      embedding_backward_kernel<T, I><<<grid, threads, 0, s>>>(
+          static_cast<T*>(dweight.data), static_cast<const T*>(dout.data), sorted_ids,
+          sorted_pos, n, vocab, c);
+    });
+  });
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace bg::cuda

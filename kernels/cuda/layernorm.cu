@@ -1,0 +1,151 @@
+// layernorm.cu: LayerNorm and RMSNorm (rms = true) over the last dim, one warp per row.
+// Forward stores mean/rstd (f32). Backward: dx per row in the same warp; dweight/dbias as
+// f32 partial sums over fixed chunks of kRowsPerChunk rows, then summed over chunks in order:
+// a partition fixed by the shape alone (not the SM count), hence bitwise reproducible.
+#include "cuda_common.cuh"
+#include "cuda_kernels.h"
+
+namespace bg::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+constexpr int64_t kRowsPerChunk = 128;
+
+template <typename T>
+__global__ void layernorm_forward_kernel(T* y, float* mean, float* rstd, const T* x, const T* w,
+                                         const T* b, int64_t rows, int64_t c, float eps, bool rms) {
+  const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x & 31;
+  if (r >= rows) return;
+  const T* xr = x + r * c;
+  float mu = 0.f;
+  if (!rms) {
+    for (int64_t j = lane; j < c; j += 32) mu += to_float(xr[j]);
+    mu = warp_sum(mu) / float(c);
+  }
+  float var = 0.f;
+  for (int64_t j = lane; j < c; j += 32) {
+    const float d = to_float(xr[j]) - mu;
+    var += d * d;
+  }
+  const float rs = rsqrtf(warp_sum(var) / float(c) + eps);
+  T* yr = y + r * c;
+  for (int64_t j = lane; j < c; j += 32) {
+    float v = (to_float(xr[j]) - mu) * rs;
+    if (w) v *= to_float(w[j]);
+    if (b) v += to_float(b[j]);
+    yr[j] = from_float<T>(v);
+  }
+  if (lane == 0) {
+    if (mean) mean[r] = mu;
+    rstd[r] = rs;
+  }
+}
+
+template <typename T>
+__global__ void layernorm_dx_kernel(T* dx, const T* dy, const T* x, const T* w, const float* mean,
+                                    const float* rstd, int64_t rows, int64_t c, bool rms) {
+  const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x & 31;
+  if (r >= rows) return;
+  const T* xr = x + r * c;
+  const T* gr = dy + r * c;
+  const float mu = rms ? 0.f : mean[r], rs = rstd[r];
+  float mean_g = 0.f, mean_gx = 0.f;
+  for (int64_t j = lane; j < c; j += 32) {
+    const float g = to_float(gr[j]) * (w ? to_float(w[j]) : 1.f);
+    mean_g += g;
+    mean_gx += g * (to_float(xr[j]) - mu) * rs;
+  }
+  mean_g = rms ? 0.f : warp_sum(mean_g) / float(c);
+  mean_gx = warp_sum(mean_gx) / float(c);
+  T* dxr = dx + r * c;
+  for (int64_t j = lane; j < c; j += 32) {
+    const float g = to_float(gr[j]) * (w ? to_float(w[j]) : 1.f);
+    const float xhat = (to_float(xr[j]) - mu) * rs;
+    dxr[j] = from_float<T>(rs * (g - mean_g - xhat * mean_gx));
+  }
+}
+
+// partial_w/partial_b: (chunks, c); thread per column, rows of its chunk in order.
+template <typename T>
+__global__ void layernorm_param_partials_kernel(float* partial_w, float* partial_b, const T* dy,
+                                                const T* x, const float* mean, const float* rstd,
+                                                int64_t rows, int64_t c, bool rms) {
+  const int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t chunk = blockIdx.y;
+  if (col >= c) return;
+  const int64_t begin = chunk * kRowsPerChunk, end = min(begin + kRowsPerChunk, rows);
+  float acc_w = 0.f, acc_b = 0.f;
+  for (int64_t r = begin; r < end; ++r) {
+    const float g = to_float(dy[r * c + col]);
+    const float xhat = (to_float(x[r * c + col]) - (rms ? 0.f : mean[r])) * rstd[r];
+    acc_w += g * xhat;
+    acc_b += g;
+  }
+  partial_w[chunk * c + col] = acc_w;
+  if (partial_b) partial_b[chunk * c + col] = acc_b;
+}
+
+template <typename T>
+__global__ void sum_chunks_kernel(T* out, const float* partial, int64_t chunks, int64_t c) {
+  BG_GRID_LOOP(col, c) {
+    float acc = 0.f;
+    for (int64_t k = 0; k < chunks; ++k) acc += partial[k * c + col];
+    out[col] = from_float<T>(acc);
+  }
+}
+
+}  // namespace
+
+void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
+                       const KView& weight, const KView& bias, double eps, bool rms,
+                       StreamHandle stream) {
+  const int64_t c = x.shape[x.ndim - 1];
+  if (c == 0 || x.numel() == 0) return;
+  const int64_t rows = x.numel() / c;
+  dispatch_float(x.dtype, "layernorm", [&](auto zero) {
+    using T = decltype(zero);
+    const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    layernorm_forward_kernel<T><<<grid, 32 * kWarpsPerBlock, 0, as_stream(stream)>>>(
+        static_cast<T*>(y.data), static_cast<float*>(mean.data), static_cast<float*>(rstd.data),
+        static_cast<const T*>(x.data), static_cast<const T*>(weight.data),
+        static_cast<const T*>(bias.data), rows, c, float(eps), rms);
+  });
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbias, const KView& dy,
+                        const KView& x, const KView& weight, const KView& mean, const KView& rstd,
+                        bool rms, Scratch& scratch, StreamHandle stream) {
+  const int64_t c = x.shape[x.ndim - 1];
+  if (c == 0 || x.numel() == 0) return;
+  const int64_t rows = x.numel() / c;
+  auto s = as_stream(stream);
+  dispatch_float(x.dtype, "layernorm_backward", [&](auto zero) {
+    using T = decltype(zero);
+    const auto* px = static_cast<const T*>(x.data);
+    const auto* pdy = static_cast<const T*>(dy.data);
+    const auto* pmean = static_cast<const float*>(mean.data);
+    const auto* prstd = static_cast<const float*>(rstd.data);
+    if (dx.data) {
+      const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+      layernorm_dx_kernel<T><<<grid, 32 * kWarpsPerBlock, 0, s>>>(
+          static_cast<T*>(dx.data), pdy, px, static_cast<const T*>(weight.data), pmean, prstd,
+          rows, c, rms);
+      BG_CUDA_LAUNCH_CHECK();
+    }
+    if (!dweight.data && !dbias.data) return;
+    const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+    auto* pw = static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c)));
+    auto* pb = dbias.data ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c))) : nullptr;
+    dim3 grid(unsigned((c + 127) / 128), unsigned(chunks));
+    layernorm_param_partials_kernel<T><<<grid, 128, 0, s>>>(pw, pb, pdy, px, pmean, prstd, rows, c, rms);
+    BG_CUDA_LAUNCH_CHECK();
+    if (dweight.data) sum_chunks_kernel<T><<<grid_for(c, 256), 256, 0, s>>>(static_cast<T*>(dweight.data), pw, chunks, c);
+    if (dbias.data) sum_chunks_kernel<T><<<grid_for(c, 256), 256, 0, s>>>(static_cast<T*>(dbias.data), pb, chunks, c);
+    BG_CUDA_LAUNCH_CHECK();
+  });
+}
+
+}  // namespace bg::cuda

@@ -1,0 +1,62 @@
+// harness.h: the op test harness (after ggml's test-backend-ops). One OpCase per op describes
+// its inputs and how to call it; check_cpu_case() compares CPU f32 with CPU f64 (and with an
+// optional independent f64 reference) and the f64 backward with central finite differences;
+// check_cuda_case() compares CUDA f32/f16/bf16 forward and backward with the CPU. Inputs are
+// fresh random numbers each run (seed printed on failure; BITGRAD_TEST_SEED pins it).
+#pragma once
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/ops.h"
+
+namespace bg::test {
+
+enum class Kind { normal, positive, index, mask, target };
+
+struct InputSpec {
+  Shape shape;
+  Kind kind = Kind::normal;
+  int64_t range = 0;  // index/target: values in [0, range); target: ~10% set to -100
+  bool differentiable = true;
+};
+
+using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+struct OpCase {
+  std::string name;
+  std::vector<InputSpec> inputs;
+  OpFn fn;
+  OpFn reference;              // optional independent f64 reference
+  bool noncontiguous = false;  // feed float inputs as strided views
+  double f32_tol = 2e-6;       // relative L2 error of CPU f32 vs f64
+  double fd_tol = 1e-6;        // finite-difference tolerance (relative to the grad's scale)
+  double cuda_f32_tol = 1e-5;  // CUDA f32 vs CPU f32, forward and gradients
+  bool half_on_cuda = true;    // also run f16/bf16 on CUDA
+  bool differentiable = true;
+};
+
+uint64_t test_seed();
+double rel_err(const Tensor& got, const Tensor& want);
+std::vector<Tensor> make_inputs(const OpCase& c, Generator& gen, DType dtype);
+Tensor noncontiguous_copy(const Tensor& t);
+void check_cpu_case(const OpCase& c);
+void check_cuda_case(const OpCase& c);
+
+// CUDA test cases start with this: without a GPU the case is reported as skipped (the test
+// binary exits 77 when every case it ran was skipped, which CTest shows as "Skipped").
+bool cuda_skip();
+#define BG_REQUIRE_CUDA() \
+  if (::bg::test::cuda_skip()) return
+
+// Registers "cpu: NAME" and "cuda: NAME" for a case builder.
+#define BG_OP_TEST(NAME, BUILDER)                                           \
+  TEST_CASE("cpu: " NAME) { ::bg::test::check_cpu_case(BUILDER()); }        \
+  TEST_CASE("cuda: " NAME) {                                                \
+    BG_REQUIRE_CUDA();                                                      \
+    ::bg::test::check_cuda_case(BUILDER());                                 \
+  }
+
+}  // namespace bg::test

@@ -1,0 +1,427 @@
+// test_ops.cpp: one entry per op. Each builder returns an OpCase; BG_OP_TEST registers a CPU
+// case (f32 vs f64 vs reference, finite differences) and a CUDA case (vs CPU, f32/f16/bf16).
+// Sizes are deliberately odd (not multiples of 4/32/128); "strided" variants feed views.
+#include <cmath>
+
+#include "harness.h"
+#include "reference.h"
+
+namespace bg::test {
+namespace {
+
+using V = std::vector<Tensor>;
+
+OpCase unary_case(const char* name, Tensor (*fn)(const Tensor&), double (*f)(double), Kind kind = Kind::normal) {
+  OpCase c;
+  c.name = name;
+  c.inputs = {{{7, 13}, kind}};
+  c.fn = [fn](const V& x) { return fn(x[0]); };
+  c.reference = [f](const V& x) { return ref::map(x[0], f); };
+  return c;
+}
+
+double gelu_ref(double x) { return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+
+OpCase exp_case() { return unary_case("exp", bg::exp, [](double x) { return std::exp(x); }); }
+OpCase log_case() { return unary_case("log", bg::log, [](double x) { return std::log(x); }, Kind::positive); }
+OpCase tanh_case() { return unary_case("tanh", bg::tanh, [](double x) { return std::tanh(x); }); }
+OpCase relu_case() { return unary_case("relu", bg::relu, [](double x) { return x > 0 ? x : 0.0; }); }
+OpCase gelu_case() { return unary_case("gelu", bg::gelu, gelu_ref); }
+OpCase silu_case() { return unary_case("silu", bg::silu, [](double x) { return x / (1 + std::exp(-x)); }); }
+OpCase sigmoid_case() { return unary_case("sigmoid", bg::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }); }
+OpCase neg_case() { return unary_case("neg", bg::neg, [](double x) { return -x; }); }
+OpCase sqrt_case() { return unary_case("sqrt", bg::sqrt, [](double x) { return std::sqrt(x); }, Kind::positive); }
+OpCase rsqrt_case() { return unary_case("rsqrt", bg::rsqrt, [](double x) { return 1 / std::sqrt(x); }, Kind::positive); }
+OpCase abs_case() { return unary_case("abs", bg::abs, [](double x) { return std::fabs(x); }); }
+OpCase affine_case() {
+  OpCase c = unary_case("affine", bg::neg, [](double x) { return 2.5 * x - 0.75; });
+  c.fn = [](const V& x) { return affine(x[0], 2.5, -0.75); };
+  return c;
+}
+OpCase unary_strided_case() {
+  OpCase c = gelu_case();
+  c.noncontiguous = true;
+  return c;
+}
+
+OpCase binary_case(const char* name, Tensor (*fn)(const Tensor&, const Tensor&), double (*f)(double, double),
+                   Kind kind_b = Kind::normal) {
+  OpCase c;
+  c.name = name;
+  c.inputs = {{{5, 7, 3}, Kind::normal}, {{7, 1}, kind_b}};
+  c.fn = [fn](const V& x) { return fn(x[0], x[1]); };
+  c.reference = [f](const V& x) { return ref::binary(x[0], x[1], f); };
+  return c;
+}
+OpCase add_case() { return binary_case("add", bg::add, [](double a, double b) { return a + b; }); }
+OpCase sub_case() { return binary_case("sub", bg::sub, [](double a, double b) { return a - b; }); }
+OpCase mul_case() { return binary_case("mul", bg::mul, [](double a, double b) { return a * b; }); }
+OpCase div_case() { return binary_case("div", bg::div, [](double a, double b) { return a / b; }, Kind::positive); }
+OpCase maximum_case() { return binary_case("maximum", bg::maximum, [](double a, double b) { return std::max(a, b); }); }
+OpCase minimum_case() { return binary_case("minimum", bg::minimum, [](double a, double b) { return std::min(a, b); }); }
+OpCase mul_strided_case() {
+  OpCase c = mul_case();
+  c.inputs = {{{9, 11}, Kind::normal}, {{9, 11}, Kind::normal}};
+  c.noncontiguous = true;
+  return c;
+}
+
+OpCase where_case() {
+  OpCase c;
+  c.name = "where";
+  c.inputs = {{{5, 6}, Kind::mask}, {{5, 6}}, {{6}}};
+  c.fn = [](const V& x) { return where(x[0], x[1], x[2]); };
+  c.reference = [](const V& x) {
+    const Tensor m = x[0].to(DType::f64);
+    return ref::binary(ref::binary(m, x[1], [](double c, double a) { return c * a; }),
+                       ref::binary(m, x[2], [](double c, double b) { return (1 - c) * b; }),
+                       [](double p, double q) { return p + q; });
+  };
+  return c;
+}
+OpCase masked_fill_case() {
+  OpCase c;
+  c.name = "masked_fill";
+  c.inputs = {{{4, 9}}, {{4, 9}, Kind::mask}};
+  c.fn = [](const V& x) { return masked_fill(x[0], x[1], -3.5); };
+  return c;
+}
+
+OpCase reduce_case(const char* name, std::vector<int> dims, bool is_max, Shape shape = {4, 5, 6}) {
+  OpCase c;
+  c.name = name;
+  c.inputs = {{shape}};
+  c.fn = [dims, is_max](const V& x) { return is_max ? max(x[0], dims) : sum(x[0], dims); };
+  std::vector<int> sorted = dims;
+  for (int& d : sorted) d = d < 0 ? d + int(shape.size()) : d;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.empty())
+    for (int d = 0; d < int(shape.size()); ++d) sorted.push_back(d);
+  c.reference = [sorted, is_max](const V& x) { return ref::reduce(x[0], sorted, is_max); };
+  return c;
+}
+OpCase sum_mid_case() { return reduce_case("sum dim 1", {1}, false); }
+OpCase sum_all_case() { return reduce_case("sum all", {}, false); }
+OpCase sum_split_dims_case() { return reduce_case("sum dims 0,2", {0, 2}, false); }
+OpCase sum_long_case() { return reduce_case("sum long rows", {-1}, false, {3, 5003}); }
+OpCase sum_long_cols_case() { return reduce_case("sum long cols", {0}, false, {4099, 3}); }
+OpCase max_case() { return reduce_case("max last", {-1}, true); }
+OpCase max_mid_case() { return reduce_case("max dim 0", {0}, true); }
+OpCase sum_strided_case() {
+  OpCase c = sum_mid_case();
+  c.noncontiguous = true;
+  return c;
+}
+OpCase mean_case() {
+  OpCase c;
+  c.name = "mean";
+  c.inputs = {{{6, 7, 3}}};
+  c.fn = [](const V& x) { return mean(x[0], {0, 2}, true); };
+  c.reference = [](const V& x) {
+    return ref::map(ref::reduce(x[0], {0, 2}, false), [](double v) { return v / 18.0; }).reshape({1, 7, 1});
+  };
+  return c;
+}
+OpCase var_case() {
+  OpCase c;
+  c.name = "var";
+  c.inputs = {{{5, 9}}};
+  c.fn = [](const V& x) { return var(x[0], {1}); };
+  c.reference = [](const V& x) {
+    std::vector<double> v = ref::vals(x[0]), r(5);
+    for (int i = 0; i < 5; ++i) {
+      double mu = 0, s = 0;
+      for (int j = 0; j < 9; ++j) mu += v[size_t(i * 9 + j)] / 9;
+      for (int j = 0; j < 9; ++j) s += (v[size_t(i * 9 + j)] - mu) * (v[size_t(i * 9 + j)] - mu);
+      r[size_t(i)] = s / 8;
+    }
+    return ref::make(r, {5});
+  };
+  return c;
+}
+
+OpCase matmul_case() {
+  OpCase c;
+  c.name = "matmul";
+  c.inputs = {{{5, 37}}, {{37, 3}}};
+  c.fn = [](const V& x) { return matmul(x[0], x[1]); };
+  c.reference = [](const V& x) { return ref::matmul2d(x[0], x[1]); };
+  return c;
+}
+OpCase matmul_transposed_case() {
+  OpCase c;
+  c.name = "matmul transposed operands";
+  c.inputs = {{{37, 5}}, {{3, 37}}};
+  c.fn = [](const V& x) { return matmul(x[0].transpose(0, 1), x[1].transpose(0, 1)); };
+  c.reference = [](const V& x) {
+    return ref::matmul2d(x[0].transpose(0, 1).contiguous(), x[1].transpose(0, 1).contiguous());
+  };
+  return c;
+}
+OpCase matmul_batched_case() {
+  OpCase c;
+  c.name = "matmul batched broadcast";
+  c.inputs = {{{2, 3, 5, 7}}, {{7, 4}}};
+  c.fn = [](const V& x) { return matmul(x[0], x[1]); };
+  return c;
+}
+OpCase matmul_batched_strided_case() {
+  OpCase c;
+  c.name = "matmul batched strided";
+  c.inputs = {{{3, 6, 9}}, {{3, 9, 5}}};
+  c.fn = [](const V& x) { return matmul(x[0], x[1]); };
+  c.noncontiguous = true;
+  return c;
+}
+OpCase linear_case() {
+  OpCase c;
+  c.name = "linear";
+  c.inputs = {{{2, 5, 7}}, {{6, 7}}, {{6}}};
+  c.fn = [](const V& x) { return linear(x[0], x[1], x[2]); };
+  return c;
+}
+
+OpCase softmax_case() {
+  OpCase c;
+  c.name = "softmax";
+  c.inputs = {{{6, 37}}};
+  c.fn = [](const V& x) { return softmax(x[0], -1); };
+  c.reference = [](const V& x) { return ref::softmax_rows(x[0], false); };
+  return c;
+}
+OpCase softmax_wide_case() {
+  OpCase c = softmax_case();
+  c.name = "softmax wide rows";
+  c.inputs = {{{3, 1031}}};
+  return c;
+}
+OpCase softmax_dim0_case() {
+  OpCase c;
+  c.name = "softmax dim 0";
+  c.inputs = {{{9, 5}}};
+  c.fn = [](const V& x) { return softmax(x[0], 0); };
+  c.reference = [](const V& x) {
+    return ref::softmax_rows(x[0].transpose(0, 1).contiguous(), false).transpose(0, 1).contiguous();
+  };
+  return c;
+}
+OpCase log_softmax_case() {
+  OpCase c;
+  c.name = "log_softmax";
+  c.inputs = {{{2, 5, 33}}};
+  c.fn = [](const V& x) { return log_softmax(x[0], -1); };
+  c.reference = [](const V& x) { return ref::softmax_rows(x[0], true); };
+  c.noncontiguous = true;
+  return c;
+}
+
+Tensor ce_reference(const V& x, const std::string& reduction) {
+  const Tensor logp = ref::softmax_rows(x[0], true);
+  const std::vector<double> lp = ref::vals(logp);
+  const std::vector<int64_t> t = x[1].to_vector<int64_t>();
+  const int64_t v = x[0].size(-1);
+  std::vector<double> rows(t.size());
+  double total = 0, count = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    rows[i] = t[i] == -100 ? 0.0 : -lp[i * size_t(v) + size_t(t[i])];
+    total += rows[i];
+    count += t[i] == -100 ? 0 : 1;
+  }
+  if (reduction == "none") return ref::make(rows, x[1].shape());
+  return ref::make({reduction == "sum" ? total : total / count}, {});
+}
+OpCase ce_case(const char* name, std::string reduction) {
+  OpCase c;
+  c.name = name;
+  c.inputs = {{{2, 7, 37}}, {{2, 7}, Kind::target, 37}};
+  c.fn = [reduction](const V& x) { return cross_entropy(x[0], x[1], -100, reduction); };
+  c.reference = [reduction](const V& x) { return ce_reference(x, reduction); };
+  return c;
+}
+OpCase ce_mean_case() { return ce_case("cross_entropy mean", "mean"); }
+OpCase ce_sum_case() { return ce_case("cross_entropy sum", "sum"); }
+OpCase ce_none_case() { return ce_case("cross_entropy none", "none"); }
+
+OpCase embedding_case() {
+  OpCase c;
+  c.name = "embedding";
+  c.inputs = {{{11, 9}}, {{3, 7}, Kind::index, 11}};
+  c.fn = [](const V& x) { return embedding(x[0], x[1]); };
+  c.reference = [](const V& x) {
+    const std::vector<double> w = ref::vals(x[0]);
+    const std::vector<int64_t> idx = x[1].to_vector<int64_t>();
+    std::vector<double> r;
+    for (int64_t i : idx)
+      for (int j = 0; j < 9; ++j) r.push_back(w[size_t(i * 9 + j)]);
+    return ref::make(r, {3, 7, 9});
+  };
+  return c;
+}
+
+OpCase dropout_case() {
+  OpCase c;
+  c.name = "dropout";
+  c.inputs = {{{13, 17}}};
+  c.fn = [](const V& x) {
+    Generator gen(77);
+    return dropout(x[0], 0.3, true, gen);
+  };
+  return c;
+}
+
+OpCase layernorm_case() {
+  OpCase c;
+  c.name = "layernorm";
+  c.inputs = {{{3, 7, 37}}, {{37}}, {{37}}};
+  c.fn = [](const V& x) { return layernorm(x[0], x[1], x[2], 1e-5); };
+  c.reference = [](const V& x) { return ref::layernorm_rows(x[0], x[1], x[2], 1e-5, false); };
+  return c;
+}
+OpCase layernorm_long_case() {
+  OpCase c = layernorm_case();
+  c.name = "layernorm many rows";
+  c.inputs = {{{301, 45}}, {{45}}, {{45}}};
+  return c;
+}
+OpCase layernorm_strided_case() {
+  OpCase c = layernorm_case();
+  c.name = "layernorm strided";
+  c.inputs = {{{9, 21}}, {{21}}, {{21}}};
+  c.noncontiguous = true;
+  return c;
+}
+OpCase rmsnorm_case() {
+  OpCase c;
+  c.name = "rmsnorm";
+  c.inputs = {{{5, 33}}, {{33}}};
+  c.fn = [](const V& x) { return rmsnorm(x[0], x[1], 1e-6); };
+  c.reference = [](const V& x) { return ref::layernorm_rows(x[0], x[1], Tensor(), 1e-6, true); };
+  return c;
+}
+
+OpCase attention_case() {
+  OpCase c;
+  c.name = "causal_self_attention";
+  c.inputs = {{{2, 3, 9, 5}}, {{2, 3, 9, 5}}, {{2, 3, 9, 5}}};
+  c.fn = [](const V& x) {
+    Generator gen(5);
+    return causal_self_attention(x[0], x[1], x[2], 0.0, false, gen);
+  };
+  c.reference = [](const V& x) {  // per (b, h): softmax(q k^T / sqrt(d) + mask) v
+    std::vector<double> out;
+    for (int b = 0; b < 2; ++b)
+      for (int h = 0; h < 3; ++h) {
+        const Tensor q = x[0].slice(0, b, b + 1).slice(1, h, h + 1).reshape({9, 5}).contiguous();
+        const Tensor k = x[1].slice(0, b, b + 1).slice(1, h, h + 1).reshape({9, 5}).contiguous();
+        const Tensor v = x[2].slice(0, b, b + 1).slice(1, h, h + 1).reshape({9, 5}).contiguous();
+        std::vector<double> s = ref::vals(ref::matmul2d(q, k.transpose(0, 1).contiguous()));
+        for (int i = 0; i < 9; ++i)
+          for (int j = 0; j < 9; ++j) s[size_t(i * 9 + j)] = j > i ? -INFINITY : s[size_t(i * 9 + j)] / std::sqrt(5.0);
+        const Tensor p = ref::softmax_rows(ref::make(s, {9, 9}), false);
+        for (double e : ref::vals(ref::matmul2d(p, v))) out.push_back(e);
+      }
+    return ref::make(out, {2, 3, 9, 5});
+  };
+  return c;
+}
+OpCase attention_dropout_case() {
+  OpCase c;
+  c.name = "causal_self_attention dropout";
+  c.inputs = {{{1, 2, 7, 3}}, {{1, 2, 7, 3}}, {{1, 2, 7, 3}}};
+  c.fn = [](const V& x) {
+    Generator gen(9);
+    return causal_self_attention(x[0], x[1], x[2], 0.25, true, gen);
+  };
+  return c;
+}
+
+OpCase concat_split_case() {
+  OpCase c;
+  c.name = "concat split";
+  c.inputs = {{{3, 7}}, {{3, 2}}};
+  c.fn = [](const V& x) {
+    const auto parts = split(x[0], {2, 5}, 1);
+    return concat({parts[1], x[1] * 3.0, parts[0]}, 1);
+  };
+  c.reference = [](const V& x) {
+    const std::vector<double> a = ref::vals(x[0]), b = ref::vals(x[1]);
+    std::vector<double> r;
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 2; j < 7; ++j) r.push_back(a[size_t(i * 7 + j)]);
+      for (int j = 0; j < 2; ++j) r.push_back(3.0 * b[size_t(i * 2 + j)]);
+      for (int j = 0; j < 2; ++j) r.push_back(a[size_t(i * 7 + j)]);
+    }
+    return ref::make(r, {3, 9});
+  };
+  return c;
+}
+OpCase views_case() {
+  OpCase c;
+  c.name = "views";
+  c.inputs = {{{3, 4, 5}}, {{3, 1}}};
+  c.fn = [](const V& x) {
+    const Tensor y = x[0].permute({2, 0, 1}).slice(1, 1, 3).reshape({5, -1}).contiguous();
+    const Tensor z = x[1].expand({3, 8}).transpose(0, 1).reshape({-1, 3}).slice(0, 0, 5).unsqueeze(0).squeeze(0);
+    return concat({y * y, z}, 1);
+  };
+  return c;
+}
+
+}  // namespace
+
+BG_OP_TEST("exp", exp_case)
+BG_OP_TEST("log", log_case)
+BG_OP_TEST("tanh", tanh_case)
+BG_OP_TEST("relu", relu_case)
+BG_OP_TEST("gelu", gelu_case)
+BG_OP_TEST("silu", silu_case)
+BG_OP_TEST("sigmoid", sigmoid_case)
+BG_OP_TEST("neg", neg_case)
+BG_OP_TEST("sqrt", sqrt_case)
+BG_OP_TEST("rsqrt", rsqrt_case)
+BG_OP_TEST("abs", abs_case)
+BG_OP_TEST("affine", affine_case)
+BG_OP_TEST("gelu strided", unary_strided_case)
+BG_OP_TEST("add", add_case)
+BG_OP_TEST("sub", sub_case)
+BG_OP_TEST("mul", mul_case)
+BG_OP_TEST("div", div_case)
+BG_OP_TEST("maximum", maximum_case)
+BG_OP_TEST("minimum", minimum_case)
+BG_OP_TEST("mul strided", mul_strided_case)
+BG_OP_TEST("where", where_case)
+BG_OP_TEST("masked_fill", masked_fill_case)
+BG_OP_TEST("sum dim 1", sum_mid_case)
+BG_OP_TEST("sum all", sum_all_case)
+BG_OP_TEST("sum dims 0,2", sum_split_dims_case)
+BG_OP_TEST("sum long rows", sum_long_case)
+BG_OP_TEST("sum long cols", sum_long_cols_case)
+BG_OP_TEST("sum strided", sum_strided_case)
+BG_OP_TEST("max last", max_case)
+BG_OP_TEST("max dim 0", max_mid_case)
+BG_OP_TEST("mean", mean_case)
+BG_OP_TEST("var", var_case)
+BG_OP_TEST("matmul", matmul_case)
+BG_OP_TEST("matmul transposed operands", matmul_transposed_case)
+BG_OP_TEST("matmul batched broadcast", matmul_batched_case)
+BG_OP_TEST("matmul batched strided", matmul_batched_strided_case)
+BG_OP_TEST("linear", linear_case)
+BG_OP_TEST("softmax", softmax_case)
+BG_OP_TEST("softmax wide rows", softmax_wide_case)
+BG_OP_TEST("softmax dim 0", softmax_dim0_case)
+BG_OP_TEST("log_softmax strided", log_softmax_case)
+BG_OP_TEST("cross_entropy mean", ce_mean_case)
+BG_OP_TEST("cross_entropy sum", ce_sum_case)
+BG_OP_TEST("cross_entropy none", ce_none_case)
+BG_OP_TEST("embedding", embedding_case)
+BG_OP_TEST("dropout", dropout_case)
+BG_OP_TEST("layernorm", layernorm_case)
+BG_OP_TEST("layernorm many rows", layernorm_long_case)
+BG_OP_TEST("layernorm strided", layernorm_strided_case)
+BG_OP_TEST("rmsnorm", rmsnorm_case)
+BG_OP_TEST("causal_self_attention", attention_case)
+BG_OP_TEST("causal_self_attention dropout", attention_dropout_case)
+BG_OP_TEST("concat split", concat_split_case)
+BG_OP_TEST("views", views_case)
+
+}  // namespace bg::test
