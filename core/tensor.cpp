@@ -80,12 +80,12 @@ Tensor Tensor::detach() const {
   return Tensor(impl);
 }
 
-Tensor& Tensor::fill_(double value) {
+const Tensor& Tensor::fill_(double value) const {
   BG_DISPATCH(device(), fill, kview(), value, stream_for(device()));
   return *this;
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
+const Tensor& Tensor::copy_(const Tensor& src) const {
   BG_CHECK(src.shape() == shape(), "copy_", "shape ", shape_str(src.shape()), " into ", shape_str(shape()));
   Tensor s = src.device() == device() ? src : src.to(device());
   BG_DISPATCH(device(), copy, kview(), s.kview(), stream_for(device()));

@@ -79,8 +79,8 @@ class Tensor {
   void backward(const Tensor& grad = Tensor()) const;
 
   // In place, outside autograd (optimizers, initialisation, gradient buffers).
-  Tensor& fill_(double value);
-  Tensor& copy_(const Tensor& src);  // same shape; converts dtype/device
+  const Tensor& fill_(double value) const;
+  const Tensor& copy_(const Tensor& src) const;  // same shape; converts dtype/device
 
   // Host access.
   template <typename T>

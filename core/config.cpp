@@ -1,0 +1,285 @@
+#include "config.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "error.h"
+
+namespace bg {
+namespace {
+
+std::vector<std::string> split_key(const std::string& key) {
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  std::string p;
+  while (std::getline(ss, p, '.')) parts.push_back(p);
+  return parts;
+}
+
+bool is_index(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+std::string scalar_text(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+// Shortest text that reads back as the same double (0.1, not 0.10000000000000001).
+YAML::Node number_node(double v) {
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return YAML::Node(std::string(buf, res.ptr));
+}
+
+}  // namespace
+
+ConfigReader::ConfigReader(const std::string& path, const std::vector<std::string>& overrides) : path_(path) {
+  if (path.empty()) {
+    root_ = YAML::Node(YAML::NodeType::Map);
+  } else {
+    std::ifstream f(path);
+    if (!f) fail("config", path, ": cannot open file");
+    try {
+      root_ = YAML::Load(f);
+    } catch (const YAML::Exception& e) {
+      fail("config", path, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg);
+    }
+    if (root_.IsNull()) root_ = YAML::Node(YAML::NodeType::Map);
+    if (!root_.IsMap()) fail("config", path, ": top level must be a mapping of sections");
+  }
+  effective_ = YAML::Node(YAML::NodeType::Map);
+  for (const std::string& o : overrides) {
+    const size_t eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) fail("config", "--set ", o, ": expected key.path=value");
+    const std::string key = o.substr(0, eq);
+    YAML::Node value;
+    try {
+      value = YAML::Load(o.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      fail("config", "--set ", o, ": ", e.msg);
+    }
+    const std::vector<std::string> parts = split_key(key);
+    // yaml-cpp nodes are handles: walk with copies, creating maps as needed.
+    std::vector<YAML::Node> chain{root_};
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node child = chain.back()[parts[i]];
+      if (!child.IsMap()) {
+        if (child.IsDefined() && !child.IsNull()) fail("config", "--set ", o, ": '", parts[i], "' is not a section");
+        chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+        child = chain.back()[parts[i]];
+      }
+      chain.push_back(child);
+    }
+    chain.back()[parts.back()] = value;
+    overridden_.insert(key);
+  }
+}
+
+// Const access only: a non-const operator[] could add the missing key to the tree. Recursion
+// instead of Node::reset, which throws on the invalid node a missing key yields.
+static YAML::Node lookup(const YAML::Node& node, const std::vector<std::string>& parts, size_t i) {
+  if (i == parts.size()) return node;
+  if (!node.IsDefined() || node.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+  if (node.IsSequence()) {
+    if (!is_index(parts[i]) || std::stoul(parts[i]) >= node.size()) return YAML::Node(YAML::NodeType::Undefined);
+    return lookup(node[std::stoul(parts[i])], parts, i + 1);
+  }
+  if (node.IsMap()) {
+    const YAML::Node child = node[parts[i]];
+    if (!child.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
+    return lookup(child, parts, i + 1);
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+YAML::Node ConfigReader::find(const std::string& key) const {
+  const YAML::Node& root = root_;
+  return lookup(root, split_key(key), 0);
+}
+
+std::string ConfigReader::where(const YAML::Node& node, const std::string& key) const {
+  if (overridden_.count(key)) return "--set " + key;
+  if (node.IsDefined() && node.Mark().line >= 0)
+    return str_cat(path_, ":", node.Mark().line + 1, ":", node.Mark().column + 1);
+  return path_.empty() ? std::string("config") : path_;
+}
+
+void ConfigReader::fail_at(const std::string& key, const std::string& msg) const {
+  fail("config", where(find(key), key), ": ", key, ": ", msg);
+}
+
+bool ConfigReader::has(const std::string& key) const {
+  const YAML::Node n = find(key);
+  return n.IsDefined() && !n.IsNull();
+}
+
+void ConfigReader::mark_used(const std::string& key) { used_.insert(key); }
+
+void ConfigReader::record(const std::string& key, const YAML::Node& value) {
+  const std::vector<std::string> parts = split_key(key);
+  std::vector<YAML::Node> chain{effective_};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node child = chain.back()[parts[i]];
+    if (!child.IsMap()) {
+      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      child = chain.back()[parts[i]];
+    }
+    chain.push_back(child);
+  }
+  chain.back()[parts.back()] = value;
+}
+
+double ConfigReader::number(const std::string& key, double lo, double hi) {
+  if (!has(key)) missing_.push_back(key);
+  return number(key, 0.0, lo, hi);
+}
+
+double ConfigReader::number(const std::string& key, double def, double lo, double hi) {
+  mark_used(key);
+  double v = def;
+  if (has(key)) {
+    const YAML::Node n = find(key);
+    try {
+      if (!n.IsScalar()) throw YAML::Exception(YAML::Mark(), "");
+      v = n.as<double>();
+    } catch (const YAML::Exception&) {
+      fail_at(key, "expected a number, got " + (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
+    }
+    if (!std::isfinite(v) || v < lo || v > hi)
+      fail_at(key, str_cat("value ", n.Scalar(), " is out of range [", lo, ", ", hi, "]"));
+  }
+  record(key, number_node(v));
+  return v;
+}
+
+int64_t ConfigReader::integer(const std::string& key, int64_t def, int64_t lo, int64_t hi) {
+  mark_used(key);
+  int64_t v = def;
+  if (has(key)) {
+    const YAML::Node n = find(key);
+    try {
+      if (!n.IsScalar()) throw YAML::Exception(YAML::Mark(), "");
+      v = n.as<int64_t>();
+    } catch (const YAML::Exception&) {
+      fail_at(key, "expected an integer, got " + (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
+    }
+    if (v < lo || v > hi) fail_at(key, str_cat("value ", v, " is out of range [", lo, ", ", hi, "]"));
+  }
+  record(key, YAML::Node(v));
+  return v;
+}
+
+bool ConfigReader::boolean(const std::string& key, bool def) {
+  mark_used(key);
+  bool v = def;
+  if (has(key)) {
+    const YAML::Node n = find(key);
+    try {
+      if (!n.IsScalar()) throw YAML::Exception(YAML::Mark(), "");
+      v = n.as<bool>();
+    } catch (const YAML::Exception&) {
+      fail_at(key, "expected true or false, got " + (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
+    }
+  }
+  record(key, YAML::Node(v));
+  return v;
+}
+
+std::string ConfigReader::string(const std::string& key) {
+  if (!has(key)) missing_.push_back(key);
+  return string(key, "");
+}
+
+std::string ConfigReader::string(const std::string& key, const std::string& def) {
+  mark_used(key);
+  std::string v = def;
+  if (has(key)) {
+    const YAML::Node n = find(key);
+    if (!n.IsScalar()) fail_at(key, "expected a string, got " + scalar_text(n));
+    v = n.Scalar();
+  }
+  record(key, YAML::Node(v));
+  return v;
+}
+
+std::string ConfigReader::choice(const std::string& key, const std::string& def,
+                                 const std::vector<std::string>& options) {
+  const std::string v = string(key, def);
+  for (const std::string& o : options)
+    if (o == v) return v;
+  std::string list;
+  for (const std::string& o : options) list += (list.empty() ? "" : ", ") + o;
+  fail_at(key, "'" + v + "' is not one of: " + list);
+}
+
+std::vector<double> ConfigReader::numbers(const std::string& key, const std::vector<double>& def, size_t count) {
+  mark_used(key);
+  std::vector<double> v = def;
+  if (has(key)) {
+    const YAML::Node n = find(key);
+    if (!n.IsSequence() || n.size() != count) fail_at(key, str_cat("expected a list of ", count, " numbers"));
+    v.clear();
+    for (size_t i = 0; i < n.size(); ++i) {
+      try {
+        v.push_back(n[i].as<double>());
+      } catch (const YAML::Exception&) {
+        fail_at(key, "expected a number, got '" + scalar_text(n[i]) + "'");
+      }
+    }
+  }
+  YAML::Node seq(YAML::NodeType::Sequence);
+  for (double x : v) seq.push_back(number_node(x));
+  seq.SetStyle(YAML::EmitterStyle::Flow);
+  record(key, seq);
+  return v;
+}
+
+size_t ConfigReader::list_size(const std::string& key) {
+  containers_.insert(key);
+  if (!has(key)) return 0;
+  const YAML::Node n = find(key);
+  if (!n.IsSequence()) fail_at(key, "expected a list, got " + scalar_text(n));
+  return n.size();
+}
+
+void ConfigReader::finish() const {
+  // Depth-first over the tree; a key is known if it, or a key below it, was read.
+  std::vector<std::pair<std::string, YAML::Node>> stack{{"", root_}};
+  while (!stack.empty()) {
+    auto [prefix, node] = stack.back();
+    stack.pop_back();
+    if (node.IsMap()) {
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        const std::string k = prefix.empty() ? it->first.Scalar() : prefix + "." + it->first.Scalar();
+        bool known = used_.count(k) > 0 || containers_.count(k) > 0;
+        for (auto u = used_.lower_bound(k + "."); !known && u != used_.end() && u->rfind(k + ".", 0) == 0; ++u) known = true;
+        if (!known) {
+          const YAML::Node key_node = it->first;
+          fail("config", where(key_node, k), ": unknown key '", k, "'");
+        }
+        if (!used_.count(k)) stack.push_back({k, it->second});
+      }
+    } else if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i) stack.push_back({prefix + "." + std::to_string(i), node[i]});
+    }
+  }
+  finish_missing();
+}
+
+void ConfigReader::finish_missing() const {
+  if (!missing_.empty())
+    fail("config", path_.empty() ? std::string("config") : path_, ": ", missing_.front(), ": required key is missing");
+}
+
+std::string ConfigReader::effective_yaml() const {
+  YAML::Emitter out;
+  out << effective_;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace bg

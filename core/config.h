@@ -1,0 +1,55 @@
+// config.h: YAML configs read into typed structs. Every value is read through ConfigReader
+// with its type, default and allowed range; finish() then rejects any key nobody read. Errors
+// name the file, line and column and the key path:
+//   [config] configs/x.yaml:7:9: optimizer.lr: expected a number, got 'fast'
+// `--set a.b=value` overrides are applied to the tree before reading.
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace bg {
+
+class ConfigReader {
+ public:
+  // Loads `path` (empty: an empty config) and applies "key.path=value" overrides.
+  ConfigReader(const std::string& path, const std::vector<std::string>& overrides);
+
+  bool has(const std::string& key) const;
+  double number(const std::string& key, double def, double lo, double hi);
+  double number(const std::string& key, double lo, double hi);  // required
+  int64_t integer(const std::string& key, int64_t def, int64_t lo, int64_t hi);
+  bool boolean(const std::string& key, bool def);
+  std::string string(const std::string& key, const std::string& def);
+  std::string string(const std::string& key);  // required
+  std::string choice(const std::string& key, const std::string& def, const std::vector<std::string>& options);
+  std::vector<double> numbers(const std::string& key, const std::vector<double>& def, size_t count);
+  size_t list_size(const std::string& key);  // length of a sequence (0 when absent)
+
+  // Throws on the first key in the file that no read asked for, then on a missing required key
+  // (required reads return a default until then, so a misspelt key is reported as such).
+  void finish() const;
+  // The config as used: every key read, with defaults filled in.
+  std::string effective_yaml() const;
+  const std::string& path() const { return path_; }
+
+  [[noreturn]] void fail_at(const std::string& key, const std::string& msg) const;
+
+ private:
+  YAML::Node find(const std::string& key) const;
+  std::string where(const YAML::Node& node, const std::string& key) const;
+  void mark_used(const std::string& key);
+  void record(const std::string& key, const YAML::Node& value);
+  void finish_missing() const;
+
+  std::string path_;
+  YAML::Node root_, effective_;
+  std::set<std::string> used_;
+  std::set<std::string> overridden_;
+  std::set<std::string> containers_;
+  std::vector<std::string> missing_;  // lists whose elements are read one by one
+};
+
+}  // namespace bg

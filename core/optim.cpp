@@ -1,0 +1,117 @@
+#include "optim.h"
+
+#include <cmath>
+
+#include "dispatch.h"
+#include "ops.h"
+
+namespace bg {
+
+FlatParameters::FlatParameters(const std::vector<std::pair<std::string, Tensor>>& named, Device device)
+    : named_(named) {
+  std::vector<size_t> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < named.size(); ++i)
+      if ((named[i].second.ndim() >= 2) == (pass == 0)) order.push_back(i);
+  int64_t total = 0;
+  for (size_t i : order) {
+    const Tensor& t = named[i].second;
+    BG_CHECK(t.dtype() == DType::f32, "parameters", "parameter '", named[i].first, "' is ",
+             dtype_name(t.dtype()), "; master weights are f32");
+    if (t.ndim() >= 2) decay_count_ += t.numel();
+    total += t.numel();
+  }
+  values_ = empty({total}, DType::f32, device);
+  grads_ = zeros({total}, DType::f32, device);
+  int64_t off = 0;
+  for (size_t i : order) {
+    Tensor t = named[i].second;
+    const int64_t n = t.numel();
+    Tensor dst = values_.slice(0, off, off + n);
+    dst.copy_(t.detach().reshape({n}));
+    // Rebind in place: every holder of this parameter now sees the flat buffer.
+    TensorImpl* impl = t.impl();
+    impl->storage = values_.impl()->storage;
+    impl->offset = off;
+    impl->strides = contiguous_strides(impl->shape);
+    impl->grad = make_view(grads_, impl->shape, impl->strides, off).impl_ptr();
+    impl->requires_grad = true;
+    off += n;
+  }
+}
+
+void FlatParameters::zero_grad() {
+  if (grads_.defined()) grads_.fill_(0.0);
+}
+
+AdamW::AdamW(FlatParameters& params, AdamWConfig config) : params_(params), config_(config) {
+  m_ = zeros({params.numel()}, DType::f32, params.values().device());
+  v_ = zeros({params.numel()}, DType::f32, params.values().device());
+}
+
+void AdamW::step(double lr, const Tensor& grad_scale) {
+  if (params_.numel() == 0) return;
+  ++steps_;
+  const Device dev = params_.values().device();
+  AdamWParams p{};
+  p.lr = float(lr);
+  p.beta1 = float(config_.beta1);
+  p.beta2 = float(config_.beta2);
+  p.eps = float(config_.eps);
+  p.bias_correction1 = float(1.0 - std::pow(config_.beta1, double(steps_)));
+  p.bias_correction2 = float(1.0 - std::pow(config_.beta2, double(steps_)));
+  const KView scale = grad_scale.defined() ? grad_scale.kview() : null_view();
+  const int64_t split = params_.decay_count(), n = params_.numel();
+  for (int group = 0; group < 2; ++group) {
+    const int64_t lo = group == 0 ? 0 : split, hi = group == 0 ? split : n;
+    if (hi == lo) continue;
+    p.weight_decay = group == 0 ? float(config_.weight_decay) : 0.f;
+    BG_DISPATCH(dev, adamw_step, params_.values().slice(0, lo, hi).kview(),
+                params_.grads().slice(0, lo, hi).kview(), m_.slice(0, lo, hi).kview(),
+                v_.slice(0, lo, hi).kview(), p, scale, stream_for(dev));
+  }
+}
+
+SGD::SGD(FlatParameters& params, double momentum, double weight_decay)
+    : params_(params), momentum_(momentum), weight_decay_(weight_decay) {
+  buf_ = zeros({params.numel()}, DType::f32, params.values().device());
+}
+
+void SGD::step(double lr, const Tensor& grad_scale) {
+  if (params_.numel() == 0) return;
+  const Device dev = params_.values().device();
+  const KView scale = grad_scale.defined() ? grad_scale.kview() : null_view();
+  const int64_t split = params_.decay_count(), n = params_.numel();
+  for (int group = 0; group < 2; ++group) {
+    const int64_t lo = group == 0 ? 0 : split, hi = group == 0 ? split : n;
+    if (hi == lo) continue;
+    BG_DISPATCH(dev, sgd_step, params_.values().slice(0, lo, hi).kview(),
+                params_.grads().slice(0, lo, hi).kview(), buf_.slice(0, lo, hi).kview(), float(lr),
+                float(momentum_), group == 0 ? float(weight_decay_) : 0.f, scale, stream_for(dev));
+  }
+}
+
+ClipResult clip_grad_norm(const FlatParameters& params, double max_norm) {
+  BG_CHECK(max_norm > 0, "clip_grad_norm", "max_norm must be positive, got ", max_norm);
+  NoGradGuard no_grad;
+  const Tensor& g = params.grads();
+  ClipResult r;
+  r.norm = sqrt(sum(g * g));
+  // scale = max_norm / max(norm, max_norm) == min(1, max_norm / norm), without a host sync.
+  const Tensor cap = full({}, max_norm, DType::f32, g.device());
+  r.scale = cap / maximum(r.norm, cap);
+  return r;
+}
+
+double LrSchedule::at(int64_t step) const {
+  if (warmup_steps > 0 && step < warmup_steps) return lr * double(step + 1) / double(warmup_steps);
+  if (kind == "constant") return lr;
+  const int64_t span = std::max<int64_t>(1, total_steps - warmup_steps);
+  const double t = std::min(1.0, double(step - warmup_steps) / double(span));
+  if (kind == "cosine") return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * t));
+  if (kind == "linear") return lr + (min_lr - lr) * t;
+  if (kind == "exponential") return lr * std::pow(min_lr / lr, t);
+  fail("schedule", "unknown schedule '", kind, "' (constant, cosine, linear, exponential)");
+}
+
+}  // namespace bg

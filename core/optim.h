@@ -1,0 +1,84 @@
+// optim.h: flat parameter storage, optimizers (AdamW, SGD with momentum), LR schedules and
+// gradient clipping by global norm.
+//
+// FlatParameters moves every parameter into one f32 buffer (parameters with >= 2 dims first:
+// they get weight decay) and gives each a gradient view into one flat gradient buffer. An
+// optimizer step is then one fused kernel launch per decay group, and clipping is one norm over
+// one buffer, with the clip factor kept on the device (no host sync per step).
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor.h"
+
+namespace bg {
+
+class FlatParameters {
+ public:
+  FlatParameters() = default;
+  // Rebinds each tensor's storage into the flat buffer on `device` (values preserved).
+  FlatParameters(const std::vector<std::pair<std::string, Tensor>>& named, Device device);
+  const Tensor& values() const { return values_; }  // (numel,) f32
+  const Tensor& grads() const { return grads_; }    // (numel,) f32
+  int64_t decay_count() const { return decay_count_; }  // elements [0, decay_count) get weight decay
+  int64_t numel() const { return values_.defined() ? values_.numel() : 0; }
+  const std::vector<std::pair<std::string, Tensor>>& named() const { return named_; }
+  void zero_grad();
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> named_;
+  Tensor values_, grads_;
+  int64_t decay_count_ = 0;
+};
+
+struct AdamWConfig {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
+};
+
+class AdamW {
+ public:
+  AdamW(FlatParameters& params, AdamWConfig config);
+  // One step at learning rate `lr`; `grad_scale` (device scalar from clip_grad_norm) may be empty.
+  void step(double lr, const Tensor& grad_scale = Tensor());
+  int64_t steps() const { return steps_; }
+  Tensor& exp_avg() { return m_; }
+  Tensor& exp_avg_sq() { return v_; }
+  void set_steps(int64_t s) { steps_ = s; }
+
+ private:
+  FlatParameters& params_;
+  AdamWConfig config_;
+  Tensor m_, v_;
+  int64_t steps_ = 0;
+};
+
+class SGD {
+ public:
+  SGD(FlatParameters& params, double momentum, double weight_decay);
+  void step(double lr, const Tensor& grad_scale = Tensor());
+  Tensor& momentum_buffer() { return buf_; }
+
+ private:
+  FlatParameters& params_;
+  double momentum_, weight_decay_;
+  Tensor buf_;
+};
+
+struct ClipResult {
+  Tensor norm;   // global L2 norm of the gradients (device scalar)
+  Tensor scale;  // min(1, max_norm / norm) (device scalar), for the optimizer
+};
+// Global-norm clipping. The gradients are not rewritten: the optimizer applies `scale`.
+ClipResult clip_grad_norm(const FlatParameters& params, double max_norm);
+
+struct LrSchedule {
+  std::string kind = "constant";  // constant | cosine | linear | exponential
+  double lr = 1e-3, min_lr = 0.0;
+  int64_t warmup_steps = 0, total_steps = 1;
+  // Learning rate for 0-based step `step`. Warmup is linear from lr/warmup to lr; cosine and
+  // linear then decay to min_lr at total_steps; exponential goes lr -> min_lr geometrically.
+  double at(int64_t step) const;
+};
+
+}  // namespace bg

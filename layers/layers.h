@@ -1,0 +1,66 @@
+// layers.h: the standard layers. Weights follow PyTorch's layouts and names (Linear.weight is
+// (out, in)) so checkpoints map onto nanoGPT's state_dict.
+#pragma once
+#include "module.h"
+
+namespace bg {
+
+class Linear : public Module {
+ public:
+  Linear(int64_t in, int64_t out, bool bias, Generator& gen, double init_std = 0.02);
+  Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }
+  Tensor weight, bias;
+};
+
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num, int64_t dim, Generator& gen, double init_std = 0.02);
+  Tensor forward(const Tensor& idx) const { return embedding(weight, idx); }
+  Tensor weight;
+};
+
+class LayerNorm : public Module {
+ public:
+  LayerNorm(int64_t dim, bool bias, double eps = 1e-5);
+  Tensor forward(const Tensor& x) const { return layernorm(x, weight, bias, eps_); }
+  Tensor weight, bias;
+
+ private:
+  double eps_;
+};
+
+class RMSNorm : public Module {
+ public:
+  RMSNorm(int64_t dim, double eps = 1e-6);
+  Tensor forward(const Tensor& x) const { return rmsnorm(x, weight, eps_); }
+  Tensor weight;
+
+ private:
+  double eps_;
+};
+
+// Multi-head causal self-attention with one fused QKV projection (nanoGPT's c_attn/c_proj).
+class CausalSelfAttention : public Module {
+ public:
+  CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout, Generator& init,
+                      double proj_std);
+  Tensor forward(const Tensor& x, Generator& gen) const;  // (B, T, C) -> (B, T, C)
+  std::shared_ptr<Linear> c_attn, c_proj;
+
+ private:
+  int64_t n_embd_, n_head_;
+  double dropout_;
+};
+
+// Linear(4C) -> GELU -> Linear(C) -> dropout.
+class MLP : public Module {
+ public:
+  MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std);
+  Tensor forward(const Tensor& x, Generator& gen) const;
+  std::shared_ptr<Linear> c_fc, c_proj;
+
+ private:
+  double dropout_;
+};
+
+}  // namespace bg

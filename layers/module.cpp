@@ -1,0 +1,33 @@
+#include "module.h"
+
+namespace bg {
+
+Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  value.requires_grad_(true);
+  params_.emplace_back(name, value);
+  return value;
+}
+
+void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>* out) const {
+  for (const auto& [name, t] : params_) out->emplace_back(prefix + name, t);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", &out);
+  return out;
+}
+
+int64_t Module::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& [name, t] : named_parameters()) n += t.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+}  // namespace bg

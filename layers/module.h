@@ -1,0 +1,37 @@
+// module.h: the Module base. A module owns named parameters and child modules; names join
+// with '.' like PyTorch state_dict keys ("blocks.0.attn.c_attn.weight"). Parameters are created
+// on the CPU in f32 and moved into a FlatParameters buffer on the training device.
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/ops.h"
+
+namespace bg {
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  int64_t parameter_count() const;
+  void train(bool on = true);
+  bool training() const { return training_; }
+
+ protected:
+  Tensor register_parameter(const std::string& name, Tensor value);
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    children_.emplace_back(name, module);
+    return module;
+  }
+
+ private:
+  void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>* out) const;
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+}  // namespace bg

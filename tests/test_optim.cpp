@@ -1,0 +1,119 @@
+// test_optim.cpp: AdamW / SGD against their formulas, schedules, global-norm clipping, and the
+// CUDA optimizer kernels against the CPU ones.
+#include <cmath>
+
+#include "core/optim.h"
+#include "harness.h"
+
+namespace bg::test {
+namespace {
+
+struct TwoParams {
+  Tensor w = from_vector(std::vector<float>{0.5f, -1.f, 2.f, 0.25f, -0.75f, 1.5f}, {2, 3});
+  Tensor b = from_vector(std::vector<float>{0.1f, -0.2f}, {2});
+  std::vector<std::pair<std::string, Tensor>> named() { return {{"b", b}, {"w", w}}; }
+};
+
+void set_grads(FlatParameters& p, const std::vector<float>& g) { p.grads().copy_(from_vector(g, {int64_t(g.size())})); }
+
+}  // namespace
+
+TEST_CASE("cpu: AdamW matches the decoupled-weight-decay formula; decay only on matrices") {
+  TwoParams tp;
+  FlatParameters p(tp.named(), Device::cpu());
+  CHECK(p.decay_count() == 6);  // w first (2-D), then b
+  AdamWConfig cfg{0.9, 0.96, 1e-8, 0.1};
+  AdamW opt(p, cfg);
+  std::vector<double> w(6), m(8, 0), v(8, 0);
+  const std::vector<float> init = p.values().to_vector<float>();
+  std::vector<double> x(init.begin(), init.end());
+  const std::vector<std::vector<float>> grads{{0.3f, -0.1f, 0.2f, 0.05f, -0.4f, 0.6f, 1.0f, -2.0f},
+                                              {-0.2f, 0.1f, 0.0f, 0.5f, 0.3f, -0.1f, 0.5f, 0.25f}};
+  for (int s = 0; s < 2; ++s) {
+    set_grads(p, grads[size_t(s)]);
+    opt.step(0.01);
+    for (size_t i = 0; i < 8; ++i) {
+      const double g = grads[size_t(s)][i];
+      m[i] = 0.9 * m[i] + 0.1 * g;
+      v[i] = 0.96 * v[i] + 0.04 * g * g;
+      const double mh = m[i] / (1 - std::pow(0.9, s + 1)), vh = v[i] / (1 - std::pow(0.96, s + 1));
+      x[i] -= 0.01 * (mh / (std::sqrt(vh) + 1e-8) + (i < 6 ? 0.1 * x[i] : 0.0));
+    }
+  }
+  const std::vector<float> got = p.values().to_vector<float>();
+  for (size_t i = 0; i < 8; ++i) CHECK(got[i] == doctest::Approx(x[i]).epsilon(1e-6));
+  // The module's own tensors see the update (they were rebound into the flat buffer).
+  CHECK(tp.w.to_vector<float>()[0] == got[0]);
+  CHECK(tp.b.to_vector<float>()[1] == got[7]);
+}
+
+TEST_CASE("cpu: SGD with momentum and clipping by global norm") {
+  TwoParams tp;
+  FlatParameters p(tp.named(), Device::cpu());
+  SGD opt(p, 0.9, 0.0);
+  const std::vector<float> g{3, 0, 0, 0, 0, 0, 0, 4};  // norm 5
+  set_grads(p, g);
+  const ClipResult clip = clip_grad_norm(p, 1.0);
+  CHECK(clip.norm.item() == doctest::Approx(5.0));
+  CHECK(clip.scale.item() == doctest::Approx(0.2));
+  CHECK(clip_grad_norm(p, 10.0).scale.item() == doctest::Approx(1.0));
+  const std::vector<float> before = p.values().to_vector<float>();
+  opt.step(0.5, clip.scale);
+  opt.step(0.5, clip.scale);  // buf = 0.6 then 0.6*0.9 + 0.6 = 1.14; total step 0.5*(0.6+1.14)
+  const std::vector<float> after = p.values().to_vector<float>();
+  CHECK(after[0] == doctest::Approx(before[0] - 0.5 * (0.6 + 1.14)));
+  CHECK(after[7] == doctest::Approx(before[7] - 0.5 * (0.8 + 0.8 * 1.9)));
+  CHECK(after[3] == before[3]);
+}
+
+TEST_CASE("cpu: learning-rate schedules") {
+  LrSchedule s;
+  s.kind = "cosine";
+  s.lr = 1.0;
+  s.min_lr = 0.1;
+  s.warmup_steps = 10;
+  s.total_steps = 110;
+  CHECK(s.at(0) == doctest::Approx(0.1));
+  CHECK(s.at(9) == doctest::Approx(1.0));
+  CHECK(s.at(10) == doctest::Approx(1.0));
+  CHECK(s.at(60) == doctest::Approx(0.55));
+  CHECK(s.at(110) == doctest::Approx(0.1));
+  s.kind = "linear";
+  CHECK(s.at(60) == doctest::Approx(0.55));
+  s.kind = "exponential";
+  s.warmup_steps = 0;
+  s.total_steps = 100;
+  s.min_lr = 0.01;
+  CHECK(s.at(50) == doctest::Approx(0.1));
+  CHECK(s.at(100) == doctest::Approx(0.01));
+  s.kind = "constant";
+  CHECK(s.at(77) == 1.0);
+}
+
+TEST_CASE("cuda: AdamW and SGD kernels match the CPU") {
+  BG_REQUIRE_CUDA();
+  Generator gen(11);
+  const Tensor w0 = randn({33, 17}, gen), b0 = randn({17}, gen);
+  std::vector<std::vector<float>> grads;
+  for (int s = 0; s < 3; ++s) grads.push_back(randn({33 * 17 + 17}, gen).to_vector<float>());
+  for (bool adam : {true, false}) {
+    std::vector<float> result[2];
+    for (int d = 0; d < 2; ++d) {
+      const Device dev = d ? Device::cuda(0) : Device::cpu();
+      FlatParameters p({{"w", w0.clone()}, {"b", b0.clone()}}, dev);
+      AdamW a(p, {0.9, 0.95, 1e-8, 0.1});
+      SGD sgd(p, 0.9, 0.01);
+      for (const auto& g : grads) {
+        set_grads(p, g);
+        const Tensor scale = clip_grad_norm(p, 10.0).scale;
+        if (adam) a.step(3e-3, scale);
+        else sgd.step(3e-3, scale);
+      }
+      result[d] = p.values().to_vector<float>();
+    }
+    CHECK(rel_err(from_vector(result[1], {int64_t(result[1].size())}),
+                  from_vector(result[0], {int64_t(result[0].size())})) < 1e-6);
+  }
+}
+
+}  // namespace bg::test
