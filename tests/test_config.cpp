@@ -32,7 +32,7 @@ TEST_CASE("cpu: config reads typed values with defaults and overrides") {
   CHECK(r.effective_yaml().find("missing: 3") != std::string::npos);
 }
 
-TEST_CASE("cpu: config errors name file, line, column and key") {
+TEST_CASE("cpu: config errors name file line column and key") {
   const std::string p = write_tmp("train:\n  lr: fast\n  steps: 1000\nmodel:\n  widht: 3\n");
   {
     ConfigReader r(p, {});

@@ -102,7 +102,7 @@ OpCase reduce_case(const char* name, std::vector<int> dims, bool is_max, Shape s
 }
 OpCase sum_mid_case() { return reduce_case("sum dim 1", {1}, false); }
 OpCase sum_all_case() { return reduce_case("sum all", {}, false); }
-OpCase sum_split_dims_case() { return reduce_case("sum dims 0,2", {0, 2}, false); }
+OpCase sum_split_dims_case() { return reduce_case("sum dims 0 and 2", {0, 2}, false); }
 OpCase sum_long_case() { return reduce_case("sum long rows", {-1}, false, {3, 5003}); }
 OpCase sum_long_cols_case() { return reduce_case("sum long cols", {0}, false, {4099, 3}); }
 OpCase max_case() { return reduce_case("max last", {-1}, true); }
@@ -393,7 +393,7 @@ BG_OP_TEST("where", where_case)
 BG_OP_TEST("masked_fill", masked_fill_case)
 BG_OP_TEST("sum dim 1", sum_mid_case)
 BG_OP_TEST("sum all", sum_all_case)
-BG_OP_TEST("sum dims 0,2", sum_split_dims_case)
+BG_OP_TEST("sum dims 0 and 2", sum_split_dims_case)
 BG_OP_TEST("sum long rows", sum_long_case)
 BG_OP_TEST("sum long cols", sum_long_cols_case)
 BG_OP_TEST("sum strided", sum_strided_case)

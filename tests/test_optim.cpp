@@ -18,7 +18,7 @@ void set_grads(FlatParameters& p, const std::vector<float>& g) { p.grads().copy_
 
 }  // namespace
 
-TEST_CASE("cpu: AdamW matches the decoupled-weight-decay formula; decay only on matrices") {
+TEST_CASE("cpu: AdamW matches the decoupled-weight-decay formula with decay only on matrices") {
   TwoParams tp;
   FlatParameters p(tp.named(), Device::cpu());
   CHECK(p.decay_count() == 6);  // w first (2-D), then b

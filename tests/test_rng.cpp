@@ -5,7 +5,7 @@
 
 namespace bg::test {
 
-TEST_CASE("cpu: Philox streams are reproducible, disjoint and well distributed") {
+TEST_CASE("cpu: Philox streams are reproducible disjoint and well distributed") {
   Generator a(42), b(42);
   const std::vector<float> u1 = rand({1001}, a).to_vector<float>();
   CHECK(u1 == rand({1001}, b).to_vector<float>());

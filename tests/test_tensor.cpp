@@ -43,7 +43,7 @@ TEST_CASE("cpu: every dtype converts through every other") {
   CHECK(from_vector(std::vector<int64_t>{big}, {1}).clone().to_vector<int64_t>()[0] == big);
 }
 
-TEST_CASE("cpu: shape, dtype and device mismatches are errors naming the op and both sides") {
+TEST_CASE("cpu: shape dtype and device mismatches are errors naming the op and both sides") {
   const Tensor a = zeros({2, 3}), b = zeros({4, 3});
   CHECK_THROWS_WITH(add(a, b), doctest::Contains("[add] shapes (2, 3) and (4, 3) cannot broadcast"));
   CHECK_THROWS_WITH(matmul(a, b), doctest::Contains("[matmul] inner dimensions differ: (2, 3) @ (4, 3)"));
@@ -61,7 +61,7 @@ TEST_CASE("cpu: shape, dtype and device mismatches are errors naming the op and 
   CHECK_THROWS_WITH(zeros({2}).requires_grad_(false).backward(), doctest::Contains("[backward]"));
 }
 
-TEST_CASE("cpu: autograd accumulates, detaches, and respects no_grad") {
+TEST_CASE("cpu: autograd accumulates detaches and respects no_grad") {
   Tensor x = from_vector(std::vector<double>{1, 2, 3}, {3}).requires_grad_();
   sum(x * x).backward();
   sum(x * 3.0).backward();  // accumulates

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# make_device_bundle.sh: builds bitgrad for sm_90 and packs the binaries plus the non-system
+# shared libraries they need (HDF5, yaml-cpp and their dependencies) into .bundle/, for a GPU
+# machine that has the CUDA runtime and cuBLAS but not Debian's -dev libraries. Run there as:
+#   LD_LIBRARY_PATH=.bundle/lib .bundle/bitgrad_tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+cmake --build "$build" -j"$(nproc)" --target bitgrad bitgrad_tests
+rm -rf .bundle && mkdir -p .bundle/lib
+for exe in bitgrad bitgrad_tests; do
+  cp "$build/$exe" .bundle/ && strip .bundle/$exe
+done
+# Everything ldd resolves except the C/C++ runtime and the CUDA libraries the GPU machine has.
+skip='linux-vdso|ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libpthread|libdl\.so|librt\.so|libcuda|libcublas|libcudart'
+ldd .bundle/bitgrad .bundle/bitgrad_tests | awk '/=> \//{print $3}' | sort -u | grep -Ev "$skip" |
+  while read -r lib; do cp -L "$lib" .bundle/lib/; done
+strip --strip-unneeded .bundle/lib/* 2>/dev/null || true
+du -sh .bundle
