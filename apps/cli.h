@@ -1,6 +1,7 @@
 // cli.h: shared bits of the bitgrad subcommands.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bg::cli {
@@ -8,7 +9,11 @@ namespace bg::cli {
 // Positional arguments and the "--set key=value" overrides of a subcommand.
 struct Args {
   std::vector<std::string> positional;
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides;               // --set key=value
+  std::vector<std::pair<std::string, std::string>> options;  // --name value
+  // The value of --name (or `def`); throws for an option the command does not take.
+  std::string option(const std::string& name, const std::string& def) const;
+  void allow_only(const std::vector<std::string>& names) const;
 };
 Args parse_args(int argc, char** argv, int first);
 
@@ -17,5 +22,6 @@ void write_file_atomic(const std::string& path, const std::string& text);
 
 int run_train(const Args& args);
 int run_info(const Args& args);
+int run_bench(const Args& args);
 
 }  // namespace bg::cli

@@ -22,12 +22,27 @@ Args parse_args(int argc, char** argv, int first) {
     } else if (s.rfind("--set=", 0) == 0) {
       a.overrides.push_back(s.substr(6));
     } else if (s.rfind("--", 0) == 0) {
-      fail("cli", "unknown option '", s, "'");
+      if (i + 1 >= argc) fail("cli", "option ", s, " needs a value");
+      a.options.emplace_back(s.substr(2), argv[++i]);
     } else {
       a.positional.push_back(s);
     }
   }
   return a;
+}
+
+std::string Args::option(const std::string& name, const std::string& def) const {
+  for (const auto& [k, v] : options)
+    if (k == name) return v;
+  return def;
+}
+
+void Args::allow_only(const std::vector<std::string>& names) const {
+  for (const auto& [k, v] : options) {
+    bool ok = false;
+    for (const auto& n : names) ok |= n == k;
+    if (!ok) fail("cli", "unknown option '--", k, "'");
+  }
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {
@@ -55,6 +70,7 @@ void usage() {
       "\n"
       "commands:\n"
       "  train CONFIG [--set key=value ...]   train the model a YAML config describes\n"
+      "  bench sick [--out FILE] [--reps N]   SICK kernel benchmark (JSON)\n"
       "  info                                 build and device information\n"
       "  help                                 this message\n");
 }
@@ -71,6 +87,7 @@ int main(int argc, char** argv) {
     const bg::cli::Args args = bg::cli::parse_args(argc, argv, 2);
     if (cmd == "train") return bg::cli::run_train(args);
     if (cmd == "info") return bg::cli::run_info(args);
+    if (cmd == "bench") return bg::cli::run_bench(args);
     std::fprintf(stderr, "bitgrad: unknown command '%s' (see 'bitgrad help')\n", cmd.c_str());
     return 2;
   } catch (const std::exception& e) {

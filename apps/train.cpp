@@ -77,6 +77,7 @@ std::string format_duration(double s) {
 }  // namespace
 
 int run_train(const Args& args) {
+  args.allow_only({});
   BG_CHECK(args.positional.size() == 1, "train", "usage: bitgrad train CONFIG [--set key=value ...]");
   ConfigReader reader(args.positional[0], args.overrides);
   const TrainConfig cfg = read_config(reader);

@@ -3,6 +3,7 @@
 // Sizes are deliberately odd (not multiples of 4/32/128); "strided" variants feed views.
 #include <cmath>
 
+#include "core/bide.h"
 #include "harness.h"
 #include "reference.h"
 
@@ -367,6 +368,23 @@ OpCase views_case() {
   return c;
 }
 
+OpCase bide_case(const char* variant) {
+  OpCase c;
+  c.name = std::string("bide_log_prob ") + variant;
+  c.inputs = {{{4, 7, 9}}, {{4, 7}}, {{4}, Kind::index, 512}};
+  const std::string v = variant;
+  c.fn = [v](const V& x) {
+    BideOptions opt;
+    opt.code.bits = 9;
+    opt.variant = v;
+    return bide_log_prob(x[0] * 0.4, x[1] * 0.5, x[2], opt);
+  };
+  c.f32_tol = 1e-5;
+  return c;
+}
+OpCase bide_brute_case() { return bide_case("bruteforce"); }
+OpCase bide_pre_case() { return bide_case("precomputed"); }
+
 }  // namespace
 
 BG_OP_TEST("exp", exp_case)
@@ -423,5 +441,7 @@ BG_OP_TEST("causal_self_attention", attention_case)
 BG_OP_TEST("causal_self_attention dropout", attention_dropout_case)
 BG_OP_TEST("concat split", concat_split_case)
 BG_OP_TEST("views", views_case)
+BG_OP_TEST("bide_log_prob bruteforce", bide_brute_case)
+BG_OP_TEST("bide_log_prob precomputed", bide_pre_case)
 
 }  // namespace bg::test

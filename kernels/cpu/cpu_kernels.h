@@ -5,6 +5,7 @@
 #include "../kernel_types.h"
 #include "../philox.h"
 #include "../optimizer_params.h"
+#include "../bide_values.h"
 
 namespace bg {
 
@@ -65,6 +66,16 @@ void adamw_step(const KView& param, const KView& grad, const KView& m, const KVi
                 const AdamWParams& p, const KView& grad_scale, StreamHandle stream);
 void sgd_step(const KView& param, const KView& grad, const KView& momentum_buf, float lr,
               float momentum, float weight_decay, const KView& grad_scale, StreamHandle stream);
+
+// sick.cpp: BIDE/SICK. sick_forward runs the fused pass over every example's pattern range.
+void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream);
+// l (N) = BIDE logit of pattern y_n (i64) under (W_n, r_n).
+void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y, int bits,
+                 StreamHandle stream);
+// Gradient of log p(y_n) = l_y - log Z: dW = g r (1[z_y > 0] b_y - gw / s), dr = g (h_y - gr / s).
+void bide_log_prob_backward(const KView& dw, const KView& dr, const KView& w, const KView& r,
+                            const KView& y, const KView& gw, const KView& gr, const KView& s,
+                            const KView& g, int bits, StreamHandle stream);
 
 }  // namespace cpu
 }  // namespace bg

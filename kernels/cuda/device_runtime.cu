@@ -60,4 +60,29 @@ size_t device_memory_used() {
   return total_b - free_b;
 }
 
+float time_on_stream_ms(StreamHandle stream, void (*fn)(void*), void* ctx) {
+  cudaEvent_t start, stop;
+  BG_CUDA_CHECK(cudaEventCreate(&start));
+  BG_CUDA_CHECK(cudaEventCreate(&stop));
+  BG_CUDA_CHECK(cudaEventRecord(start, as_stream(stream)));
+  fn(ctx);
+  BG_CUDA_CHECK(cudaEventRecord(stop, as_stream(stream)));
+  BG_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0.f;
+  BG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  return ms;
+}
+
+DeviceInfo device_info(int device) {
+  cudaDeviceProp prop{};
+  BG_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  DeviceInfo d;
+  d.name = prop.name;
+  d.sm_count = prop.multiProcessorCount;
+  d.memory_gb = double(prop.totalGlobalMem) / (1 << 30);
+  return d;
+}
+
 }  // namespace bg::cuda

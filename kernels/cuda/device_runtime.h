@@ -21,5 +21,13 @@ void stream_synchronize(StreamHandle stream);
 StreamHandle stream_create();
 void stream_destroy(StreamHandle stream) noexcept;
 size_t device_memory_used();  // bytes in use on the current device (free/total query)
+// Milliseconds between two events recorded on `stream` around fn() (waits for the stop event).
+float time_on_stream_ms(StreamHandle stream, void (*fn)(void*), void* ctx);
+struct DeviceInfo {
+  std::string name;
+  int sm_count = 0;
+  double memory_gb = 0;
+};
+DeviceInfo device_info(int device);
 
 }  // namespace bg::cuda

@@ -19,5 +19,7 @@ void stream_synchronize(StreamHandle) { no_cuda(); }
 StreamHandle stream_create() { no_cuda(); }
 void stream_destroy(StreamHandle) noexcept {}
 size_t device_memory_used() { return 0; }
+float time_on_stream_ms(StreamHandle, void (*)(void*), void*) { no_cuda(); }
+DeviceInfo device_info(int) { no_cuda(); }
 
 }  // namespace bg::cuda

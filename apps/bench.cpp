@@ -1,0 +1,124 @@
+// bench.cpp: `bitgrad bench sick`: the paper's two settings (batch 64 and the LLM-head batch
+// 16384 = 32 x 512; H = 32, 16 bits) for both variants and both dtypes: median milliseconds of
+// the normalisation constant, the fused NLL forward (which also produces the gradient K-sums)
+// and its backward; peak device memory; and the floor for the same work on this device.
+// Inputs rotate through enough copies to exceed the L2 cache. Writes JSON.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <sstream>
+
+#include "cli.h"
+#include "core/bide.h"
+#include "kernels/cuda/device_runtime.h"
+
+namespace bg::cli {
+namespace {
+
+// Measured ceilings on an H200 (../shared/REFERENCES.md): dense f16 mma 728 TFLOP/s, f32 SIMT
+// 51 TFLOP/s (FFMA counted as 2).
+constexpr double kTensorFlops = 728e12, kCudaCoreFlops = 51e12;
+
+double time_ms(Device dev, const std::function<void()>& fn) {
+  auto call = [](void* ctx) { (*static_cast<const std::function<void()>*>(ctx))(); };
+  return cuda::time_on_stream_ms(stream_for(dev), call, const_cast<std::function<void()>*>(&fn));
+}
+
+struct Stat {
+  double median, min;
+};
+Stat summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front()};
+}
+
+}  // namespace
+
+int run_bench(const Args& args) {
+  args.allow_only({"out", "reps"});
+  BG_CHECK(args.positional.size() == 1 && args.positional[0] == "sick", "bench",
+           "usage: bitgrad bench sick [--out FILE] [--reps N]");
+  BG_CHECK(cuda_available(), "bench", "no CUDA device: the SICK benchmark times GPU kernels");
+  const int reps = std::max(20, std::stoi(args.option("reps", "30")));
+  const Device dev = Device::cuda(0);
+  const cuda::DeviceInfo info = cuda::device_info(0);
+  const int bits = 16, hid = 32;
+  const int64_t k_all = int64_t(1) << bits;
+  std::ostringstream json;
+  json << "{\n  \"benchmark\": \"sick\",\n  \"device\": \"" << info.name << "\",\n  \"sm_count\": " << info.sm_count
+       << ",\n  \"hidden\": " << hid << ", \"bits\": " << bits << ", \"reps\": " << reps
+       << ",\n  \"ceilings\": {\"tensor_tflops\": " << kTensorFlops / 1e12 << ", \"cuda_core_tflops\": " << kCudaCoreFlops / 1e12
+       << "},\n  \"results\": [\n";
+  std::printf("%-9s %6s %5s %-12s %10s %10s %10s %9s\n", "op", "batch", "dtype", "variant", "median_ms", "min_ms",
+              "floor_ms", "peak_MB");
+  bool first = true;
+  for (int64_t batch : {int64_t(64), int64_t(16384)})
+    for (const char* dtype : {"fp32", "fp16"})
+      for (const char* variant : {"bruteforce", "precomputed"}) {
+        BideOptions opt;
+        opt.code.type = BideValueType::f16;
+        opt.code.bits = bits;
+        opt.variant = variant;
+        opt.dtype = dtype;
+        const bool half = std::string(dtype) == "fp16";
+        const DType dt = half ? DType::f16 : DType::f32;
+        // Enough rotating input sets to exceed 128 MB (twice the H200's L2).
+        const double set_bytes = double(batch * hid * (bits + 1) * int64_t(dtype_size(dt)));
+        const int sets = int(std::min(64.0, std::max(3.0, std::ceil(128e6 / set_bytes))));
+        Generator gen(7);
+        std::vector<Tensor> ws, rs, ys;
+        for (int i = 0; i < sets; ++i) {
+          ws.push_back(randn({batch, hid, bits}, gen, 0, std::sqrt(2.0 / bits), dt, dev));
+          rs.push_back(randn({batch, hid}, gen, 0, 1.0 / std::sqrt(double(hid)), dt, dev));
+          ys.push_back(rand({batch}, gen, 0, double(k_all) - 1, DType::f32, dev).to(DType::i64));
+        }
+        const double flops_z = 2.0 * double(batch) * double(k_all) * hid * bits * (half ? 1 : 2);
+        const double core_ops = double(batch) * double(k_all) * (4.0 * hid + 12);
+        const double floor_norm = 1e3 * std::max(flops_z / kTensorFlops, core_ops / kCudaCoreFlops);
+        const double floor_fwd = 1e3 * std::max(2 * flops_z / kTensorFlops, 1.6 * core_ops / kCudaCoreFlops);
+        const double floor_bwd = 1e3 * double(batch) * hid * (bits + 1) * 4 * 6 / 4.25e12;  // memory-bound
+        std::vector<double> t_norm, t_fwd, t_bwd;
+        synchronize(dev);
+        cuda_reset_peak(0);
+        const size_t base = cuda_allocator_stats(0).allocated;
+        for (int it = 0; it < reps + 3; ++it) {  // 3 warm-up iterations
+          const int i = it % sets;
+          const double tn = time_ms(dev, [&] { bide_log_normalizer(ws[size_t(i)], rs[size_t(i)], opt); });
+          Tensor w = ws[size_t(i)].detach().requires_grad_(), r = rs[size_t(i)].detach().requires_grad_();
+          Tensor loss;
+          const double tf = time_ms(dev, [&] { loss = bide_nll(w, r, ys[size_t(i)], opt); });
+          const double tb = time_ms(dev, [&] { loss.backward(); });
+          if (it >= 3) {
+            t_norm.push_back(tn);
+            t_fwd.push_back(tf);
+            t_bwd.push_back(tb);
+          }
+        }
+        const double peak_mb = double(cuda_allocator_stats(0).peak_allocated - base) / 1e6;
+        struct Row {
+          const char* op;
+          Stat st;
+          double floor;
+        };
+        for (const Row& row : {Row{"normalizer", summarize(t_norm), floor_norm}, Row{"nll_fwd", summarize(t_fwd), floor_fwd},
+                               Row{"nll_bwd", summarize(t_bwd), floor_bwd}}) {
+          std::printf("%-9s %6lld %5s %-12s %10.4f %10.4f %10.4f %9.1f\n", row.op, (long long)batch, dtype, variant,
+                      row.st.median, row.st.min, row.floor, peak_mb);
+          json << (first ? "" : ",\n") << "    {\"op\": \"" << row.op << "\", \"batch\": " << batch << ", \"dtype\": \""
+               << dtype << "\", \"variant\": \"" << variant << "\", \"median_ms\": " << row.st.median
+               << ", \"min_ms\": " << row.st.min << ", \"floor_ms\": " << row.floor << ", \"peak_mb\": " << peak_mb
+               << ", \"input_sets\": " << sets << "}";
+          first = false;
+        }
+      }
+  json << "\n  ]\n}\n";
+  const std::string out = args.option("out", "");
+  if (!out.empty()) {
+    write_file_atomic(out, json.str());
+    std::printf("wrote %s\n", out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace bg::cli

@@ -1,0 +1,53 @@
+// bide.h: BIDE distributions (the SICK BIDE paper). Example n's distribution over the 2^B bit
+// patterns of a value is softmax(l), l_k = r_n . relu(W_n b_k), with W (N, H, B) and r (N, H)
+// coming from upstream tensors (gradients flow into them). Normalisation is exact (the SICK
+// pass), optionally over a restricted pattern range [lo, hi).
+#pragma once
+#include <string>
+
+#include "../kernels/bide_values.h"
+#include "ops.h"
+
+namespace bg {
+
+struct BideOptions {
+  BideCode code;                   // value type and bits
+  std::string variant = "auto";    // auto | bruteforce | precomputed
+  std::string dtype = "fp32";      // fp32 | fp16: precision of W and r inside the CUDA kernel
+  int64_t support_lo = 0, support_hi = -1;  // restrict to patterns [lo, hi); hi < 0: 2^B
+};
+
+// Checks W/r shapes against the options; returns a readable error otherwise.
+void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const char* op);
+
+// log p(y_n) for patterns y (N) i64: differentiable in W and r.
+Tensor bide_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt);
+// Mean (or "sum"/"none") negative log-likelihood.
+Tensor bide_nll(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt,
+                const std::string& reduction = "mean");
+
+// Evaluation (no gradient). Results are (N) tensors on W's device (f32, f64 for f64 inputs).
+Tensor bide_log_normalizer(const Tensor& w, const Tensor& r, const BideOptions& opt);
+// log of the unnormalised mass of patterns [lo_n, hi_n) (clipped to the support).
+Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, const Tensor& hi,
+                           const BideOptions& opt);
+// log density of float values: log p(y) - log(bucket width of y).
+Tensor bide_log_density(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt);
+// P(X <= x_n) over finite values in their natural order (x given as patterns, i64).
+Tensor bide_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOptions& opt);
+// The smallest finite pattern (in value order) whose CDF reaches q_n; q (N) f64 in (0, 1].
+Tensor bide_quantile(const Tensor& w, const Tensor& r, const Tensor& q, const BideOptions& opt);
+// One exact sample per example (Gumbel-max over all patterns in the fused pass), as patterns.
+Tensor bide_sample(const Tensor& w, const Tensor& r, const BideOptions& opt, uint64_t seed);
+
+struct BideMoments {
+  Tensor entropy;         // nats, over all patterns of the support
+  Tensor mean, variance;  // of the finite values, renormalised to the finite mass
+  Tensor nonfinite_mass;  // probability of NaN/Inf patterns
+};
+BideMoments bide_moments(const Tensor& w, const Tensor& r, const BideOptions& opt);
+
+// The variant `auto` resolves to for this shape and device.
+std::string bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden);
+
+}  // namespace bg

@@ -1,0 +1,307 @@
+// bide.cpp: the BIDE ops. One SICK pass (kernels/{cpu,cuda}/sick) gives, per example, the max
+// logit m, the sum s of exp(l - m) over the support and, when gradients are needed, the K-sums
+// gr = sum e h and gw = sum e 1[z > 0] b; log p(y) = l_y - m - log s, and its backward is the
+// small per-example kernel bide_log_prob_backward (Appendix C of the paper).
+#include "../bide.h"
+
+#include <cmath>
+
+#include "../dispatch.h"
+
+namespace bg {
+namespace {
+
+struct Prepared {
+  Tensor w, r;  // contiguous, in the kernel's compute dtype
+  int64_t n, hidden;
+  bool precomputed;
+};
+
+Prepared prepare(const Tensor& w, const Tensor& r, const BideOptions& opt, const char* op) {
+  bide_check(w, r, opt, op);
+  Prepared p;
+  p.n = w.size(0);
+  p.hidden = w.size(1);
+  const bool half = w.is_cuda() && opt.dtype == "fp16";
+  p.w = half ? compute_input(w.detach()).to(DType::f16) : compute_input(w.detach());
+  p.r = half ? compute_input(r.detach()).to(DType::f16) : compute_input(r.detach());
+  p.precomputed = bide_resolve_variant(opt, w.device(), p.n, p.hidden) == "precomputed";
+  return p;
+}
+
+int64_t support_hi(const BideOptions& opt) {
+  return opt.support_hi < 0 ? (int64_t(1) << opt.code.bits) : opt.support_hi;
+}
+
+struct SickResult {
+  Tensor m, s, gr, gw, stats, sample;
+};
+
+// Runs the fused pass over per-example ranges (lo/hi (N) i64, or undefined for the support).
+SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs, const Tensor& lo,
+                    const Tensor& hi, uint64_t seed = 0) {
+  const Device dev = p.w.device();
+  const DType sd = stats_dtype(p.w.dtype() == DType::f64 ? DType::f64 : DType::f32);
+  SickResult out;
+  out.m = empty({p.n}, sd, dev);
+  out.s = empty({p.n}, sd, dev);
+  SickArgs a;
+  a.w = p.w.kview();
+  a.r = p.r.kview();
+  Tensor lo_t = lo, hi_t = hi;
+  if (!lo_t.defined() && (opt.support_lo != 0 || support_hi(opt) != (int64_t(1) << opt.code.bits))) {
+    lo_t = full({p.n}, double(opt.support_lo), DType::i64, dev);
+    hi_t = full({p.n}, double(support_hi(opt)), DType::i64, dev);
+  }
+  if (lo_t.defined()) {
+    lo_t = lo_t.contiguous();
+    hi_t = hi_t.contiguous();
+    a.lo = lo_t.kview();
+    a.hi = hi_t.kview();
+  }
+  a.m = out.m.kview();
+  a.s = out.s.kview();
+  if (outputs & kSickGrad) {
+    out.gr = empty({p.n, p.hidden}, sd, dev);
+    out.gw = empty({p.n, p.hidden, opt.code.bits}, sd, dev);
+    a.gr = out.gr.kview();
+    a.gw = out.gw.kview();
+  }
+  if (outputs & kSickStats) {
+    out.stats = empty({p.n, 4}, sd, dev);
+    a.stats = out.stats.kview();
+  }
+  if (outputs & kSickSample) {
+    out.sample = empty({p.n}, DType::i64, dev);
+    a.sample = out.sample.kview();
+  }
+  a.code = opt.code;
+  a.outputs = outputs;
+  a.seed = seed;
+  a.precomputed = p.precomputed;
+  ScratchArena scratch(dev);
+  BG_DISPATCH(dev, sick_forward, a, scratch, stream_for(dev));
+  return out;
+}
+
+Tensor clip_ranges(const Tensor& bound, const BideOptions& opt) {
+  const Tensor lo = full({}, double(opt.support_lo), bound.dtype(), bound.device());
+  const Tensor hi = full({}, double(support_hi(opt)), bound.dtype(), bound.device());
+  return minimum(maximum(bound, lo), hi);
+}
+
+}  // namespace
+
+void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const char* op) {
+  const int bits = opt.code.bits;
+  BG_CHECK(bits >= 1, op, "bits must be at least 1, got ", bits);
+  BG_CHECK(bits <= 24, op, bits, " bits refused: the cost grows as 2^B (2^", bits,
+           " patterns per example); at most 24");
+  check_float(w, op, "W");
+  check_float(r, op, "r");
+  check_same_device(w, r, op);
+  BG_CHECK(w.ndim() == 3 && w.size(2) == bits, op, "W must be (N, H, ", bits, "), got ", shape_str(w.shape()));
+  BG_CHECK(r.ndim() == 2 && r.size(0) == w.size(0) && r.size(1) == w.size(1), op, "r must be (",
+           w.size(0), ", ", w.size(1), "), got ", shape_str(r.shape()));
+  BG_CHECK(w.dtype() == r.dtype(), op, "W is ", dtype_name(w.dtype()), " but r is ", dtype_name(r.dtype()));
+  BG_CHECK(opt.variant == "auto" || opt.variant == "bruteforce" || opt.variant == "precomputed", op,
+           "variant must be auto, bruteforce or precomputed, got '", opt.variant, "'");
+  BG_CHECK(opt.dtype == "fp32" || opt.dtype == "fp16", op, "dtype must be fp32 or fp16, got '", opt.dtype, "'");
+  const int64_t full_range = int64_t(1) << bits;
+  BG_CHECK(opt.support_lo >= 0 && opt.support_lo < support_hi(opt) && support_hi(opt) <= full_range, op,
+           "support [", opt.support_lo, ", ", support_hi(opt), ") is not a non-empty range inside [0, ",
+           full_range, ")");
+  if (opt.code.is_float()) BG_CHECK(bits == 16, op, "float16/bfloat16 values have 16 bits, got ", bits);
+  if (w.is_cuda()) BG_CHECK(w.size(1) <= 64, op, "the CUDA SICK kernel supports hidden sizes up to 64, got ", w.size(1));
+}
+
+std::string bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden) {
+  if (opt.variant != "auto") return opt.variant;
+  // The precomputed tables must fit in shared memory (B <= 16); bruteforce runs on tensor cores.
+  // Measured choice: see bench/results/sick_*.json and docs/sick.md.
+  (void)n;
+  (void)hidden;
+  if (device.is_cpu()) return opt.code.bits >= 8 ? "precomputed" : "bruteforce";
+  return "bruteforce";
+}
+
+Tensor bide_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt) {
+  const Prepared p = prepare(w, r, opt, "bide_log_prob");
+  BG_CHECK(y.dtype() == DType::i64 && y.ndim() == 1 && y.size(0) == p.n, "bide_log_prob",
+           "targets must be (", p.n, ",) i64 patterns, got ", shape_str(y.shape()), " ", dtype_name(y.dtype()));
+  check_same_device(w, y, "bide_log_prob");
+  const Tensor yc = y.contiguous();
+  const bool grad = needs_grad({w, r});
+  SickResult sr = run_sick(p, opt, grad ? uint32_t(kSickGrad) : 0u, Tensor(), Tensor());
+  Tensor l = empty({p.n}, p.w.dtype(), p.w.device());
+  BG_DISPATCH(p.w.device(), bide_logits, l.kview(), p.w.kview(), p.r.kview(), yc.kview(), opt.code.bits,
+              stream_for(p.w.device()));
+  Tensor out;
+  {
+    NoGradGuard ng;
+    out = l.to(sr.m.dtype()) - sr.m - log(sr.s);
+  }
+  const DType wdt = w.dtype();
+  record(out, "bide_log_prob", {w, r}, [p, sr, yc, opt, wdt](const Tensor& g) {
+    Tensor dw = empty(p.w.shape(), p.w.dtype(), p.w.device());
+    Tensor dr = empty(p.r.shape(), p.r.dtype(), p.r.device());
+    const Tensor gc = g.to(p.w.dtype()).contiguous();
+    BG_DISPATCH(p.w.device(), bide_log_prob_backward, dw.kview(), dr.kview(), p.w.kview(), p.r.kview(),
+                yc.kview(), sr.gw.kview(), sr.gr.kview(), sr.s.kview(), gc.kview(), opt.code.bits,
+                stream_for(p.w.device()));
+    return std::vector<Tensor>{dw.to(wdt), dr.to(wdt)};
+  });
+  return out;
+}
+
+Tensor bide_nll(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt,
+                const std::string& reduction) {
+  const Tensor lp = bide_log_prob(w, r, y, opt);
+  if (reduction == "none") return neg(lp);
+  if (reduction == "sum") return neg(sum(lp));
+  BG_CHECK(reduction == "mean", "bide_nll", "reduction must be mean, sum or none, got '", reduction, "'");
+  return neg(mean(lp));
+}
+
+Tensor bide_log_normalizer(const Tensor& w, const Tensor& r, const BideOptions& opt) {
+  NoGradGuard ng;
+  const Prepared p = prepare(w, r, opt, "bide_log_normalizer");
+  const SickResult sr = run_sick(p, opt, 0, Tensor(), Tensor());
+  return sr.m + log(sr.s);
+}
+
+Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, const Tensor& hi,
+                           const BideOptions& opt) {
+  NoGradGuard ng;
+  const Prepared p = prepare(w, r, opt, "bide_range_log_mass");
+  BG_CHECK(lo.dtype() == DType::i64 && hi.dtype() == DType::i64 && lo.numel() == p.n && hi.numel() == p.n,
+           "bide_range_log_mass", "lo and hi must be (", p.n, ",) i64");
+  const Tensor l = clip_ranges(lo.to(DType::f64), opt), h = clip_ranges(hi.to(DType::f64), opt);
+  const Tensor hi_fixed = maximum(h, l);  // empty ranges stay empty
+  const SickResult sr = run_sick(p, opt, 0, l.to(DType::i64).reshape({p.n}), hi_fixed.to(DType::i64).reshape({p.n}));
+  return sr.m + log(sr.s);  // -inf for an empty range
+}
+
+Tensor bide_log_density(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt) {
+  BG_CHECK(opt.code.is_float(), "bide_log_density", "densities are defined for float16/bfloat16 values");
+  const Tensor lp = bide_log_prob(w, r, y, opt);
+  const std::vector<int64_t> ys = y.to_vector<int64_t>();
+  std::vector<double> width(ys.size());
+  for (size_t i = 0; i < ys.size(); ++i) width[i] = opt.code.log_bucket_width(uint32_t(ys[i]));
+  return lp - from_vector(width, {int64_t(ys.size())}, lp.device()).to(lp.dtype());
+}
+
+namespace {
+
+// The (up to) two pattern ranges holding the finite values <= x, and the non-finite ranges.
+void cdf_ranges(const BideCode& code, uint32_t x, int64_t r[4]) {
+  const int64_t full = int64_t(1) << code.bits, sign = full >> 1;
+  r[0] = r[1] = r[2] = r[3] = 0;
+  switch (code.type) {
+    case BideValueType::uint: r[0] = 0; r[1] = int64_t(x) + 1; break;
+    case BideValueType::sint:
+      r[0] = sign;
+      if (x >= uint32_t(sign)) {
+        r[1] = int64_t(x) + 1;
+      } else {
+        r[1] = full;
+        r[2] = 0;
+        r[3] = int64_t(x) + 1;
+      }
+      break;
+    default: {
+      const int64_t neg_nonfinite = sign | (((int64_t(1) << code.exponent_bits()) - 1) << code.mantissa_bits());
+      if (x & uint32_t(sign)) {  // negative: magnitudes >= |x|
+        r[0] = x;
+        r[1] = neg_nonfinite;
+      } else {
+        r[0] = sign;
+        r[1] = neg_nonfinite;
+        r[2] = 0;
+        r[3] = int64_t(x) + 1;
+      }
+    }
+  }
+}
+
+Tensor logaddexp(const Tensor& a, const Tensor& b) {
+  const Tensor mx = maximum(a, b);
+  const Tensor safe = where(eq(mx, full({}, -INFINITY, mx.dtype(), mx.device())), zeros({}, mx.dtype(), mx.device()), mx);
+  return safe + log(exp(a - safe) + exp(b - safe));
+}
+
+}  // namespace
+
+Tensor bide_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOptions& opt) {
+  NoGradGuard ng;
+  const int64_t n = w.size(0);
+  BG_CHECK(x.numel() == n && x.dtype() == DType::i64, "bide_cdf", "x must be (", n, ",) i64 patterns");
+  const std::vector<int64_t> xs = x.to_vector<int64_t>();
+  const size_t count = static_cast<size_t>(n);
+  std::vector<int64_t> a0(count), a1(count), b0(count), b1(count);
+  for (int64_t i = 0; i < n; ++i) {
+    BG_CHECK(xs[size_t(i)] >= 0 && xs[size_t(i)] < (int64_t(1) << opt.code.bits) && opt.code.finite(uint32_t(xs[size_t(i)])),
+             "bide_cdf", "x[", i, "] = ", xs[size_t(i)], " is not a finite ", opt.code.bits, "-bit pattern");
+    int64_t rg[4];
+    cdf_ranges(opt.code, uint32_t(xs[size_t(i)]), rg);
+    a0[size_t(i)] = rg[0];
+    a1[size_t(i)] = rg[1];
+    b0[size_t(i)] = rg[2];
+    b1[size_t(i)] = rg[3];
+  }
+  const Device dev = w.device();
+  const Tensor la = bide_range_log_mass(w, r, from_vector(a0, {n}, dev), from_vector(a1, {n}, dev), opt);
+  const Tensor lb = bide_range_log_mass(w, r, from_vector(b0, {n}, dev), from_vector(b1, {n}, dev), opt);
+  return exp(logaddexp(la, lb) - bide_log_normalizer(w, r, opt));
+}
+
+Tensor bide_quantile(const Tensor& w, const Tensor& r, const Tensor& q, const BideOptions& opt) {
+  NoGradGuard ng;
+  const int64_t n = w.size(0);
+  BG_CHECK(q.numel() == n, "bide_quantile", "q must have ", n, " values");
+  const std::vector<double> qs = q.to_vector<double>();
+  for (double v : qs) BG_CHECK(v > 0 && v <= 1, "bide_quantile", "q must be in (0, 1], got ", v);
+  // Bisection over the order keys of finite patterns: smallest key with CDF >= q.
+  const uint32_t keys = opt.code.count();
+  uint32_t kmin = 0, kmax = keys - 1;
+  while (!opt.code.finite(opt.code.from_order_key(kmin))) ++kmin;
+  while (!opt.code.finite(opt.code.from_order_key(kmax))) --kmax;
+  std::vector<int64_t> lo(static_cast<size_t>(n), kmin), hi(static_cast<size_t>(n), kmax);
+  for (int it = 0; it <= opt.code.bits; ++it) {
+    std::vector<int64_t> mid(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      mid[size_t(i)] = opt.code.from_order_key(uint32_t((lo[size_t(i)] + hi[size_t(i)]) / 2));
+    const std::vector<double> c = bide_cdf(w, r, from_vector(mid, {n}, w.device()), opt).to_vector<double>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t m = (lo[size_t(i)] + hi[size_t(i)]) / 2;
+      if (c[size_t(i)] >= qs[size_t(i)]) hi[size_t(i)] = m;
+      else lo[size_t(i)] = std::min(m + 1, hi[size_t(i)]);
+    }
+  }
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[size_t(i)] = opt.code.from_order_key(uint32_t(hi[size_t(i)]));
+  return from_vector(out, {n}, w.device());
+}
+
+Tensor bide_sample(const Tensor& w, const Tensor& r, const BideOptions& opt, uint64_t seed) {
+  NoGradGuard ng;
+  const Prepared p = prepare(w, r, opt, "bide_sample");
+  return run_sick(p, opt, kSickSample, Tensor(), Tensor(), seed).sample;
+}
+
+BideMoments bide_moments(const Tensor& w, const Tensor& r, const BideOptions& opt) {
+  NoGradGuard ng;
+  const Prepared p = prepare(w, r, opt, "bide_moments");
+  const SickResult sr = run_sick(p, opt, kSickStats, Tensor(), Tensor());
+  const Tensor st = sr.stats.to(DType::f64);
+  const Tensor s = sr.s.to(DType::f64), m = sr.m.to(DType::f64);
+  auto col = [&](int c) { return st.slice(1, c, c + 1).reshape({p.n}); };
+  BideMoments out;
+  out.entropy = m + log(s) - col(0) / s;
+  out.mean = col(2) / col(1);
+  out.variance = maximum(col(3) / col(1) - out.mean * out.mean, zeros({}, DType::f64, s.device()));
+  out.nonfinite_mass = affine(col(1) / s, -1.0, 1.0);
+  return out;
+}
+
+}  // namespace bg

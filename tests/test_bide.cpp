@@ -1,0 +1,254 @@
+// test_bide.cpp: BIDE/SICK against an explicitly materialised float64 softmax over all 2^B
+// patterns, both variants, CPU and CUDA, plus sampling, CDF/quantile and edge cases.
+#include <cmath>
+#include <cstring>
+
+#include "core/bide.h"
+#include "harness.h"
+
+namespace bg::test {
+namespace {
+
+struct Explicit {
+  std::vector<std::vector<double>> logits;  // [n][k]
+  std::vector<double> log_z;
+};
+
+// Every logit of every example, by plain loops in double.
+Explicit explicit_softmax(const Tensor& w, const Tensor& r, int bits, int64_t lo = 0, int64_t hi = -1) {
+  const int64_t n = w.size(0), h = w.size(1), k_all = int64_t(1) << bits;
+  if (hi < 0) hi = k_all;
+  const std::vector<double> wv = w.to_vector<double>(), rv = r.to_vector<double>();
+  Explicit e;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<double> l(static_cast<size_t>(k_all));
+    double mx = -INFINITY;
+    for (int64_t k = 0; k < k_all; ++k) {
+      double acc = 0;
+      for (int64_t u = 0; u < h; ++u) {
+        double z = 0;
+        for (int j = 0; j < bits; ++j) z += ((k >> j) & 1 ? 1.0 : -1.0) * wv[size_t((i * h + u) * bits + j)];
+        acc += rv[size_t(i * h + u)] * std::max(z, 0.0);
+      }
+      l[size_t(k)] = acc;
+      if (k >= lo && k < hi) mx = std::max(mx, acc);
+    }
+    double s = 0;
+    for (int64_t k = lo; k < hi; ++k) s += std::exp(l[size_t(k)] - mx);
+    e.logits.push_back(l);
+    e.log_z.push_back(mx + std::log(s));
+  }
+  return e;
+}
+
+// The same model composed from ordinary ops (matmul, relu, log_softmax): autograd gives the
+// reference gradients without touching the SICK kernels.
+Tensor composed_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, int bits) {
+  const int64_t k_all = int64_t(1) << bits;
+  std::vector<double> b(size_t(k_all * bits));
+  for (int64_t k = 0; k < k_all; ++k)
+    for (int j = 0; j < bits; ++j) b[size_t(k * bits + j)] = (k >> j) & 1 ? 1.0 : -1.0;
+  const Tensor bm = from_vector(b, {k_all, bits}).to(w.dtype());
+  const Tensor z = matmul(bm, w.transpose(1, 2));                  // (N, K, H)
+  const Tensor l = matmul(relu(z), r.unsqueeze(2)).squeeze(2);    // (N, K)
+  const Tensor lp = log_softmax(l, -1);
+  std::vector<double> onehot(size_t(w.size(0) * k_all), 0.0);
+  const std::vector<int64_t> ys = y.to_vector<int64_t>();
+  for (size_t i = 0; i < ys.size(); ++i) onehot[i * size_t(k_all) + size_t(ys[i])] = 1.0;
+  return sum(lp * from_vector(onehot, {w.size(0), k_all}).to(w.dtype()), {1});
+}
+
+BideOptions options(int bits, const char* variant, BideValueType type = BideValueType::uint) {
+  BideOptions o;
+  o.code.bits = bits;
+  o.code.type = type;
+  o.variant = variant;
+  return o;
+}
+
+Tensor random_patterns(int64_t n, int bits, Generator& gen, Device dev = Device::cpu()) {
+  const std::vector<double> u = rand({n}, gen, 0, 1, DType::f64).to_vector<double>();
+  std::vector<int64_t> y(u.size());
+  for (size_t i = 0; i < u.size(); ++i) y[i] = int64_t(u[i] * double(int64_t(1) << bits));
+  return from_vector(y, {n}, dev);
+}
+
+}  // namespace
+
+TEST_CASE("cpu: SICK matches the explicit float64 softmax for B = 8 10 12 (both variants)") {
+  Generator gen(test_seed());
+  for (int bits : {8, 10, 12})
+    for (const char* variant : {"bruteforce", "precomputed"}) {
+      INFO("bits ", bits, " variant ", variant);
+      const int64_t n = 3, h = 7;
+      Tensor w = randn({n, h, bits}, gen, 0, std::sqrt(2.0 / bits), DType::f64).requires_grad_();
+      Tensor r = randn({n, h}, gen, 0, 1.0 / std::sqrt(double(h)), DType::f64).requires_grad_();
+      const Tensor y = random_patterns(n, bits, gen);
+      const BideOptions opt = options(bits, variant);
+      const Explicit ex = explicit_softmax(w, r, bits);
+      const std::vector<double> lz = bide_log_normalizer(w, r, opt).to_vector<double>();
+      const std::vector<int64_t> ys = y.to_vector<int64_t>();
+      Tensor lp = bide_log_prob(w, r, y, opt);
+      const std::vector<double> lpv = lp.to_vector<double>();
+      for (int64_t i = 0; i < n; ++i) {
+        CHECK(lz[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
+        CHECK(lpv[size_t(i)] == doctest::Approx(ex.logits[size_t(i)][size_t(ys[size_t(i)])] - ex.log_z[size_t(i)]).epsilon(1e-12));
+      }
+      sum(lp).backward();
+      Tensor w2 = w.detach().clone().requires_grad_(), r2 = r.detach().clone().requires_grad_();
+      sum(composed_log_prob(w2, r2, y, bits)).backward();
+      CHECK(rel_err(w.grad(), w2.grad()) < 1e-12);
+      CHECK(rel_err(r.grad(), r2.grad()) < 1e-12);
+    }
+}
+
+TEST_CASE("cpu: restricted support equals the explicit softmax over the range") {
+  Generator gen(test_seed() + 1);
+  const int bits = 9;
+  const Tensor w = randn({2, 6, bits}, gen, 0, 0.5, DType::f64), r = randn({2, 6}, gen, 0, 0.4, DType::f64);
+  BideOptions opt = options(bits, "bruteforce");
+  opt.support_lo = 37;
+  opt.support_hi = 301;
+  const Explicit ex = explicit_softmax(w, r, bits, 37, 301);
+  const std::vector<double> lz = bide_log_normalizer(w, r, opt).to_vector<double>();
+  for (int i = 0; i < 2; ++i) CHECK(lz[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
+  opt.variant = "precomputed";
+  const std::vector<double> lz2 = bide_log_normalizer(w, r, opt).to_vector<double>();
+  for (int i = 0; i < 2; ++i) CHECK(lz2[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
+}
+
+TEST_CASE("cpu: equal logits give log Z = B ln 2 and peaked distributions do not overflow") {
+  const int bits = 10;
+  const BideOptions opt = options(bits, "bruteforce");
+  CHECK(bide_log_normalizer(zeros({1, 4, bits}, DType::f64), zeros({1, 4}, DType::f64), opt).item() ==
+        doctest::Approx(bits * std::log(2.0)).epsilon(1e-14));
+  Generator gen(test_seed() + 2);
+  const Tensor w = randn({2, 5, bits}, gen, 0, 60, DType::f64), r = randn({2, 5}, gen, 0, 20, DType::f64);
+  const Explicit ex = explicit_softmax(w, r, bits);
+  const std::vector<double> lz = bide_log_normalizer(w, r, opt).to_vector<double>();
+  for (int i = 0; i < 2; ++i) {
+    CHECK(std::isfinite(lz[size_t(i)]));
+    CHECK(lz[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("cpu: float16 CDF is monotone in value order and quantile inverts it") {
+  Generator gen(test_seed() + 3);
+  const BideOptions opt = options(16, "precomputed", BideValueType::f16);
+  const Tensor w = randn({1, 6, 16}, gen, 0, 0.35, DType::f64), r = randn({1, 6}, gen, 0, 0.4, DType::f64);
+  // Finite values in increasing order.
+  std::vector<int64_t> xs;
+  for (uint32_t key = 0; key < 65536; key += 977) {
+    const uint32_t k = opt.code.from_order_key(key);
+    if (opt.code.finite(k)) xs.push_back(k);
+  }
+  const int64_t m = int64_t(xs.size());
+  const Tensor wm = w.expand({m, 6, 16}).contiguous(), rm = r.expand({m, 6}).contiguous();
+  const std::vector<double> c = bide_cdf(wm, rm, from_vector(xs, {m}), opt).to_vector<double>();
+  for (size_t i = 1; i < c.size(); ++i) {
+    CHECK(opt.code.value(uint32_t(xs[i - 1])) < opt.code.value(uint32_t(xs[i])));
+    CHECK(c[i - 1] <= c[i]);
+  }
+  const BideMoments mom = bide_moments(w, r, opt);
+  const int64_t top = opt.code.from_order_key(0xFBFF);  // the largest finite float16
+  CHECK(bide_cdf(w, r, from_vector(std::vector<int64_t>{top}, {1}), opt).item() ==
+        doctest::Approx(1.0 - mom.nonfinite_mass.item()).epsilon(1e-12));
+  // quantile(cdf(x)) == x.
+  const std::vector<int64_t> back = bide_quantile(wm, rm, from_vector(c, {m}), opt).to_vector<int64_t>();
+  for (size_t i = 0; i < xs.size(); ++i) CHECK_MESSAGE(back[i] == xs[i], "x ", xs[i], " cdf ", c[i]);
+}
+
+TEST_CASE("cpu: moments match the explicit distribution and samples follow it (chi-square)") {
+  Generator gen(test_seed() + 4);
+  const int bits = 6;
+  const BideOptions opt = options(bits, "bruteforce", BideValueType::sint);
+  const Tensor w = randn({1, 5, bits}, gen, 0, 0.6, DType::f64), r = randn({1, 5}, gen, 0, 0.5, DType::f64);
+  const Explicit ex = explicit_softmax(w, r, bits);
+  std::vector<double> p(64);
+  double mean = 0, ent = 0;
+  for (int k = 0; k < 64; ++k) {
+    p[size_t(k)] = std::exp(ex.logits[0][size_t(k)] - ex.log_z[0]);
+    mean += p[size_t(k)] * opt.code.value(uint32_t(k));
+    ent -= p[size_t(k)] * std::log(p[size_t(k)]);
+  }
+  const BideMoments mom = bide_moments(w, r, opt);
+  CHECK(mom.mean.item() == doctest::Approx(mean).epsilon(1e-10));
+  CHECK(mom.entropy.item() == doctest::Approx(ent).epsilon(1e-10));
+  CHECK(mom.nonfinite_mass.item() == doctest::Approx(0.0));
+  const int64_t draws = 20000;
+  const std::vector<int64_t> s = bide_sample(w.expand({draws, 5, bits}).contiguous(), r.expand({draws, 5}).contiguous(), opt, 123)
+                                     .to_vector<int64_t>();
+  std::vector<double> counts(64, 0.0);
+  for (int64_t k : s) counts[size_t(k)] += 1;
+  double chi2 = 0;
+  for (int k = 0; k < 64; ++k) chi2 += std::pow(counts[size_t(k)] - draws * p[size_t(k)], 2) / (draws * p[size_t(k)]);
+  CHECK(chi2 < 130);  // 63 degrees of freedom: p < 1e-5
+}
+
+TEST_CASE("cpu: bad BIDE inputs are rejected with the reason") {
+  BideOptions opt = options(25, "bruteforce");
+  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 25}), zeros({1, 4}), opt), doctest::Contains("25 bits refused"));
+  opt = options(8, "fastest");
+  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 8}), zeros({1, 4}), opt), doctest::Contains("variant must be"));
+  opt = options(8, "bruteforce");
+  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 7}), zeros({1, 4}), opt), doctest::Contains("W must be (N, H, 8)"));
+}
+
+TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") {
+  BG_REQUIRE_CUDA();
+  Generator gen(test_seed() + 5);
+  const Device gpu = Device::cuda(0);
+  struct Shape3 { int64_t n, h; int bits; };
+  for (const Shape3 sh : {Shape3{1, 32, 16}, Shape3{37, 5, 8}, Shape3{3, 33, 12}, Shape3{2, 64, 16}, Shape3{300, 32, 10}, Shape3{2, 20, 20}})
+    for (const char* variant : {"bruteforce", "precomputed"})
+      for (const char* dtype : {"fp32", "fp16"}) {
+        if (std::string(variant) == "precomputed" && sh.bits > 16) continue;
+        INFO("n ", sh.n, " h ", sh.h, " bits ", sh.bits, " ", variant, " ", dtype);
+        BideOptions opt = options(sh.bits, variant);
+        opt.dtype = dtype;
+        const Tensor w = randn({sh.n, sh.h, sh.bits}, gen, 0, std::sqrt(2.0 / sh.bits));
+        const Tensor r = randn({sh.n, sh.h}, gen, 0, 1.0 / std::sqrt(double(sh.h)));
+        const Tensor y = random_patterns(sh.n, sh.bits, gen);
+        Tensor wc = w.clone().requires_grad_(), rc = r.clone().requires_grad_();
+        Tensor wg = w.to(gpu).requires_grad_(), rg = r.to(gpu).requires_grad_();
+        const Tensor lc = bide_log_prob(wc, rc, y, opt), lg = bide_log_prob(wg, rg, y.to(gpu), opt);
+        const double tol = std::string(dtype) == "fp32" ? 2e-5 : 5e-3;
+        CHECK(rel_err(lg, lc) < tol);
+        sum(lc).backward();
+        sum(lg).backward();
+        CHECK(rel_err(wg.grad(), wc.grad()) < 10 * tol);
+        CHECK(rel_err(rg.grad(), rc.grad()) < 10 * tol);
+        const BideMoments mc = bide_moments(w, r, opt), mg = bide_moments(w.to(gpu), r.to(gpu), opt);
+        CHECK(rel_err(mg.entropy, mc.entropy) < 10 * tol);
+        CHECK(rel_err(mg.mean, mc.mean) < 10 * tol);
+      }
+}
+
+TEST_CASE("cuda: SICK is deterministic and restricted ranges and sampling match the CPU") {
+  BG_REQUIRE_CUDA();
+  Generator gen(test_seed() + 6);
+  const Device gpu = Device::cuda(0);
+  const int bits = 16;
+  BideOptions opt = options(bits, "bruteforce", BideValueType::f16);
+  const Tensor w = randn({64, 32, bits}, gen, 0, 0.35).to(gpu), r = randn({64, 32}, gen, 0, 0.17).to(gpu);
+  const Tensor y = random_patterns(64, bits, gen, gpu);
+  Tensor w1 = w.detach().requires_grad_(), w2 = w.clone().detach().requires_grad_();
+  sum(bide_log_prob(w1, r, y, opt)).backward();
+  sum(bide_log_prob(w2, r, y, opt)).backward();
+  const std::vector<float> g1 = w1.grad().to_vector<float>(), g2 = w2.grad().to_vector<float>();
+  CHECK(std::memcmp(g1.data(), g2.data(), g1.size() * sizeof(float)) == 0);
+  // CDF (range passes) on GPU vs CPU.
+  std::vector<int64_t> xs;
+  for (int i = 0; i < 64; ++i) xs.push_back(opt.code.from_order_key(uint32_t(0x4000 + i * 700)));
+  const Tensor c_gpu = bide_cdf(w, r, from_vector(xs, {64}, gpu), opt);
+  const Tensor c_cpu = bide_cdf(w.to(Device::cpu()), r.to(Device::cpu()), from_vector(xs, {64}), opt);
+  CHECK(rel_err(c_gpu, c_cpu) < 1e-4);
+  // Sampling: identical Gumbel streams, so the draws agree except near-ties.
+  const std::vector<int64_t> sg = bide_sample(w, r, opt, 5).to_vector<int64_t>();
+  const std::vector<int64_t> sc = bide_sample(w.to(Device::cpu()), r.to(Device::cpu()), opt, 5).to_vector<int64_t>();
+  int same = 0;
+  for (size_t i = 0; i < sg.size(); ++i) same += sg[i] == sc[i];
+  CHECK(same >= 60);
+}
+
+}  // namespace bg::test
