@@ -23,5 +23,6 @@ void write_file_atomic(const std::string& path, const std::string& text);
 int run_train(const Args& args);
 int run_info(const Args& args);
 int run_bench(const Args& args);
+int run_fit_bide(const Args& args);
 
 }  // namespace bg::cli

@@ -69,6 +69,7 @@ void usage() {
       "usage: bitgrad <command> [args]\n"
       "\n"
       "commands:\n"
+      "  fit-bide CONFIG [--set key=value ...] fit BIDE distributions (samplers or sample files)\n"
       "  train CONFIG [--set key=value ...]   train the model a YAML config describes\n"
       "  bench sick [--out FILE] [--reps N]   SICK kernel benchmark (JSON)\n"
       "  info                                 build and device information\n"
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
   try {
     const bg::cli::Args args = bg::cli::parse_args(argc, argv, 2);
     if (cmd == "train") return bg::cli::run_train(args);
+    if (cmd == "fit-bide") return bg::cli::run_fit_bide(args);
     if (cmd == "info") return bg::cli::run_info(args);
     if (cmd == "bench") return bg::cli::run_bench(args);
     std::fprintf(stderr, "bitgrad: unknown command '%s' (see 'bitgrad help')\n", cmd.c_str());

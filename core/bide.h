@@ -51,3 +51,14 @@ BideMoments bide_moments(const Tensor& w, const Tensor& r, const BideOptions& op
 std::string bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden);
 
 }  // namespace bg
+
+namespace bg {
+
+// The bit pattern of `v` in the options' value type (round to nearest even for floats). On
+// failure returns false and says why (overflow to Inf, not an integer, out of range).
+bool bide_encode(const BideCode& code, double v, uint32_t* pattern, std::string* why);
+// log p of every pattern for each example: (N, 2^B), materialised (evaluation and plots only;
+// training never does this). Computes log Z with one SICK pass, then the logits in chunks.
+Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOptions& opt);
+
+}  // namespace bg

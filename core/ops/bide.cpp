@@ -5,6 +5,7 @@
 #include "../bide.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "../dispatch.h"
 
@@ -84,10 +85,15 @@ SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs,
   return out;
 }
 
-Tensor clip_ranges(const Tensor& bound, const BideOptions& opt) {
-  const Tensor lo = full({}, double(opt.support_lo), bound.dtype(), bound.device());
-  const Tensor hi = full({}, double(support_hi(opt)), bound.dtype(), bound.device());
-  return minimum(maximum(bound, lo), hi);
+// Host copies of per-example bounds clipped to the support (empty ranges stay empty).
+void clip_ranges(const Tensor& lo, const Tensor& hi, const BideOptions& opt, Tensor* lo_out, Tensor* hi_out) {
+  std::vector<int64_t> l = lo.to_vector<int64_t>(), h = hi.to_vector<int64_t>();
+  for (size_t i = 0; i < l.size(); ++i) {
+    l[i] = std::min(std::max(l[i], opt.support_lo), support_hi(opt));
+    h[i] = std::min(std::max(h[i], l[i]), support_hi(opt));
+  }
+  *lo_out = from_vector(l, {int64_t(l.size())}, lo.device());
+  *hi_out = from_vector(h, {int64_t(h.size())}, lo.device());
 }
 
 }  // namespace
@@ -176,9 +182,9 @@ Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, c
   const Prepared p = prepare(w, r, opt, "bide_range_log_mass");
   BG_CHECK(lo.dtype() == DType::i64 && hi.dtype() == DType::i64 && lo.numel() == p.n && hi.numel() == p.n,
            "bide_range_log_mass", "lo and hi must be (", p.n, ",) i64");
-  const Tensor l = clip_ranges(lo.to(DType::f64), opt), h = clip_ranges(hi.to(DType::f64), opt);
-  const Tensor hi_fixed = maximum(h, l);  // empty ranges stay empty
-  const SickResult sr = run_sick(p, opt, 0, l.to(DType::i64).reshape({p.n}), hi_fixed.to(DType::i64).reshape({p.n}));
+  Tensor l, h;
+  clip_ranges(lo, hi, opt, &l, &h);
+  const SickResult sr = run_sick(p, opt, 0, l, h);
   return sr.m + log(sr.s);  // -inf for an empty range
 }
 
@@ -293,14 +299,110 @@ BideMoments bide_moments(const Tensor& w, const Tensor& r, const BideOptions& op
   NoGradGuard ng;
   const Prepared p = prepare(w, r, opt, "bide_moments");
   const SickResult sr = run_sick(p, opt, kSickStats, Tensor(), Tensor());
-  const Tensor st = sr.stats.to(DType::f64);
-  const Tensor s = sr.s.to(DType::f64), m = sr.m.to(DType::f64);
+  // Finish in f64 on the host: these are n-sized.
+  const Tensor st = sr.stats.to(Device::cpu(), DType::f64);
+  const Tensor s = sr.s.to(Device::cpu(), DType::f64), m = sr.m.to(Device::cpu(), DType::f64);
   auto col = [&](int c) { return st.slice(1, c, c + 1).reshape({p.n}); };
   BideMoments out;
   out.entropy = m + log(s) - col(0) / s;
   out.mean = col(2) / col(1);
   out.variance = maximum(col(3) / col(1) - out.mean * out.mean, zeros({}, DType::f64, s.device()));
   out.nonfinite_mass = affine(col(1) / s, -1.0, 1.0);
+  const Device dev = w.device();
+  for (Tensor* t : {&out.entropy, &out.mean, &out.variance, &out.nonfinite_mass}) *t = t->to(dev, sr.s.dtype());
+  return out;
+}
+
+}  // namespace bg
+
+namespace bg {
+namespace {
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// IEEE binary16, round to nearest even, from a float.
+uint32_t float_to_half_bits(float f) {
+  const uint32_t x = float_bits(f), sign = (x >> 16) & 0x8000u;
+  const int32_t exp = int32_t((x >> 23) & 0xFF) - 127 + 15;
+  uint32_t mant = x & 0x7FFFFFu;
+  if (((x >> 23) & 0xFF) == 0xFF) return sign | 0x7C00u | (mant ? 0x200u : 0u);
+  if (exp >= 31) return sign | 0x7C00u;  // overflow to Inf
+  if (exp <= 0) {                        // subnormal or zero
+    if (exp < -10) return sign;
+    mant |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return sign | h;
+  }
+  uint32_t h = (uint32_t(exp) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: correct
+  return sign | h;
+}
+
+uint32_t float_to_bf16_bits(float f) {
+  const uint32_t x = float_bits(f);
+  if ((x & 0x7F800000u) == 0x7F800000u) return (x >> 16) | ((x & 0xFFFFu) ? 0x40u : 0u);
+  return (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+}
+
+}  // namespace
+
+bool bide_encode(const BideCode& code, double v, uint32_t* pattern, std::string* why) {
+  if (!std::isfinite(v)) {
+    *why = "not a finite number";
+    return false;
+  }
+  switch (code.type) {
+    case BideValueType::f16:
+    case BideValueType::bf16: {
+      const uint32_t k = code.type == BideValueType::f16 ? float_to_half_bits(float(v)) : float_to_bf16_bits(float(v));
+      if (!code.finite(k)) {
+        *why = str_cat("value ", v, " overflows ", code.type == BideValueType::f16 ? "float16" : "bfloat16");
+        return false;
+      }
+      *pattern = k;
+      return true;
+    }
+    default: {
+      const bool sgn = code.type == BideValueType::sint;
+      const double lo = sgn ? -std::ldexp(1.0, code.bits - 1) : 0.0;
+      const double hi = sgn ? std::ldexp(1.0, code.bits - 1) - 1 : std::ldexp(1.0, code.bits) - 1;
+      if (v != std::floor(v) || v < lo || v > hi) {
+        *why = str_cat("value ", v, " is not an integer in [", lo, ", ", hi, "]");
+        return false;
+      }
+      *pattern = uint32_t(int64_t(v) & ((int64_t(1) << code.bits) - 1));
+      return true;
+    }
+  }
+}
+
+Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOptions& opt) {
+  NoGradGuard ng;
+  const Tensor log_z = bide_log_normalizer(w, r, opt).to(Device::cpu(), DType::f64);
+  const int64_t n = w.size(0), k_all = int64_t(1) << opt.code.bits, chunk = std::min<int64_t>(k_all, 8192);
+  const Prepared p = prepare(w, r, opt, "bide_pattern_log_probs");
+  Tensor out = empty({n, k_all}, DType::f64);
+  for (int64_t i = 0; i < n; ++i) {
+    const Tensor wi = p.w.slice(0, i, i + 1), ri = p.r.slice(0, i, i + 1);
+    for (int64_t k0 = 0; k0 < k_all; k0 += chunk) {
+      const int64_t c = std::min(chunk, k_all - k0);
+      const Tensor we = wi.expand({c, p.hidden, opt.code.bits}).contiguous(), re = ri.expand({c, p.hidden}).contiguous();
+      const Tensor ys = add_scalar(arange(c, DType::f64), double(k0)).to(DType::i64).to(w.device());
+      Tensor l = empty({c}, p.w.dtype(), p.w.device());
+      BG_DISPATCH(p.w.device(), bide_logits, l.kview(), we.kview(), re.kview(), ys.kview(), opt.code.bits,
+                  stream_for(p.w.device()));
+      out.slice(0, i, i + 1).slice(1, k0, k0 + c).copy_(
+          add_scalar(l.to(Device::cpu(), DType::f64), -log_z.slice(0, i, i + 1).item()).reshape({1, c}));
+    }
+  }
   return out;
 }
 

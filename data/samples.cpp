@@ -1,0 +1,133 @@
+#include "samples.h"
+
+#include <hdf5.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace bg {
+namespace {
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+std::string detect_format(const SampleFileSpec& spec) {
+  if (spec.format != "auto") return spec.format;
+  auto ends = [&](const char* suf) {
+    const std::string s(suf);
+    return spec.path.size() >= s.size() && spec.path.compare(spec.path.size() - s.size(), s.size(), s) == 0;
+  };
+  if (ends(".h5") || ends(".hdf5")) return "hdf5";
+  if (ends(".csv")) return "csv";
+  return "text";
+}
+
+void accept(SampleSet& out, double v, const std::string& where, const std::string& token, const SampleFileSpec& spec,
+            const std::function<std::string(double)>& check) {
+  std::string why;
+  if (std::isnan(v) || std::isinf(v)) why = "'" + token + "' is not a finite number";
+  if (why.empty()) why = check(v);
+  if (why.empty()) {
+    out.values.push_back(v);
+    return;
+  }
+  if (!spec.skip_invalid) fail("samples", where, ": ", why, " (set skip_invalid: true to skip such values)");
+  if (out.skipped++ == 0) out.first_skip = where + ": " + why;
+}
+
+SampleSet read_text(const SampleFileSpec& spec, bool csv, const std::function<std::string(double)>& check) {
+  std::ifstream f(spec.path);
+  BG_CHECK(f.good(), "samples", spec.path, ": cannot open file");
+  SampleSet out;
+  std::string line;
+  int64_t lineno = 0;
+  int col = -1;
+  char* end = nullptr;
+  const long idx = std::strtol(spec.column.c_str(), &end, 10);
+  if (csv && *end == '\0' && !spec.column.empty()) col = int(idx);
+  bool header_done = !csv || col >= 0;
+  while (std::getline(f, line)) {
+    ++lineno;
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    std::string token = t;
+    if (csv) {
+      std::vector<std::string> cells;
+      std::stringstream ss(t);
+      std::string cell;
+      while (std::getline(ss, cell, ',')) cells.push_back(trim(cell));
+      if (!header_done) {  // the column is named: find it in the header
+        for (size_t i = 0; i < cells.size(); ++i)
+          if (cells[i] == spec.column) col = int(i);
+        BG_CHECK(col >= 0, "samples", spec.path, ":", lineno, ": no column named '", spec.column, "' in the header");
+        header_done = true;
+        continue;
+      }
+      BG_CHECK(size_t(col) < cells.size(), "samples", spec.path, ":", lineno, ": no column ", col, " (line has ",
+               cells.size(), ")");
+      token = cells[size_t(col)];
+    }
+    char* e = nullptr;
+    const double v = std::strtod(token.c_str(), &e);
+    const std::string where = spec.path + ":" + std::to_string(lineno);
+    if (e == token.c_str() || *e != '\0') {
+      if (!spec.skip_invalid) fail("samples", where, ": '", token, "' is not a number");
+      if (out.skipped++ == 0) out.first_skip = where + ": '" + token + "' is not a number";
+      continue;
+    }
+    accept(out, v, where, token, spec, check);
+  }
+  return out;
+}
+
+SampleSet read_hdf5(const SampleFileSpec& spec, const std::function<std::string(double)>& check) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const hid_t file = H5Fopen(spec.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  BG_CHECK(file >= 0, "samples", spec.path, ": cannot open as HDF5");
+  const hid_t ds = H5Dopen2(file, spec.dataset.c_str(), H5P_DEFAULT);
+  if (ds < 0) {
+    H5Fclose(file);
+    fail("samples", spec.path, ": no dataset '", spec.dataset, "'");
+  }
+  const hid_t space = H5Dget_space(ds);
+  hsize_t dims[2] = {0, 0};
+  const int rank = H5Sget_simple_extent_ndims(space);
+  H5Sget_simple_extent_dims(space, dims, nullptr);
+  H5Sclose(space);
+  if (!(rank == 1 || (rank == 2 && dims[1] == 1))) {
+    H5Dclose(ds);
+    H5Fclose(file);
+    fail("samples", spec.path, ":", spec.dataset, ": expected a 1-D dataset, got rank ", rank);
+  }
+  std::vector<double> v(static_cast<size_t>(dims[0]));
+  const herr_t st = v.empty() ? 0 : H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+  H5Dclose(ds);
+  H5Fclose(file);
+  BG_CHECK(st >= 0, "samples", spec.path, ":", spec.dataset, ": cannot read as numbers");
+  SampleSet out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::ostringstream token;
+    token << v[i];
+    accept(out, v[i], spec.path + ":" + spec.dataset + "[" + std::to_string(i) + "]", token.str(), spec, check);
+  }
+  return out;
+}
+
+}  // namespace
+
+SampleSet read_samples(const SampleFileSpec& spec, const std::function<std::string(double)>& check) {
+  const std::string fmt = detect_format(spec);
+  BG_CHECK(fmt == "text" || fmt == "csv" || fmt == "hdf5", "samples", spec.path, ": unknown format '", fmt,
+           "' (text, csv, hdf5)");
+  SampleSet out = fmt == "hdf5" ? read_hdf5(spec, check) : read_text(spec, fmt == "csv", check);
+  BG_CHECK(!out.values.empty(), "samples", spec.path, out.skipped ? ": every value was invalid" : ": file has no samples");
+  return out;
+}
+
+}  // namespace bg
