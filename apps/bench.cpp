@@ -36,9 +36,11 @@ Stat summarize(std::vector<double> v) {
 }  // namespace
 
 int run_bench(const Args& args) {
-  args.allow_only({"out", "reps"});
+  args.allow_only({"out", "reps", "batch", "dtype", "variant"});
+  const std::string only_batch = args.option("batch", ""), only_dtype = args.option("dtype", ""),
+                    only_variant = args.option("variant", "");
   BG_CHECK(args.positional.size() == 1 && args.positional[0] == "sick", "bench",
-           "usage: bitgrad bench sick [--out FILE] [--reps N]");
+           "usage: bitgrad bench sick [--out FILE] [--reps N] [--batch B] [--dtype fp32|fp16] [--variant V]");
   BG_CHECK(cuda_available(), "bench", "no CUDA device: the SICK benchmark times GPU kernels");
   const int reps = std::max(20, std::stoi(args.option("reps", "30")));
   const Device dev = Device::cuda(0);
@@ -56,6 +58,9 @@ int run_bench(const Args& args) {
   for (int64_t batch : {int64_t(64), int64_t(16384)})
     for (const char* dtype : {"fp32", "fp16"})
       for (const char* variant : {"bruteforce", "precomputed"}) {
+        if ((!only_batch.empty() && std::to_string(batch) != only_batch) || (!only_dtype.empty() && only_dtype != dtype) ||
+            (!only_variant.empty() && only_variant != variant))
+          continue;
         BideOptions opt;
         opt.code.type = BideValueType::f16;
         opt.code.bits = bits;

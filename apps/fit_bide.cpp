@@ -375,20 +375,25 @@ int run_fit_bide(const Args& args) {
     // Curves over [q 0.001, q 0.995] of the reference, in plot_bins equal bins.
     double lo, hi;
     if (dd.truth) {
-      lo = dd.truth->quantile(0.001);
-      hi = dd.truth->quantile(0.995);
+      lo = dd.truth->quantile(0.002);
+      hi = dd.truth->quantile(0.98);
     } else {
-      lo = sorted_eval[size_t(0.001 * double(sorted_eval.size() - 1))];
-      hi = sorted_eval[size_t(0.995 * double(sorted_eval.size() - 1))];
+      lo = sorted_eval[size_t(0.002 * double(sorted_eval.size() - 1))];
+      hi = sorted_eval[size_t(0.98 * double(sorted_eval.size() - 1))];
     }
     if (!(hi > lo)) hi = lo + 1;
     const int64_t nb = cfg.plot_bins;
     const double width = (hi - lo) / double(nb);
-    std::vector<double> mass(static_cast<size_t>(nb), 0.0), xs, cf, ct, df, dt;
+    // Fitted density of a bin: its mass over the summed widths of the value buckets inside it
+    // (mass / bin width would alias against the float16 spacing).
+    std::vector<double> mass(static_cast<size_t>(nb), 0.0), span(static_cast<size_t>(nb), 0.0), xs, cf, ct, df, dt;
     for (size_t i = 0; i < order.size(); ++i) {
       const double x = code.value(order[i]);
       const int64_t b = int64_t(std::floor((x - lo) / width));
-      if (b >= 0 && b < nb) mass[size_t(b)] += std::exp(lp[order[i]]);
+      if (b >= 0 && b < nb) {
+        mass[size_t(b)] += std::exp(lp[order[i]]);
+        span[size_t(b)] += std::exp(code.log_bucket_width(order[i]));
+      }
     }
     auto fit_cdf_at = [&](double x) {  // mass of finite values <= x
       size_t a = 0, z = order.size();
@@ -409,7 +414,7 @@ int run_fit_bide(const Args& args) {
       xs.push_back(xc);
       cf.push_back(fit_cdf_at(x1));
       ct.push_back(ref_cdf_x(x1));
-      df.push_back(mass[size_t(b)] / width);
+      df.push_back(span[size_t(b)] > 0 ? mass[size_t(b)] / span[size_t(b)] : 0.0);
       dt.push_back((ref_cdf_x(x1) - ref_cdf_x(x0)) / width);
       curves << row.name << "," << xc << "," << cf.back() << "," << ct.back() << "," << df.back() << "," << dt.back() << "\n";
     }

@@ -20,6 +20,17 @@ std::string num(double v) {
   return buf;
 }
 
+std::string esc(const std::string& t) {
+  std::string o;
+  for (char ch : t) {
+    if (ch == '<') o += "&lt;";
+    else if (ch == '>') o += "&gt;";
+    else if (ch == '&') o += "&amp;";
+    else o += ch;
+  }
+  return o;
+}
+
 }  // namespace
 
 std::string svg(const std::vector<Panel>& panels, int cols, int pw, int ph) {
@@ -46,7 +57,7 @@ std::string svg(const std::vector<Panel>& panels, int cols, int pw, int ph) {
     y1 += 0.05 * (y1 - y0);
     auto px = [&](double x) { return l + (x - x0) / (x1 - x0) * (r - l); };
     auto py = [&](double y) { return b - (y - y0) / (y1 - y0) * (b - t); };
-    o << "<text x='" << (l + r) / 2 << "' y='" << oy + 16 << "' text-anchor='middle' font-size='13'>" << pn.title << "</text>\n";
+    o << "<text x='" << (l + r) / 2 << "' y='" << oy + 16 << "' text-anchor='middle' font-size='13'>" << esc(pn.title) << "</text>\n";
     o << "<rect x='" << l << "' y='" << t << "' width='" << r - l << "' height='" << b - t
       << "' fill='none' stroke='#444'/>\n";
     const double xs = nice_step(x1 - x0, 5), ys = nice_step(y1 - y0, 5);
@@ -56,9 +67,9 @@ std::string svg(const std::vector<Panel>& panels, int cols, int pw, int ph) {
     for (double v = std::ceil(y0 / ys) * ys; v <= y1 + 1e-9 * ys; v += ys)
       o << "<line x1='" << l - 4 << "' x2='" << l << "' y1='" << py(v) << "' y2='" << py(v) << "' stroke='#444'/><text x='"
         << l - 6 << "' y='" << py(v) + 4 << "' text-anchor='end'>" << num(v) << "</text>\n";
-    o << "<text x='" << (l + r) / 2 << "' y='" << b + 32 << "' text-anchor='middle'>" << pn.xlabel << "</text>\n";
+    o << "<text x='" << (l + r) / 2 << "' y='" << b + 32 << "' text-anchor='middle'>" << esc(pn.xlabel) << "</text>\n";
     o << "<text transform='translate(" << ox + 14 << "," << (t + b) / 2 << ") rotate(-90)' text-anchor='middle'>"
-      << pn.ylabel << "</text>\n";
+      << esc(pn.ylabel) << "</text>\n";
     int legend = 0;
     for (const Series& s : pn.series) {
       o << "<polyline fill='none' stroke='" << s.color << "' stroke-width='1.5'" << (s.dashed ? " stroke-dasharray='5,3'" : "")
@@ -69,7 +80,7 @@ std::string svg(const std::vector<Panel>& panels, int cols, int pw, int ph) {
       const double ly = t + 14 + 14 * legend++;
       o << "<line x1='" << r - 110 << "' x2='" << r - 90 << "' y1='" << ly - 4 << "' y2='" << ly - 4 << "' stroke='"
         << s.color << "' stroke-width='2'" << (s.dashed ? " stroke-dasharray='5,3'" : "") << "/><text x='" << r - 86
-        << "' y='" << ly << "'>" << s.label << "</text>\n";
+        << "' y='" << ly << "'>" << esc(s.label) << "</text>\n";
     }
   }
   o << "</svg>\n";

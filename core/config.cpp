@@ -121,17 +121,34 @@ bool ConfigReader::has(const std::string& key) const {
 void ConfigReader::mark_used(const std::string& key) { used_.insert(key); }
 
 void ConfigReader::record(const std::string& key, const YAML::Node& value) {
+  // Numeric parts index lists ("distributions.0.kind"), so the effective config keeps the
+  // file's shape and can be read back. Elements are recorded in order, so an index is either
+  // padded with nulls up to the index if read out of order.
   const std::vector<std::string> parts = split_key(key);
   std::vector<YAML::Node> chain{effective_};
+  auto child_of = [](YAML::Node& parent, const std::string& part) {
+    return parent.IsSequence() ? parent[std::stoul(part)] : parent[part];
+  };
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    YAML::Node child = chain.back()[parts[i]];
-    if (!child.IsMap()) {
-      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
-      child = chain.back()[parts[i]];
+    YAML::Node& parent = chain.back();
+    const YAML::NodeType::value want = is_index(parts[i + 1]) ? YAML::NodeType::Sequence : YAML::NodeType::Map;
+    if (parent.IsSequence())
+      while (std::stoul(parts[i]) >= parent.size()) parent.push_back(YAML::Node(YAML::NodeType::Null));
+    YAML::Node child = child_of(parent, parts[i]);
+    if (child.Type() != want) {
+      if (parent.IsSequence()) parent[std::stoul(parts[i])] = YAML::Node(want);
+      else parent[parts[i]] = YAML::Node(want);
+      child = child_of(parent, parts[i]);
     }
     chain.push_back(child);
   }
-  chain.back()[parts.back()] = value;
+  YAML::Node& last = chain.back();
+  if (last.IsSequence()) {
+    while (std::stoul(parts.back()) >= last.size()) last.push_back(YAML::Node(YAML::NodeType::Null));
+    last[std::stoul(parts.back())] = value;
+  } else {
+    last[parts.back()] = value;
+  }
 }
 
 double ConfigReader::number(const std::string& key, double lo, double hi) {

@@ -30,6 +30,11 @@ TEST_CASE("cpu: config reads typed values with defaults and overrides") {
   CHECK_NOTHROW(r.finish());
   CHECK(r.effective_yaml().find("steps: 20") != std::string::npos);
   CHECK(r.effective_yaml().find("missing: 3") != std::string::npos);
+  // The effective config keeps lists as lists, so it can be read back.
+  const std::string again = write_tmp(r.effective_yaml());
+  ConfigReader r2(again, {});
+  CHECK(r2.list_size("list") == 2);
+  CHECK(r2.integer("list.1.a", 0, 0, 9) == 2);
 }
 
 TEST_CASE("cpu: config errors name file line column and key") {

@@ -307,7 +307,8 @@ BideMoments bide_moments(const Tensor& w, const Tensor& r, const BideOptions& op
   out.entropy = m + log(s) - col(0) / s;
   out.mean = col(2) / col(1);
   out.variance = maximum(col(3) / col(1) - out.mean * out.mean, zeros({}, DType::f64, s.device()));
-  out.nonfinite_mass = affine(col(1) / s, -1.0, 1.0);
+  // Clamped at 0: when every pattern is finite, rounding can leave 1 - finite/total at -1e-7.
+  out.nonfinite_mass = maximum(affine(col(1) / s, -1.0, 1.0), zeros({}, DType::f64));
   const Device dev = w.device();
   for (Tensor* t : {&out.entropy, &out.mean, &out.variance, &out.nonfinite_mass}) *t = t->to(dev, sr.s.dtype());
   return out;

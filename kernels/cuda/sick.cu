@@ -42,13 +42,6 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// Two +-1 halves for bits (j, j+1) of pattern p (bit j in the low half).
-__device__ __forceinline__ uint32_t bit_pair(uint32_t p, int j) {
-  const uint32_t two = (p >> j) & 3u;
-  const uint32_t lo = (two & 1u) ? 0x3C00u : 0xBC00u, hi = (two & 2u) ? 0x3C00u : 0xBC00u;
-  return lo | (hi << 16);
-}
-
 template <typename T>
 __device__ __forceinline__ float load_f(const T* p, int64_t i) { return to_float(p[i]); }
 
@@ -68,11 +61,60 @@ struct KernelArgs {
   int64_t* best_idx;
 };
 
-// MT: 16-row tiles of hidden units (H <= 16 MT); KB: 16-bit steps of B (B <= 16 KB).
-template <typename T, int MT, int KB, bool kSplit, bool kGrad>
+// f16 accumulate: D (2 x half2) = A . B + C.
+__device__ __forceinline__ void mma16816_h(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
+      : "+r"(d[0]), "+r"(d[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The same with C = 0 (the zero register: no moves to clear accumulators).
+__device__ __forceinline__ void mma16816_h0(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%8};\n"
+      : "=r"(d[0]), "=r"(d[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0u));
+}
+__device__ __forceinline__ void mma16816_0(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%10,%10,%10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.f));
+}
+
+__device__ __forceinline__ uint32_t hmax2_zero(uint32_t x) {
+  const __half2 h = __hmax2(*reinterpret_cast<const __half2*>(&x), __float2half2_rn(0.f));
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// +-1 half2 pair for the two bits of x (bit 0 in the low half): flip the sign of -1.
+__device__ __forceinline__ uint32_t pm_pair(uint32_t x) {
+  return 0xBC00BC00u ^ ((x & 1u) << 15) ^ ((x & 2u) << 30);
+}
+
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
+// hi/lo f16 split of a float pair: hi + lo carries ~22 bits.
+__device__ __forceinline__ void split_pack(float a, float b, uint32_t& hi, uint32_t& lo) {
+  const __half ha = __float2half_rn(a), hb = __float2half_rn(b);
+  hi = pack_half2(__half2float(ha), __half2float(hb));
+  lo = pack_half2(a - __half2float(ha), b - __half2float(hb));
+}
+
+constexpr float kSlack = 8.f;  // the running max moves only when exceeded by this much
+
+// NT: 8-wide tiles of hidden units (H <= 8 NT); KB: 16-bit steps of B (B <= 16 KB).
+// Tile = 32 patterns = two m16 tiles; lane (g, c) owns pattern base + 16 (c >> 1) + g + 8 (c & 1).
+template <typename T, int NT, int KB, bool kSplit, bool kGrad>
 __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
   extern __shared__ float smem[];
-  constexpr int HP = MT * 16, BP = KB * 16, NB = KB * 2;
+  constexpr int HP = NT * 8, BP = KB * 16, KL = NT / 2;  // KL: k16 steps over hidden units
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int64_t n = blockIdx.x / a.slices, slice = blockIdx.x % a.slices;
   const int bits = a.code.bits;
@@ -80,7 +122,6 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
   const T* w = static_cast<const T*>(a.w) + n * a.hid * bits;
   const T* rv = static_cast<const T*>(a.r) + n * a.hid;
 
-  // This CTA's slice of [lo, hi), in whole tiles; then this warp's share.
   const int64_t lo = a.lo ? a.lo[n] : 0, hi = a.hi ? a.hi[n] : (int64_t(1) << bits);
   const int64_t first_tile = lo / kTile, tiles = (hi + kTile - 1) / kTile - first_tile;
   const int64_t per_slice = (tiles + a.slices - 1) / a.slices;
@@ -89,8 +130,8 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
   const int64_t per_warp = (s_end - s_begin + kWarps - 1) / kWarps;
   const int64_t w_begin = min(s_end, s_begin + warp * per_warp), w_end = min(s_end, w_begin + per_warp);
 
-  // Precomputed tables z1 (2^lb x HP), z2 (2^hb x HP), row stride HP + 4 (bank-conflict free).
-  const int lb = bits / 2, hb = bits - lb, zs = HP + 4;
+  // Precomputed tables z1 (2^lb x HP), z2 (2^hb x HP) in f32.
+  const int lb = bits / 2, hb = bits - lb, zs = HP;
   float* z1 = smem;
   float* z2 = smem + (a.precomputed ? (size_t(1) << lb) * zs : 0);
   if (a.precomputed) {
@@ -107,110 +148,168 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
     __syncthreads();
   }
 
-  // W fragments (A operand of mma 1): rows i = 16 mt + g (+8), cols j = 16 kb + 2c (+1, +8, +9).
-  uint32_t wa[MT][KB][4], wl[MT][KB][4];
-  float rr[MT][2];
+  // B operands, loaded once: W^T (bits x hidden) for z, and r replicated for l = relu(z) r.
+  uint32_t wb[NT][KB][2], wbl[NT][KB][2], rb[KL][2], rbl[KL][2];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    rr[mt][0] = 16 * mt + g < hid ? load_f(rv, 16 * mt + g) : 0.f;
-    rr[mt][1] = 16 * mt + g + 8 < hid ? load_f(rv, 16 * mt + g + 8) : 0.f;
+  for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int i = 16 * mt + g + ((q & 1) ? 8 : 0), j = 16 * kb + 2 * c + ((q & 2) ? 8 : 0);
-        float v0 = 0.f, v1 = 0.f;
-        if (i < hid && j < bits) v0 = load_f(w, int64_t(i) * bits + j);
-        if (i < hid && j + 1 < bits) v1 = load_f(w, int64_t(i) * bits + j + 1);
-        const __half h0 = __float2half_rn(v0), h1 = __float2half_rn(v1);
-        wa[mt][kb][q] = pack_half2(__half2float(h0), __half2float(h1));
-        wl[mt][kb][q] = pack_half2(v0 - __half2float(h0), v1 - __half2float(h1));
+      for (int q = 0; q < 2; ++q) {
+        const int i = 8 * nt + g, j = 16 * kb + 2 * c + 8 * q;
+        const float v0 = (i < hid && j < bits) ? load_f(w, int64_t(i) * bits + j) : 0.f;
+        const float v1 = (i < hid && j + 1 < bits) ? load_f(w, int64_t(i) * bits + j + 1) : 0.f;
+        split_pack(v0, v1, wb[nt][kb][q], wbl[nt][kb][q]);
       }
-  }
+#pragma unroll
+  for (int ks = 0; ks < KL; ++ks)
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int i = 16 * ks + 2 * c + 8 * q;
+      split_pack(i < hid ? load_f(rv, i) : 0.f, i + 1 < hid ? load_f(rv, i + 1) : 0.f, rb[ks][q], rbl[ks][q]);
+    }
 
   float m = -INFINITY, s = 0.f;
-  float gra[MT][2] = {};
-  float gwa[MT][NB][4] = {};
+  float gra[NT][2] = {};
+  float gwa[KB][NT][4] = {};
   float st[4] = {0.f, 0.f, 0.f, 0.f};
   float best = -INFINITY;
   int64_t best_k = -1;
   const bool want_stats = a.outputs & kSickStats, want_sample = a.outputs & kSickSample;
 
-  for (int64_t tile = w_begin; tile < w_end; ++tile) {
-    const uint32_t base = uint32_t(tile * kTile);
-    float z[4][MT][4];  // [n-tile][m-tile][fragment]
+  // Bits 0..3 of a pattern come from the lane's row (g or g + 8): constants. Higher bit pairs
+  // are the same for every lane of a tile, so each tile derives them from its base alone.
+  constexpr bool kHalfZ = !kSplit;  // fp16 mode: z accumulates in f16, relu is one HMAX2
+  const uint32_t row_pair0 = pm_pair(uint32_t(g) >> (2 * c)), row_pair1 = pm_pair(uint32_t(g + 8) >> (2 * c));
+  const int tile_end = int(w_end);
+  for (int tile = int(w_begin); tile < tile_end; ++tile) {
+    const uint32_t base = uint32_t(tile) * kTile;
+    // Bit pairs above bit 3, shared by both m-tiles (base is a multiple of 32, so the second
+    // m-tile differs only in bit 4: lane c == 2 of k-step 0 flips its low half).
+    uint32_t mid_pair[KB], high_pair[KB];
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
+    for (int kb = 0; kb < KB; ++kb) {
+      mid_pair[kb] = pm_pair(base >> (16 * kb + 2 * c));
+      high_pair[kb] = pm_pair(base >> (16 * kb + 2 * c + 8));
+    }
+    const bool interior = int64_t(base) >= lo && int64_t(base) + kTile <= hi;  // warp-uniform
+    float z[2][NT][4];      // f32 z (rows patterns, cols hidden), split mode and gradients
+    uint32_t zh[2][NT][2];  // f16 z, fp16 mode
+    float lg[2][2];         // logits of rows g, g+8 per m-tile
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      const uint32_t u = base + 16 * mt;  // the bits above bit 3 of every row of this m-tile
       if (a.precomputed) {
+        const uint32_t p0 = u + g, p1 = p0 + 8;
+        const uint32_t mask = (1u << lb) - 1u;
+        const float* za = z1 + (p0 & mask) * zs;
+        const float* zb = z1 + (p1 & mask) * zs;
+        const float* zh0 = z2 + (p0 >> lb) * zs;
+        const float* zh1 = z2 + (p1 >> lb) * zs;
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const uint32_t p = base + nt * 8 + 2 * c + (q & 1);
-            const int i = 16 * mt + g + ((q & 2) ? 8 : 0);
-            z[nt][mt][q] = z1[(p & ((1u << lb) - 1u)) * zs + i] + z2[(p >> lb) * zs + i];
+        for (int nt = 0; nt < NT; ++nt) {
+          const int i = 8 * nt + 2 * c;
+          const float2 x0 = *reinterpret_cast<const float2*>(za + i), y0 = *reinterpret_cast<const float2*>(zh0 + i);
+          const float2 x1 = *reinterpret_cast<const float2*>(zb + i), y1 = *reinterpret_cast<const float2*>(zh1 + i);
+          z[mt][nt][0] = x0.x + y0.x;
+          z[mt][nt][1] = x0.y + y0.y;
+          z[mt][nt][2] = x1.x + y1.x;
+          z[mt][nt][3] = x1.y + y1.y;
+          if (kHalfZ) {
+            zh[mt][nt][0] = pack_half2(z[mt][nt][0], z[mt][nt][1]);
+            zh[mt][nt][1] = pack_half2(z[mt][nt][2], z[mt][nt][3]);
           }
+        }
       } else {
-        const uint32_t p = base + nt * 8 + g;  // this lane's column of the B fragment
+        uint32_t ab[KB][4];
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          z[nt][mt][0] = z[nt][mt][1] = z[nt][mt][2] = z[nt][mt][3] = 0.f;
+        for (int kb = 0; kb < KB; ++kb) {
+          if (kb == 0) {
+            const uint32_t mid = (mt == 1 && c == 2) ? mid_pair[0] ^ 0x8000u : mid_pair[0];
+            ab[kb][0] = c < 2 ? row_pair0 : mid;
+            ab[kb][1] = c < 2 ? row_pair1 : mid;
+          } else {
+            ab[kb][0] = ab[kb][1] = mid_pair[kb];
+          }
+          ab[kb][2] = ab[kb][3] = high_pair[kb];
+        }
 #pragma unroll
-          for (int kb = 0; kb < KB; ++kb) {
-            const uint32_t b0 = bit_pair(p, 16 * kb + 2 * c), b1 = bit_pair(p, 16 * kb + 2 * c + 8);
-            mma16816(z[nt][mt], wa[mt][kb], b0, b1);
-            if (kSplit) mma16816(z[nt][mt], wl[mt][kb], b0, b1);
+        for (int nt = 0; nt < NT; ++nt) {
+          if (kHalfZ) {
+            mma16816_h0(zh[mt][nt], ab[0], wb[nt][0][0], wb[nt][0][1]);
+#pragma unroll
+            for (int kb = 1; kb < KB; ++kb) mma16816_h(zh[mt][nt], ab[kb], wb[nt][kb][0], wb[nt][kb][1]);
+          } else {
+            mma16816_0(z[mt][nt], ab[0], wb[nt][0][0], wb[nt][0][1]);
+            mma16816(z[mt][nt], ab[0], wbl[nt][0][0], wbl[nt][0][1]);
+#pragma unroll
+            for (int kb = 1; kb < KB; ++kb) {
+              mma16816(z[mt][nt], ab[kb], wb[nt][kb][0], wb[nt][kb][1]);
+              mma16816(z[mt][nt], ab[kb], wbl[nt][kb][0], wbl[nt][kb][1]);
+            }
           }
         }
       }
-    }
-    // Partial logits of this thread's 8 patterns (t = 2 nt + column), then a reduce-scatter
-    // over g: lane (g, c) ends with pattern base + 8 (g >> 1) + 2c + (g & 1).
-    float part[8];
+      if (kHalfZ && kGrad) {
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
+        for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-      for (int cc = 0; cc < 2; ++cc) {
-        float acc = 0.f;
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-          acc += rr[mt][0] * fmaxf(z[nt][mt][cc], 0.f) + rr[mt][1] * fmaxf(z[nt][mt][2 + cc], 0.f);
-        part[2 * nt + cc] = acc;
+          for (int h2 = 0; h2 < 2; ++h2) {
+            const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&zh[mt][nt][h2]));
+            z[mt][nt][2 * h2] = f.x;
+            z[mt][nt][2 * h2 + 1] = f.y;
+          }
       }
-    const bool b16 = lane & 16, b8 = lane & 8, b4 = lane & 4;
-    float p1[4], p2[2];
+      // l = relu(z) . r on tensor cores: two hidden n8 tiles of z's accumulators are the A
+      // operand of one k16 step.
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float send = b16 ? part[j] : part[j + 4], keep = b16 ? part[j + 4] : part[j];
-      p1[j] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
-    }
+      for (int ks = 0; ks < KL; ++ks) {
+        uint32_t ah[4], al[4];
+        if (kHalfZ) {
+          ah[0] = hmax2_zero(zh[mt][2 * ks][0]);
+          ah[1] = hmax2_zero(zh[mt][2 * ks][1]);
+          ah[2] = hmax2_zero(zh[mt][2 * ks + 1][0]);
+          ah[3] = hmax2_zero(zh[mt][2 * ks + 1][1]);
+          mma16816(acc, ah, rb[ks][0], rb[ks][1]);
+        } else {
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const float send = b8 ? p1[j] : p1[j + 2], keep = b8 ? p1[j + 2] : p1[j];
-      p2[j] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
+          for (int q = 0; q < 4; ++q) {
+            const int nt = 2 * ks + (q >> 1), v = 2 * (q & 1);
+            split_pack(fmaxf(z[mt][nt][v], 0.f), fmaxf(z[mt][nt][v + 1], 0.f), ah[q], al[q]);
+          }
+          mma16816(acc, ah, rb[ks][0], rb[ks][1]);
+          mma16816(acc, al, rb[ks][0], rb[ks][1]);
+          mma16816(acc, ah, rbl[ks][0], rbl[ks][1]);
+        }
+      }
+      lg[mt][0] = acc[0];
+      lg[mt][1] = acc[2];
     }
-    float logit = (b4 ? p2[1] : p2[0]) + __shfl_xor_sync(0xffffffffu, b4 ? p2[0] : p2[1], 4);
-    const uint32_t my_k = base + 8 * (g >> 1) + 2 * c + (g & 1);
-    const bool inside = my_k >= lo && my_k < hi;
-    if (!inside) logit = -INFINITY;
-    const float tile_max = warp_max(logit);
-    if (tile_max > m) {  // warp-uniform
-      const float scale = __expf(m - tile_max);
+    // This lane's own pattern.
+    const int own_mt = c >> 1, own_h = c & 1;
+    const float l_raw = own_mt ? (own_h ? lg[1][1] : lg[1][0]) : (own_h ? lg[0][1] : lg[0][0]);
+    const uint32_t my_k = base + 16 * own_mt + g + 8 * own_h;
+    const bool inside = interior || (int64_t(my_k) >= lo && int64_t(my_k) < hi);
+    const float logit = inside ? l_raw : -INFINITY;
+    if (__any_sync(0xffffffffu, logit > m + kSlack)) {  // rare: move the reference point
+      const float new_m = warp_max(logit);
+      const float scale = m == -INFINITY ? 0.f : __expf(m - new_m);
       s *= scale;
 #pragma unroll
       for (int q = 0; q < 4; ++q) st[q] *= scale;
       if (kGrad) {
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          gra[mt][0] *= scale;
-          gra[mt][1] *= scale;
+        for (int nt = 0; nt < NT; ++nt) {
+          gra[nt][0] *= scale;
+          gra[nt][1] *= scale;
 #pragma unroll
-          for (int nb = 0; nb < NB; ++nb)
+          for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
-            for (int q = 0; q < 4; ++q) gwa[mt][nb][q] *= scale;
+            for (int q = 0; q < 4; ++q) gwa[kb][nt][q] *= scale;
         }
       }
-      m = tile_max;
+      m = new_m;
     }
     const float e = inside ? __expf(logit - m) : 0.f;
     s += e;
@@ -231,73 +330,65 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
       }
     }
     if (kGrad) {
-      // Gather e back to the fragment layout: d[t] for t = 2 nt + column.
-      const float o4 = __shfl_xor_sync(0xffffffffu, e, 4);
-      const float a0 = b4 ? o4 : e, a1 = b4 ? e : o4;
-      const float o80 = __shfl_xor_sync(0xffffffffu, a0, 8), o81 = __shfl_xor_sync(0xffffffffu, a1, 8);
-      const float c4[4] = {b8 ? o80 : a0, b8 ? o81 : a1, b8 ? a0 : o80, b8 ? a1 : o81};
-      float d[8];
 #pragma unroll
-      for (int y = 0; y < 4; ++y) {
-        const float o = __shfl_xor_sync(0xffffffffu, c4[y], 16);
-        d[y] = b16 ? o : c4[y];
-        d[y + 4] = b16 ? c4[y] : o;
-      }
+      for (int mt = 0; mt < 2; ++mt) {
+        // e of rows g and g+8 of this m-tile, from the lanes that own them.
+        const float e0 = __shfl_sync(0xffffffffu, e, g * 4 + 2 * mt);
+        const float e1 = __shfl_sync(0xffffffffu, e, g * 4 + 2 * mt + 1);
+        uint32_t qb[NT][2], qbl[NT][2];
 #pragma unroll
-      for (int ks = 0; ks < 2; ++ks) {  // k16 steps: patterns base + 16 ks + [0, 16)
-        uint32_t qa[MT][4], ql[MT][4];
+        for (int nt = 0; nt < NT; ++nt) {
+          float q[4];
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          float qv[8];  // a0..a3 pairs: (row g | g+8) x (n-tile 2ks | 2ks+1)
-#pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            const int nt = 2 * ks + half;
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const float zz = z[nt][mt][q];
-              const float qq = zz > 0.f ? d[2 * nt + (q & 1)] : 0.f;
-              gra[mt][q >> 1] += qq * zz;
-              qv[half * 4 + q] = qq;
-            }
+          for (int v = 0; v < 4; ++v) {
+            q[v] = z[mt][nt][v] > 0.f ? (v < 2 ? e0 : e1) : 0.f;
+            gra[nt][v & 1] += q[v] * z[mt][nt][v];
           }
-          // A layout: a0 = (g, 2c..2c+1) = n-tile 2ks rows g; a1 = rows g+8; a2/a3 = n-tile 2ks+1.
-          const float f[4][2] = {{qv[0], qv[1]}, {qv[2], qv[3]}, {qv[4], qv[5]}, {qv[6], qv[7]}};
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const __half h0 = __float2half_rn(f[q][0]), h1 = __float2half_rn(f[q][1]);
-            qa[mt][q] = pack_half2(__half2float(h0), __half2float(h1));
-            ql[mt][q] = pack_half2(f[q][0] - __half2float(h0), f[q][1] - __half2float(h1));
+          // (patterns x hidden) 8x8 blocks transposed into the B operand (patterns = K).
+          uint32_t h0, l0, h1, l1;
+          split_pack(q[0], q[1], h0, l0);
+          split_pack(q[2], q[3], h1, l1);
+          qb[nt][0] = movmatrix_trans(h0);
+          qb[nt][1] = movmatrix_trans(h1);
+          if (kSplit) {
+            qbl[nt][0] = movmatrix_trans(l0);
+            qbl[nt][1] = movmatrix_trans(l1);
           }
         }
-        // B operand: patterns (k = 2c, 2c+1 | +8) x bit j = 8 nb + g.
-        const uint32_t pk = base + 16 * ks + 2 * c;
+        // A operand: b^T (bits x patterns) for this m-tile's 16 patterns.
+        const uint32_t pp = base + 16 * mt + 2 * c;
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb) {
-          const int j = 8 * nb + g;
-          const uint32_t b0 = (((pk >> j) & 1u) ? 0x3C00u : 0xBC00u) | ((((pk + 1) >> j) & 1u) ? 0x3C000000u : 0xBC000000u);
-          const uint32_t b1 = ((((pk + 8) >> j) & 1u) ? 0x3C00u : 0xBC00u) | ((((pk + 9) >> j) & 1u) ? 0x3C000000u : 0xBC000000u);
+        for (int kb = 0; kb < KB; ++kb) {
+          const int j0 = 16 * kb + g, j1 = j0 + 8;
+          auto pm = [](uint32_t p, int j) { return ((p >> j) & 1u) ? 0x3C00u : 0xBC00u; };
+          uint32_t ab[4];
+          ab[0] = pm(pp, j0) | (pm(pp + 1, j0) << 16);
+          ab[1] = pm(pp, j1) | (pm(pp + 1, j1) << 16);
+          ab[2] = pm(pp + 8, j0) | (pm(pp + 9, j0) << 16);
+          ab[3] = pm(pp + 8, j1) | (pm(pp + 9, j1) << 16);
 #pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            mma16816(gwa[mt][nb], qa[mt], b0, b1);
-            if (kSplit) mma16816(gwa[mt][nb], ql[mt], b0, b1);
+          for (int nt = 0; nt < NT; ++nt) {
+            mma16816(gwa[kb][nt], ab, qb[nt][0], qb[nt][1]);
+            if (kSplit) mma16816(gwa[kb][nt], ab, qbl[nt][0], qbl[nt][1]);
           }
         }
       }
     }
   }
 
-  // Warp totals: s and stats over lanes; gr over the 4 lanes of a row group; sample argmax.
+  // Warp totals: s and stats over lanes; gr over the 8 row groups; sample argmax.
   s = warp_sum(s);
 #pragma unroll
   for (int q = 0; q < 4; ++q) st[q] = warp_sum(st[q]);
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
+  for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int h2 = 0; h2 < 2; ++h2) {
-      float v = gra[mt][h2];
-      v += __shfl_xor_sync(0xffffffffu, v, 1);
-      v += __shfl_xor_sync(0xffffffffu, v, 2);
-      gra[mt][h2] = v;
+      float v = gra[nt][h2];
+      v += __shfl_xor_sync(0xffffffffu, v, 4);
+      v += __shfl_xor_sync(0xffffffffu, v, 8);
+      v += __shfl_xor_sync(0xffffffffu, v, 16);
+      gra[nt][h2] = v;
     }
   for (int o = 16; o > 0; o >>= 1) {
     const float ob = __shfl_xor_sync(0xffffffffu, best, o);
@@ -321,17 +412,17 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
   }
   if (kGrad) {
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      if (c == 0) {
-        rec[8 + 16 * mt + g] = gra[mt][0];
-        rec[8 + 16 * mt + g + 8] = gra[mt][1];
+    for (int nt = 0; nt < NT; ++nt) {
+      if (g == 0) {
+        rec[8 + 8 * nt + 2 * c] = gra[nt][0];
+        rec[8 + 8 * nt + 2 * c + 1] = gra[nt][1];
       }
 #pragma unroll
-      for (int nb = 0; nb < NB; ++nb)
+      for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-          const int i = 16 * mt + g + ((q & 2) ? 8 : 0), j = 8 * nb + 2 * c + (q & 1);
-          rec[8 + HP + i * BP + j] = gwa[mt][nb][q];
+          const int j = 16 * kb + g + ((q & 2) ? 8 : 0), i = 8 * nt + 2 * c + (q & 1);
+          rec[8 + HP + i * BP + j] = gwa[kb][nt][q];
         }
     }
   }
@@ -426,9 +517,9 @@ __global__ void sick_merge_kernel(KernelArgs part, float* m, float* s, float* gr
   }
 }
 
-template <typename T, int MT, int KB, bool kSplit, bool kGrad>
+template <typename T, int NT, int KB, bool kSplit, bool kGrad>
 void launch_typed(const KernelArgs& ka, int64_t grid, size_t smem, cudaStream_t stream) {
-  auto kernel = sick_kernel<T, MT, KB, kSplit, kGrad>;
+  auto kernel = sick_kernel<T, NT, KB, kSplit, kGrad>;
   static size_t configured = 0;  // raise the dynamic shared-memory cap once per instantiation
   if (smem > 48 * 1024 && smem > configured) {
     BG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -438,14 +529,14 @@ void launch_typed(const KernelArgs& ka, int64_t grid, size_t smem, cudaStream_t 
   BG_CUDA_LAUNCH_CHECK();
 }
 
-template <typename T, int MT, int KB>
+template <typename T, int NT, int KB>
 void launch_mode(const KernelArgs& ka, int64_t grid, size_t smem, bool split, bool grad, cudaStream_t s) {
   if (split) {
-    if (grad) launch_typed<T, MT, KB, true, true>(ka, grid, smem, s);
-    else launch_typed<T, MT, KB, true, false>(ka, grid, smem, s);
+    if (grad) launch_typed<T, NT, KB, true, true>(ka, grid, smem, s);
+    else launch_typed<T, NT, KB, true, false>(ka, grid, smem, s);
   } else {
-    if (grad) launch_typed<T, MT, KB, false, true>(ka, grid, smem, s);
-    else launch_typed<T, MT, KB, false, false>(ka, grid, smem, s);
+    if (grad) launch_typed<T, NT, KB, false, true>(ka, grid, smem, s);
+    else launch_typed<T, NT, KB, false, false>(ka, grid, smem, s);
   }
 }
 
@@ -457,8 +548,8 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   if (bits < 1 || bits > 24) kernel_fail("sick", "bits must be in [1, 24]");
   if (hid < 1 || hid > 64) kernel_fail("sick", "the CUDA kernel supports hidden sizes 1..64, got " + std::to_string(hid));
   if (n_ex == 0) return;
-  const int mt = hid <= 32 ? 2 : 4, kb = bits <= 16 ? 1 : 2;
-  const int hp = mt * 16, bp = kb * 16;
+  const int nt = hid <= 32 ? 4 : 8, kb = bits <= 16 ? 1 : 2;
+  const int hp = nt * 8, bp = kb * 16;
   const bool grad = args.outputs & kSickGrad;
   // Fixed by the shape alone: about 1024 CTAs of work for small batches, one slice per example
   // for large ones, and at least 64 tiles per slice.
@@ -467,7 +558,7 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   size_t smem = size_t(kWarps) * (8 + hp + hp * bp) * sizeof(float);
   if (args.precomputed) {
     const int lb = bits / 2, hb = bits - lb;
-    smem += ((size_t(1) << lb) + (size_t(1) << hb)) * size_t(hp + 4) * sizeof(float);
+    smem += ((size_t(1) << lb) + (size_t(1) << hb)) * size_t(hp) * sizeof(float);
     if (smem > 200 * 1024)
       kernel_fail("sick", "the precomputed variant's tables do not fit in shared memory for " +
                               std::to_string(bits) + " bits and hidden " + std::to_string(hid) + "; use bruteforce");
@@ -515,10 +606,10 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   dispatch_float(args.w.dtype, "sick", [&](auto zero) {
     using T = decltype(zero);
     const bool split = !std::is_same_v<T, __half>;  // f32/bf16 weights keep ~22 bits via hi+lo
-    if (mt == 2 && kb == 1) launch_mode<T, 2, 1>(ka, grid, smem, split, grad, s);
-    else if (mt == 2) launch_mode<T, 2, 2>(ka, grid, smem, split, grad, s);
-    else if (kb == 1) launch_mode<T, 4, 1>(ka, grid, smem, split, grad, s);
-    else launch_mode<T, 4, 2>(ka, grid, smem, split, grad, s);
+    if (nt == 4 && kb == 1) launch_mode<T, 4, 1>(ka, grid, smem, split, grad, s);
+    else if (nt == 4) launch_mode<T, 4, 2>(ka, grid, smem, split, grad, s);
+    else if (kb == 1) launch_mode<T, 8, 1>(ka, grid, smem, split, grad, s);
+    else launch_mode<T, 8, 2>(ka, grid, smem, split, grad, s);
   });
   if (slices > 1) {
     sick_merge_kernel<<<unsigned(n_ex), 128, 0, s>>>(
