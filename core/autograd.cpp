@@ -36,7 +36,12 @@ namespace {
 void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
   if (leaf->grad) {
     Tensor existing(leaf->grad);
-    existing.copy_(add(existing, g));  // in place: grads may be views of a flat buffer
+    // In place: grads may be views of a flat buffer (one kernel, no temporary).
+    if (existing.is_contiguous() && existing.dtype() == g.dtype() && existing.device() == g.device() &&
+        (existing.is_cuda() || existing.dtype() == DType::f32 || existing.dtype() == DType::f64))
+      add_(existing, g);
+    else
+      existing.copy_(add(existing, g));
   } else {
     Tensor fresh = g.contiguous();
     // g may alias another tensor's gradient (e.g. add passes one grad to both inputs).

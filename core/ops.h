@@ -22,6 +22,9 @@ Tensor eq(const Tensor& a, const Tensor& b);
 Tensor lt(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 
+// dst += src in place (src broadcast to dst's shape); no autograd. dst must be contiguous.
+void add_(const Tensor& dst, const Tensor& src);
+
 // Scalar forms: a * x + b in one pass.
 Tensor affine(const Tensor& x, double a, double b);
 Tensor add_scalar(const Tensor& x, double s);

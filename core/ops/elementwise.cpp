@@ -140,6 +140,17 @@ Tensor eq(const Tensor& a, const Tensor& b) { return binary_raw(BinaryOp::eq, a,
 Tensor lt(const Tensor& a, const Tensor& b) { return binary_raw(BinaryOp::lt, a, b); }
 Tensor gt(const Tensor& a, const Tensor& b) { return binary_raw(BinaryOp::gt, a, b); }
 
+void add_(const Tensor& dst, const Tensor& src) {
+  check_same_device(dst, src, "add_");
+  BG_CHECK(dst.dtype() == src.dtype(), "add_", "dtype mismatch: ", dtype_name(dst.dtype()), " and ", dtype_name(src.dtype()));
+  BG_CHECK(dst.is_contiguous() && compute_dtype(dst) == dst.dtype(), "add_", "destination must be contiguous in a compute dtype");
+  BG_CHECK(broadcast_shapes(dst.shape(), src.shape(), "add_") == dst.shape(), "add_", "cannot add ",
+           shape_str(src.shape()), " into ", shape_str(dst.shape()));
+  // Elementwise in place: each output element reads only its own dst element.
+  BG_DISPATCH(dst.device(), binary_forward, BinaryOp::add, dst.kview(), broadcast_view(dst, dst.shape()),
+              broadcast_view(src, dst.shape()), stream_for(dst.device()));
+}
+
 Tensor affine(const Tensor& x, double a, double b) { return unary(UnaryOp::affine, x, a, b); }
 Tensor add_scalar(const Tensor& x, double s) { return affine(x, 1.0, s); }
 Tensor mul_scalar(const Tensor& x, double s) { return affine(x, s, 0.0); }
