@@ -66,16 +66,28 @@ ConfigReader::ConfigReader(const std::string& path, const std::vector<std::strin
     const std::vector<std::string> parts = split_key(key);
     // yaml-cpp nodes are handles: walk with copies, creating maps as needed.
     std::vector<YAML::Node> chain{root_};
+    // A numeric part indexes an existing list element ("distributions.1.path").
+    auto is_element = [&](const YAML::Node& node, const std::string& part) {
+      return node.IsSequence() && is_index(part) && std::stoul(part) < node.size();
+    };
     for (size_t i = 0; i + 1 < parts.size(); ++i) {
-      YAML::Node child = chain.back()[parts[i]];
-      if (!child.IsMap()) {
+      YAML::Node& parent = chain.back();
+      if (is_element(parent, parts[i])) {
+        chain.push_back(parent[std::stoul(parts[i])]);
+        continue;
+      }
+      if (parent.IsSequence()) fail("config", "--set ", o, ": no element ", parts[i], " in the list");
+      YAML::Node child = parent[parts[i]];
+      if (!child.IsMap() && !child.IsSequence()) {
         if (child.IsDefined() && !child.IsNull()) fail("config", "--set ", o, ": '", parts[i], "' is not a section");
-        chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
-        child = chain.back()[parts[i]];
+        parent[parts[i]] = YAML::Node(YAML::NodeType::Map);
+        child = parent[parts[i]];
       }
       chain.push_back(child);
     }
-    chain.back()[parts.back()] = value;
+    if (is_element(chain.back(), parts.back())) chain.back()[std::stoul(parts.back())] = value;
+    else if (chain.back().IsSequence()) fail("config", "--set ", o, ": no element ", parts.back(), " in the list");
+    else chain.back()[parts.back()] = value;
     overridden_.insert(key);
   }
 }
