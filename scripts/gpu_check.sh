@@ -12,3 +12,4 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader |
 $bin/bitgrad_tests 2>&1 | tee "$out/tests.log" | grep -E "ERROR|TEST CASE|test cases|assertions|logged|THREW|values:" | head -60
 $bin/bitgrad bench sick --out "$out/sick.json" 2>&1 | tee "$out/bench.log"
 $bin/bitgrad fit-bide configs/bide_fit.yaml --set run.out_dir="$out/fit" 2>&1 | tee "$out/fit.log" | tail -9
+$bin/bitgrad fit-bide configs/bide_fit.yaml --set sick.dtype=fp16 --set run.out_dir="$out/fit16" 2>&1 | tee "$out/fit16.log" | tail -8

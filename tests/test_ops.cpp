@@ -259,6 +259,14 @@ OpCase embedding_case() {
   return c;
 }
 
+OpCase embedding_large_case() {  // past the small-vocabulary scan: the radix-sort backward
+  OpCase c;
+  c.name = "embedding large vocab";
+  c.inputs = {{{3001, 5}}, {{2003}, Kind::index, 3001}};
+  c.fn = [](const V& x) { return embedding(x[0], x[1]); };
+  return c;
+}
+
 OpCase dropout_case() {
   OpCase c;
   c.name = "dropout";
@@ -432,6 +440,7 @@ BG_OP_TEST("cross_entropy mean", ce_mean_case)
 BG_OP_TEST("cross_entropy sum", ce_sum_case)
 BG_OP_TEST("cross_entropy none", ce_none_case)
 BG_OP_TEST("embedding", embedding_case)
+BG_OP_TEST("embedding large vocab", embedding_large_case)
 BG_OP_TEST("dropout", dropout_case)
 BG_OP_TEST("layernorm", layernorm_case)
 BG_OP_TEST("layernorm many rows", layernorm_long_case)

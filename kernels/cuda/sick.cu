@@ -94,6 +94,13 @@ __device__ __forceinline__ uint32_t pm_pair(uint32_t x) {
   return 0xBC00BC00u ^ ((x & 1u) << 15) ^ ((x & 2u) << 30);
 }
 
+// 2^x with denormal outputs flushed (no fix-up code around MUFU.EX2): e = exp(l - m) <= e^8.
+__device__ __forceinline__ float exp_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+}
+
 __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
   uint32_t y;
   asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
@@ -182,6 +189,11 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
   constexpr bool kHalfZ = !kSplit;  // fp16 mode: z accumulates in f16, relu is one HMAX2
   const uint32_t row_pair0 = pm_pair(uint32_t(g) >> (2 * c)), row_pair1 = pm_pair(uint32_t(g + 8) >> (2 * c));
   const int tile_end = int(w_end);
+  const uint32_t lo32 = uint32_t(lo), hi32 = uint32_t(hi);  // patterns < 2^24
+  // Bit g (< 4) of patterns 2c, 2c+1 and 2c+8, 2c+9 of an m-tile: the gradient's b^T operand.
+  auto pm1 = [](uint32_t p, int j) { return ((p >> j) & 1u) ? 0x3C00u : 0xBC00u; };
+  const uint32_t lo_bits_a = pm1(2 * c, g & 3) | (pm1(2 * c + 1, g & 3) << 16);
+  const uint32_t lo_bits_b = pm1(2 * c + 8, g & 3) | (pm1(2 * c + 9, g & 3) << 16);
   for (int tile = int(w_begin); tile < tile_end; ++tile) {
     const uint32_t base = uint32_t(tile) * kTile;
     // Bit pairs above bit 3, shared by both m-tiles (base is a multiple of 32, so the second
@@ -192,7 +204,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
       mid_pair[kb] = pm_pair(base >> (16 * kb + 2 * c));
       high_pair[kb] = pm_pair(base >> (16 * kb + 2 * c + 8));
     }
-    const bool interior = int64_t(base) >= lo && int64_t(base) + kTile <= hi;  // warp-uniform
+    const bool interior = base >= lo32 && base + kTile <= hi32;  // warp-uniform
     float z[2][NT][4];      // f32 z (rows patterns, cols hidden), split mode and gradients
     uint32_t zh[2][NT][2];  // f16 z, fp16 mode
     float lg[2][2];         // logits of rows g, g+8 per m-tile
@@ -290,7 +302,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
     const int own_mt = c >> 1, own_h = c & 1;
     const float l_raw = own_mt ? (own_h ? lg[1][1] : lg[1][0]) : (own_h ? lg[0][1] : lg[0][0]);
     const uint32_t my_k = base + 16 * own_mt + g + 8 * own_h;
-    const bool inside = interior || (int64_t(my_k) >= lo && int64_t(my_k) < hi);
+    const bool inside = interior || (my_k >= lo32 && my_k < hi32);
     const float logit = inside ? l_raw : -INFINITY;
     if (__any_sync(0xffffffffu, logit > m + kSlack)) {  // rare: move the reference point
       const float new_m = warp_max(logit);
@@ -311,7 +323,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
       }
       m = new_m;
     }
-    const float e = inside ? __expf(logit - m) : 0.f;
+    const float e = inside ? exp_ftz(logit - m) : 0.f;
     s += e;
     if (want_stats && inside) {
       st[0] += e * logit;
@@ -355,17 +367,18 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
             qbl[nt][1] = movmatrix_trans(l1);
           }
         }
-        // A operand: b^T (bits x patterns) for this m-tile's 16 patterns.
-        const uint32_t pp = base + 16 * mt + 2 * c;
+        // A operand: b^T (bits x patterns) for this m-tile's 16 patterns, rows = bits g, g + 8
+        // (+16 kb), columns = patterns 2c, 2c+1 (+8). Bits 0..3 of those patterns are lane
+        // constants (lo_bits*); every higher bit is the same for all four patterns (uniform).
+        const uint32_t u = base + 16 * mt;
 #pragma unroll
         for (int kb = 0; kb < KB; ++kb) {
           const int j0 = 16 * kb + g, j1 = j0 + 8;
-          auto pm = [](uint32_t p, int j) { return ((p >> j) & 1u) ? 0x3C00u : 0xBC00u; };
+          auto both = [](uint32_t bit) { return bit ? 0x3C003C00u : 0xBC00BC00u; };
           uint32_t ab[4];
-          ab[0] = pm(pp, j0) | (pm(pp + 1, j0) << 16);
-          ab[1] = pm(pp, j1) | (pm(pp + 1, j1) << 16);
-          ab[2] = pm(pp + 8, j0) | (pm(pp + 9, j0) << 16);
-          ab[3] = pm(pp + 8, j1) | (pm(pp + 9, j1) << 16);
+          ab[0] = (kb == 0 && g < 4) ? lo_bits_a : both((u >> j0) & 1u);
+          ab[2] = (kb == 0 && g < 4) ? lo_bits_b : both((u >> j0) & 1u);
+          ab[1] = ab[3] = both((u >> j1) & 1u);
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
             mma16816(gwa[kb][nt], ab, qb[nt][0], qb[nt][1]);
