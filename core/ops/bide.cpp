@@ -16,6 +16,7 @@ struct Prepared {
   Tensor w, r;  // contiguous, in the kernel's compute dtype
   int64_t n, hidden;
   bool precomputed;
+  bool half = false;
 };
 
 Prepared prepare(const Tensor& w, const Tensor& r, const BideOptions& opt, const char* op) {
@@ -23,9 +24,10 @@ Prepared prepare(const Tensor& w, const Tensor& r, const BideOptions& opt, const
   Prepared p;
   p.n = w.size(0);
   p.hidden = w.size(1);
-  const bool half = w.is_cuda() && opt.dtype == "fp16";
-  p.w = half ? compute_input(w.detach()).to(DType::f16) : compute_input(w.detach());
-  p.r = half ? compute_input(r.detach()).to(DType::f16) : compute_input(r.detach());
+  // fp16 compute rounds W and r to f16 inside the CUDA kernel (no cast kernels).
+  p.half = w.is_cuda() && opt.dtype == "fp16";
+  p.w = compute_input(w.detach());
+  p.r = compute_input(r.detach());
   p.precomputed = bide_resolve_variant(opt, w.device(), p.n, p.hidden) == "precomputed";
   return p;
 }
@@ -35,7 +37,7 @@ int64_t support_hi(const BideOptions& opt) {
 }
 
 struct SickResult {
-  Tensor m, s, gr, gw, stats, sample;
+  Tensor m, s, gr, gw, stats, sample, logz;
 };
 
 // Runs the fused pass over per-example ranges (lo/hi (N) i64, or undefined for the support).
@@ -62,6 +64,9 @@ SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs,
   }
   a.m = out.m.kview();
   a.s = out.s.kview();
+  out.logz = empty({p.n}, sd, dev);
+  a.logz = out.logz.kview();
+  a.half_compute = p.half;
   if (outputs & kSickGrad) {
     out.gr = empty({p.n, p.hidden}, sd, dev);
     out.gw = empty({p.n, p.hidden, opt.code.bits}, sd, dev);
@@ -139,14 +144,10 @@ Tensor bide_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, const Bi
   const Tensor yc = y.contiguous();
   const bool grad = needs_grad({w, r});
   SickResult sr = run_sick(p, opt, grad ? uint32_t(kSickGrad) : 0u, Tensor(), Tensor());
-  Tensor l = empty({p.n}, p.w.dtype(), p.w.device());
-  BG_DISPATCH(p.w.device(), bide_logits, l.kview(), p.w.kview(), p.r.kview(), yc.kview(), opt.code.bits,
-              stream_for(p.w.device()));
-  Tensor out;
-  {
-    NoGradGuard ng;
-    out = l.to(sr.m.dtype()) - sr.m - log(sr.s);
-  }
+  // log p(y) = l_y - log Z in one small kernel.
+  Tensor out = empty({p.n}, sr.logz.dtype(), p.w.device());
+  BG_DISPATCH(p.w.device(), bide_logits, null_view(), p.w.kview(), p.r.kview(), yc.kview(), opt.code.bits,
+              sr.logz.kview(), out.kview(), stream_for(p.w.device()));
   const DType wdt = w.dtype();
   record(out, "bide_log_prob", {w, r}, [p, sr, yc, opt, wdt](const Tensor& g) {
     Tensor dw = empty(p.w.shape(), p.w.dtype(), p.w.device());
@@ -172,8 +173,7 @@ Tensor bide_nll(const Tensor& w, const Tensor& r, const Tensor& y, const BideOpt
 Tensor bide_log_normalizer(const Tensor& w, const Tensor& r, const BideOptions& opt) {
   NoGradGuard ng;
   const Prepared p = prepare(w, r, opt, "bide_log_normalizer");
-  const SickResult sr = run_sick(p, opt, 0, Tensor(), Tensor());
-  return sr.m + log(sr.s);
+  return run_sick(p, opt, 0, Tensor(), Tensor()).logz;
 }
 
 Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, const Tensor& hi,
@@ -184,8 +184,7 @@ Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, c
            "bide_range_log_mass", "lo and hi must be (", p.n, ",) i64");
   Tensor l, h;
   clip_ranges(lo, hi, opt, &l, &h);
-  const SickResult sr = run_sick(p, opt, 0, l, h);
-  return sr.m + log(sr.s);  // -inf for an empty range
+  return run_sick(p, opt, 0, l, h).logz;  // -inf for an empty range
 }
 
 Tensor bide_log_density(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt) {
@@ -395,11 +394,15 @@ Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOption
     const Tensor wi = p.w.slice(0, i, i + 1), ri = p.r.slice(0, i, i + 1);
     for (int64_t k0 = 0; k0 < k_all; k0 += chunk) {
       const int64_t c = std::min(chunk, k_all - k0);
-      const Tensor we = wi.expand({c, p.hidden, opt.code.bits}).contiguous(), re = ri.expand({c, p.hidden}).contiguous();
+      Tensor we = wi.expand({c, p.hidden, opt.code.bits}).contiguous(), re = ri.expand({c, p.hidden}).contiguous();
+      if (p.half) {  // the same f16 rounding of W and r as the fp16 SICK pass
+        we = we.to(DType::f16);
+        re = re.to(DType::f16);
+      }
       const Tensor ys = add_scalar(arange(c, DType::f64), double(k0)).to(DType::i64).to(w.device());
-      Tensor l = empty({c}, p.w.dtype(), p.w.device());
+      Tensor l = empty({c}, we.dtype(), p.w.device());
       BG_DISPATCH(p.w.device(), bide_logits, l.kview(), we.kview(), re.kview(), ys.kview(), opt.code.bits,
-                  stream_for(p.w.device()));
+                  null_view(), null_view(), stream_for(p.w.device()));
       out.slice(0, i, i + 1).slice(1, k0, k0 + c).copy_(
           add_scalar(l.to(Device::cpu(), DType::f64), -log_z.slice(0, i, i + 1).item()).reshape({1, c}));
     }

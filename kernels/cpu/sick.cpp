@@ -120,6 +120,7 @@ void sick_typed(const SickArgs& a) {
     using Acc = acc_t<T>;
     ptr<Acc>(a.m)[n] = Acc(m);
     ptr<Acc>(a.s)[n] = Acc(s);
+    if (a.logz.data) ptr<Acc>(a.logz)[n] = Acc(m + std::log(s));
     if (want_grad) {
       for (int64_t i = 0; i < hid; ++i) {
         ptr<Acc>(a.gr)[n * hid + i] = Acc(gr[i]);
@@ -288,6 +289,7 @@ void sick_fast_example(const SickArgs& a, int64_t n) {
   }
   ptr<float>(a.m)[n] = m;
   ptr<float>(a.s)[n] = s;
+  if (a.logz.data) ptr<float>(a.logz)[n] = m + std::log(s);
   if (want_grad) {
     for (int64_t i = 0; i < hid; ++i) {
       ptr<float>(a.gr)[n * hid + i] = gr[size_t(i)];
@@ -341,9 +343,11 @@ void sick_forward(const SickArgs& args, Scratch&, StreamHandle) {
   dispatch_float(args.w.dtype, "sick", [&](auto zero) { sick_typed<decltype(zero)>(args); });
 }
 
-void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y, int bits, StreamHandle) {
+void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y, int bits,
+                 const KView& logz, const KView& logp, StreamHandle) {
   dispatch_float(w.dtype, "bide_logits", [&](auto zero) {
     using T = decltype(zero);
+    using Acc = acc_t<T>;
     const int64_t n_ex = w.shape[0], hid = w.shape[1];
     for (int64_t n = 0; n < n_ex; ++n) {
       const uint64_t k = uint64_t(ptr<int64_t>(y)[n]);
@@ -354,7 +358,8 @@ void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y,
           z += ((k >> j) & 1u ? 1.0 : -1.0) * double(ptr<T>(w)[(n * hid + i) * bits + j]);
         logit += double(ptr<T>(r)[n * hid + i]) * std::max(z, 0.0);
       }
-      ptr<T>(l)[n] = T(logit);
+      if (logz.data) ptr<Acc>(logp)[n] = Acc(logit - double(ptr<Acc>(logz)[n]));
+      else ptr<T>(l)[n] = T(logit);
     }
   });
 }

@@ -69,9 +69,10 @@ void sgd_step(const KView& param, const KView& grad, const KView& momentum_buf, 
 
 // sick.cu: BIDE/SICK. sick_forward runs the fused pass over every example's pattern range.
 void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream);
-// l (N) = BIDE logit of pattern y_n (i64) under (W_n, r_n).
+// l (N) = BIDE logit of pattern y_n (i64) under (W_n, r_n). With logz (N, f32/f64) given,
+// writes log p = l - logz into logp (same dtype as logz) instead of l.
 void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y, int bits,
-                 StreamHandle stream);
+                 const KView& logz, const KView& logp, StreamHandle stream);
 // Gradient of log p(y_n) = l_y - log Z: dW = g r (1[z_y > 0] b_y - gw / s), dr = g (h_y - gr / s).
 void bide_log_prob_backward(const KView& dw, const KView& dr, const KView& w, const KView& r,
                             const KView& y, const KView& gw, const KView& gr, const KView& s,

@@ -59,6 +59,7 @@ struct KernelArgs {
   // n * slices + slice as the row.
   float *m, *s, *gr, *gw, *stats, *best;
   int64_t* best_idx;
+  float* logz;  // optional: m + log s (final outputs only)
 };
 
 // f16 accumulate: D (2 x half2) = A . B + C.
@@ -463,6 +464,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
     }
     a.m[row] = mm;
     a.s[row] = ss;
+    if (a.logz) a.logz[row] = mm + logf(ss);
     if (a.stats)
       for (int q = 0; q < 4; ++q) a.stats[row * 4 + q] = sts[q];
     if (a.best) a.best[row] = bb;
@@ -512,6 +514,7 @@ __global__ void sick_merge_kernel(KernelArgs part, float* m, float* s, float* gr
     }
     m[n] = mm;
     s[n] = ss;
+    if (part.logz) part.logz[n] = mm + logf(ss);
     if (stats)
       for (int q = 0; q < 4; ++q) stats[n * 4 + q] = st[q];
     if (sample) sample[n] = bk;
@@ -590,6 +593,7 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   ka.precomputed = args.precomputed;
   const bool stats = args.outputs & kSickStats, sample = args.outputs & kSickSample;
   if (slices == 1) {
+    ka.logz = static_cast<float*>(args.logz.data);
     ka.m = static_cast<float*>(args.m.data);
     ka.s = static_cast<float*>(args.s.data);
     ka.gr = static_cast<float*>(args.gr.data);
@@ -618,13 +622,15 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   const int64_t grid = n_ex * slices;
   dispatch_float(args.w.dtype, "sick", [&](auto zero) {
     using T = decltype(zero);
-    const bool split = !std::is_same_v<T, __half>;  // f32/bf16 weights keep ~22 bits via hi+lo
+    // f32/bf16 weights keep ~22 bits via hi + lo halves unless fp16 compute was asked for.
+    const bool split = !std::is_same_v<T, __half> && !args.half_compute;
     if (nt == 4 && kb == 1) launch_mode<T, 4, 1>(ka, grid, smem, split, grad, s);
     else if (nt == 4) launch_mode<T, 4, 2>(ka, grid, smem, split, grad, s);
     else if (kb == 1) launch_mode<T, 8, 1>(ka, grid, smem, split, grad, s);
     else launch_mode<T, 8, 2>(ka, grid, smem, split, grad, s);
   });
   if (slices > 1) {
+    ka.logz = static_cast<float*>(args.logz.data);  // the merge writes it
     sick_merge_kernel<<<unsigned(n_ex), 128, 0, s>>>(
         ka, static_cast<float*>(args.m.data), static_cast<float*>(args.s.data),
         static_cast<float*>(args.gr.data), static_cast<float*>(args.gw.data),
@@ -636,7 +642,8 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
 namespace {
 
 template <typename T>
-__global__ void bide_logits_kernel(T* l, const T* w, const T* r, const int64_t* y, int64_t n_ex, int hid, int bits) {
+__global__ void bide_logits_kernel(T* l, const T* w, const T* r, const int64_t* y, int64_t n_ex, int hid, int bits,
+                                   const float* logz, float* logp) {
   const int64_t n = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x & 31;
   if (n >= n_ex) return;
@@ -648,7 +655,10 @@ __global__ void bide_logits_kernel(T* l, const T* w, const T* r, const int64_t* 
     acc += to_float(r[n * hid + i]) * fmaxf(z, 0.f);
   }
   acc = warp_sum(acc);
-  if (lane == 0) l[n] = from_float<T>(acc);
+  if (lane == 0) {
+    if (logz) logp[n] = acc - logz[n];
+    else l[n] = from_float<T>(acc);
+  }
 }
 
 template <typename T>
@@ -672,14 +682,16 @@ __global__ void bide_log_prob_backward_kernel(T* dw, T* dr, const T* w, const T*
 
 }  // namespace
 
-void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y, int bits, StreamHandle stream) {
+void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y, int bits,
+                 const KView& logz, const KView& logp, StreamHandle stream) {
   const int64_t n_ex = w.shape[0];
   if (n_ex == 0) return;
   dispatch_float(w.dtype, "bide_logits", [&](auto zero) {
     using T = decltype(zero);
     bide_logits_kernel<T><<<unsigned((n_ex + 7) / 8), 256, 0, as_stream(stream)>>>(
         static_cast<T*>(l.data), static_cast<const T*>(w.data), static_cast<const T*>(r.data),
-        static_cast<const int64_t*>(y.data), n_ex, int(w.shape[1]), bits);
+        static_cast<const int64_t*>(y.data), n_ex, int(w.shape[1]), bits, static_cast<const float*>(logz.data),
+        static_cast<float*>(logp.data));
   });
   BG_CUDA_LAUNCH_CHECK();
 }
