@@ -178,7 +178,6 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
     }
 
   float m = -INFINITY, s = 0.f;
-  float gra[NT][2] = {};
   float gwa[KB][NT][4] = {};
   float st[4] = {0.f, 0.f, 0.f, 0.f};
   float best = -INFINITY;
@@ -263,16 +262,6 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
           }
         }
       }
-      if (kHalfZ && kGrad) {
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int h2 = 0; h2 < 2; ++h2) {
-            const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&zh[mt][nt][h2]));
-            z[mt][nt][2 * h2] = f.x;
-            z[mt][nt][2 * h2 + 1] = f.y;
-          }
-      }
       // l = relu(z) . r on tensor cores: two hidden n8 tiles of z's accumulators are the A
       // operand of one k16 step.
       float acc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -313,14 +302,11 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
       for (int q = 0; q < 4; ++q) st[q] *= scale;
       if (kGrad) {
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          gra[nt][0] *= scale;
-          gra[nt][1] *= scale;
+        for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
           for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
             for (int q = 0; q < 4; ++q) gwa[kb][nt][q] *= scale;
-        }
       }
       m = new_m;
     }
@@ -349,21 +335,27 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
         const float e0 = __shfl_sync(0xffffffffu, e, g * 4 + 2 * mt);
         const float e1 = __shfl_sync(0xffffffffu, e, g * 4 + 2 * mt + 1);
         uint32_t qb[NT][2], qbl[NT][2];
+        if (kHalfZ) {  // q = e 1[z > 0] straight from the packed f16 z: two half2 ops a register
+          const __half2 e0h = __float2half2_rn(e0), e1h = __float2half2_rn(e1), zero = __float2half2_rn(0.f);
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          float q[4];
-#pragma unroll
-          for (int v = 0; v < 4; ++v) {
-            q[v] = z[mt][nt][v] > 0.f ? (v < 2 ? e0 : e1) : 0.f;
-            gra[nt][v & 1] += q[v] * z[mt][nt][v];
+          for (int nt = 0; nt < NT; ++nt) {
+            const __half2 q0 = __hmul2(__hgt2(*reinterpret_cast<const __half2*>(&zh[mt][nt][0]), zero), e0h);
+            const __half2 q1 = __hmul2(__hgt2(*reinterpret_cast<const __half2*>(&zh[mt][nt][1]), zero), e1h);
+            // (patterns x hidden) 8x8 blocks transposed into the B operand (patterns = K).
+            qb[nt][0] = movmatrix_trans(*reinterpret_cast<const uint32_t*>(&q0));
+            qb[nt][1] = movmatrix_trans(*reinterpret_cast<const uint32_t*>(&q1));
           }
-          // (patterns x hidden) 8x8 blocks transposed into the B operand (patterns = K).
-          uint32_t h0, l0, h1, l1;
-          split_pack(q[0], q[1], h0, l0);
-          split_pack(q[2], q[3], h1, l1);
-          qb[nt][0] = movmatrix_trans(h0);
-          qb[nt][1] = movmatrix_trans(h1);
-          if (kSplit) {
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            float q[4];
+#pragma unroll
+            for (int v = 0; v < 4; ++v) q[v] = z[mt][nt][v] > 0.f ? (v < 2 ? e0 : e1) : 0.f;
+            uint32_t h0, l0, h1, l1;
+            split_pack(q[0], q[1], h0, l0);
+            split_pack(q[2], q[3], h1, l1);
+            qb[nt][0] = movmatrix_trans(h0);
+            qb[nt][1] = movmatrix_trans(h1);
             qbl[nt][0] = movmatrix_trans(l0);
             qbl[nt][1] = movmatrix_trans(l1);
           }
@@ -390,20 +382,10 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
     }
   }
 
-  // Warp totals: s and stats over lanes; gr over the 8 row groups; sample argmax.
+  // Warp totals: s and stats over lanes; sample argmax.
   s = warp_sum(s);
 #pragma unroll
   for (int q = 0; q < 4; ++q) st[q] = warp_sum(st[q]);
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int h2 = 0; h2 < 2; ++h2) {
-      float v = gra[nt][h2];
-      v += __shfl_xor_sync(0xffffffffu, v, 4);
-      v += __shfl_xor_sync(0xffffffffu, v, 8);
-      v += __shfl_xor_sync(0xffffffffu, v, 16);
-      gra[nt][h2] = v;
-    }
   for (int o = 16; o > 0; o >>= 1) {
     const float ob = __shfl_xor_sync(0xffffffffu, best, o);
     const int64_t ok = __shfl_xor_sync(0xffffffffu, best_k, o);
@@ -415,7 +397,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
 
   // Merge the 4 warps in a fixed order through shared memory.
   float* merge = smem + (a.precomputed ? ((size_t(1) << lb) + (size_t(1) << hb)) * zs : 0);
-  constexpr int kRec = 8 + HP + HP * BP;  // m, s, stats[4], best, best_k | gr | gw
+  constexpr int kRec = 8 + HP + HP * BP;  // m, s, stats[4], best, best_k | (unused) | gw
   float* rec = merge + warp * kRec;
   if (lane == 0) {
     rec[0] = m;
@@ -427,10 +409,6 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
   if (kGrad) {
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
-      if (g == 0) {
-        rec[8 + 8 * nt + 2 * c] = gra[nt][0];
-        rec[8 + 8 * nt + 2 * c + 1] = gra[nt][1];
-      }
 #pragma unroll
       for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
@@ -471,19 +449,25 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
     if (a.best_idx) a.best_idx[row] = bk;
   }
   if (kGrad) {
-    for (int t = threadIdx.x; t < hid * (1 + bits); t += blockDim.x) {
-      const bool is_r = t < hid;
-      const int i = is_r ? t : (t - hid) / bits, j = is_r ? 0 : (t - hid) % bits;
+    for (int t = threadIdx.x; t < hid * bits; t += blockDim.x) {
+      const int i = t / bits, j = t % bits;
       float acc = 0.f;
-      for (int wi = 0; wi < kWarps; ++wi)
-        acc += merge[wi * kRec + (is_r ? 8 + i : 8 + HP + i * BP + j)] * scale[wi];
-      if (is_r) a.gr[row * a.hid + i] = acc;
-      else a.gw[(row * a.hid + i) * bits + j] = acc;
+      for (int wi = 0; wi < kWarps; ++wi) acc += merge[wi * kRec + 8 + HP + i * BP + j] * scale[wi];
+      a.gw[(row * a.hid + i) * bits + j] = acc;
+    }
+    if (a.slices == 1) {  // gr = sum_k e relu(z) = sum_j W_ij gw_ij (z is linear in the bits)
+      __syncthreads();
+      for (int i = threadIdx.x; i < hid; i += blockDim.x) {
+        float acc = 0.f;
+        for (int j = 0; j < bits; ++j) acc += load_f(w, int64_t(i) * bits + j) * a.gw[(row * a.hid + i) * bits + j];
+        a.gr[row * a.hid + i] = acc;
+      }
     }
   }
 }
 
 // Combines the slices of each example in slice order (fixed: deterministic).
+template <typename T>
 __global__ void sick_merge_kernel(KernelArgs part, float* m, float* s, float* gr, float* gw,
                                   float* stats, int64_t* sample, int64_t n_ex) {
   const int64_t n = blockIdx.x;
@@ -520,15 +504,17 @@ __global__ void sick_merge_kernel(KernelArgs part, float* m, float* s, float* gr
     if (sample) sample[n] = bk;
   }
   if (gr) {
-    for (int t = threadIdx.x; t < hid * (1 + bits); t += blockDim.x) {
-      const bool is_r = t < hid;
+    for (int t = threadIdx.x; t < hid * bits; t += blockDim.x) {
       float acc = 0.f;
-      for (int64_t k = 0; k < sl; ++k) {
-        const int64_t row = n * sl + k;
-        acc += (is_r ? part.gr[row * hid + t] : part.gw[row * hid * bits + (t - hid)]) * scale(k);
-      }
-      if (is_r) gr[n * hid + t] = acc;
-      else gw[n * hid * bits + (t - hid)] = acc;
+      for (int64_t k = 0; k < sl; ++k) acc += part.gw[(n * sl + k) * hid * bits + t] * scale(k);
+      gw[n * hid * bits + t] = acc;
+    }
+    __syncthreads();
+    const T* w = static_cast<const T*>(part.w) + n * hid * bits;
+    for (int i = threadIdx.x; i < hid; i += blockDim.x) {  // gr = sum_j W_ij gw_ij
+      float acc = 0.f;
+      for (int j = 0; j < bits; ++j) acc += load_f(w, int64_t(i) * bits + j) * gw[(n * hid + i) * bits + j];
+      gr[n * hid + i] = acc;
     }
   }
 }
@@ -608,10 +594,7 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
     auto f = [&](size_t count) { return static_cast<float*>(scratch.get(sizeof(float) * count)); };
     ka.m = f(rows);
     ka.s = f(rows);
-    if (grad) {
-      ka.gr = f(rows * size_t(hid));
-      ka.gw = f(rows * size_t(hid * bits));
-    }
+    if (grad) ka.gw = f(rows * size_t(hid * bits));  // gr follows from the merged gw
     if (stats) ka.stats = f(rows * 4);
     if (sample) {
       ka.best = f(rows);
@@ -631,10 +614,13 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   });
   if (slices > 1) {
     ka.logz = static_cast<float*>(args.logz.data);  // the merge writes it
-    sick_merge_kernel<<<unsigned(n_ex), 128, 0, s>>>(
-        ka, static_cast<float*>(args.m.data), static_cast<float*>(args.s.data),
-        static_cast<float*>(args.gr.data), static_cast<float*>(args.gw.data),
-        static_cast<float*>(args.stats.data), static_cast<int64_t*>(args.sample.data), n_ex);
+    dispatch_float(args.w.dtype, "sick", [&](auto zero) {
+      using T = decltype(zero);
+      sick_merge_kernel<T><<<unsigned(n_ex), 128, 0, s>>>(
+          ka, static_cast<float*>(args.m.data), static_cast<float*>(args.s.data), static_cast<float*>(args.gr.data),
+          static_cast<float*>(args.gw.data), static_cast<float*>(args.stats.data), static_cast<int64_t*>(args.sample.data),
+          n_ex);
+    });
     BG_CUDA_LAUNCH_CHECK();
   }
 }
