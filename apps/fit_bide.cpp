@@ -15,6 +15,7 @@
 #include "core/bide.h"
 #include "core/checkpoint.h"
 #include "core/config.h"
+#include "core/graph.h"
 #include "core/optim.h"
 #include "data/distributions.h"
 #include "data/samples.h"
@@ -37,6 +38,7 @@ struct FitConfig {
   uint64_t seed = 0;
   BideOptions bide;
   int64_t hidden = 32, steps = 2000, batch = 64, log_interval = 100, eval_samples = 8192, plot_bins = 200;
+  bool cuda_graph = true;
   double ema = 0.99;
   AdamWConfig adamw;
   LrSchedule schedule;
@@ -136,6 +138,7 @@ FitConfig read_fit_config(ConfigReader& r) {
   c.batch = r.integer("train.batch_size", 64, 1, 1 << 20);
   c.log_interval = r.integer("train.log_interval", 100, 1, 100000000);
   c.ema = r.number("train.ema", 0.99, 0.0, 0.99999);
+  c.cuda_graph = r.boolean("train.cuda_graph", true);
   c.schedule.lr = r.number("optimizer.lr", 0.1, 0.0, 10.0);
   const std::vector<double> betas = r.numbers("optimizer.betas", {0.9, 0.96}, 2);
   for (double b : betas)
@@ -285,16 +288,38 @@ int run_fit_bide(const Args& args) {
     }
     ema_hat = ema / (1 - std::pow(cfg.ema, double(consumed)));
   };
-  synchronize(device);
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t step = 0; step < cfg.steps; ++step) {
+  // One training step reads its targets and AdamW hyper-parameters from fixed device buffers
+  // and writes its loss to one, so on a GPU it can be captured once as a CUDA graph and replayed
+  // (a step is ~30 small kernels: launching them one by one costs more than running them).
+  Tensor y_buf = empty({per_step}, DType::i64, device), hyper = empty({3}, DType::f32, device);
+  Tensor loss_buf = zeros({1}, DType::f32, device);
+  std::vector<float> sched;
+  for (int64_t st = 0; st < cfg.steps; ++st)
+    for (float v : opt.hyper_values(st + 1, cfg.schedule.at(st))) sched.push_back(v);
+  const Tensor sched_t = from_vector(sched, {cfg.steps, 3}, device);
+  auto train_step = [&] {
     params.zero_grad();
     const Tensor w = w_emb.forward(idx).reshape({per_step, cfg.hidden, bits});
     const Tensor r = r_emb.forward(idx);
-    Tensor loss = bide_nll(w, r, y_all.slice(0, step, step + 1).reshape({per_step}), cfg.bide);
+    Tensor loss = bide_nll(w, r, y_buf, cfg.bide);
     loss.backward();
-    opt.step(cfg.schedule.at(step));
-    losses.slice(0, step, step + 1).copy_(loss.detach().to(DType::f32).reshape({1}));
+    opt.step_device(hyper);
+    loss_buf.copy_(loss.detach().to(DType::f32).reshape({1}));
+  };
+  const bool use_graph = device.is_cuda() && cfg.cuda_graph;
+  std::unique_ptr<CudaGraph> graph;
+  synchronize(device);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < cfg.steps; ++step) {
+    y_buf.copy_(y_all.slice(0, step, step + 1).reshape({per_step}));
+    hyper.copy_(sched_t.slice(0, step, step + 1).reshape({3}));
+    if (use_graph && step >= 2) {  // two eager steps warm the caches and the allocator first
+      if (!graph) graph = std::make_unique<CudaGraph>(device, train_step);
+      graph->replay();
+    } else {
+      train_step();
+    }
+    losses.slice(0, step, step + 1).copy_(loss_buf);
     if ((step + 1) % cfg.log_interval == 0 || step + 1 == cfg.steps) {
       fold_losses(step + 1);
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -304,6 +329,7 @@ int run_fit_bide(const Args& args) {
       std::fflush(stdout);
     }
   }
+  opt.set_steps(cfg.steps);
   synchronize(device);
   const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

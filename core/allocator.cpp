@@ -26,6 +26,8 @@ size_t bucket_size(size_t bytes) {
 
 struct DeviceCache {
   std::multimap<size_t, void*> free_blocks;  // bucket size -> block
+  std::vector<std::pair<size_t, void*>> reserved;  // freed while a reservation was open
+  bool reserving = false;
   AllocatorStats stats;
 };
 
@@ -67,9 +69,13 @@ struct CudaCachingAllocator {
   void release(void* p, size_t capacity, int d) noexcept {
     std::lock_guard<std::mutex> lock(mu);
     DeviceCache& c = cache(d);
-    c.free_blocks.emplace(capacity, p);
     c.stats.allocated -= capacity;
     c.stats.cached += capacity;
+    if (c.reserving) {
+      c.reserved.emplace_back(capacity, p);
+    } else {
+      c.free_blocks.emplace(capacity, p);
+    }
   }
 
   void release_all(int d) noexcept {  // caller holds mu
@@ -117,6 +123,23 @@ void cuda_reset_peak(int device) {
   std::lock_guard<std::mutex> lock(allocator().mu);
   auto& s = allocator().cache(device).stats;
   s.peak_allocated = s.allocated;
+}
+
+void cuda_begin_reservation(int device) {
+  std::lock_guard<std::mutex> lock(allocator().mu);
+  allocator().cache(device).reserving = true;
+}
+
+void cuda_end_reservation(int device) {
+  std::lock_guard<std::mutex> lock(allocator().mu);
+  allocator().cache(device).reserving = false;
+}
+
+void cuda_release_reservation(int device) {
+  std::lock_guard<std::mutex> lock(allocator().mu);
+  DeviceCache& c = allocator().cache(device);
+  for (const auto& [size, p] : c.reserved) c.free_blocks.emplace(size, p);
+  c.reserved.clear();
 }
 
 void cuda_empty_cache() {

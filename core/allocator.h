@@ -38,4 +38,11 @@ AllocatorStats cuda_allocator_stats(int device = 0);
 void cuda_reset_peak(int device = 0);
 void cuda_empty_cache();  // releases all cached blocks to the driver
 
+// While a reservation is open, device blocks freed on `device` are kept aside instead of going
+// back to the cache; closing it returns them. A CUDA graph captured in that window may replay
+// into those blocks safely for as long as the reservation's owner keeps it (CudaGraph does).
+void cuda_begin_reservation(int device);
+void cuda_end_reservation(int device);  // the blocks stay reserved until cuda_release_reservation
+void cuda_release_reservation(int device);
+
 }  // namespace bg

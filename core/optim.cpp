@@ -49,6 +49,19 @@ AdamW::AdamW(FlatParameters& params, AdamWConfig config) : params_(params), conf
   v_ = zeros({params.numel()}, DType::f32, params.values().device());
 }
 
+std::vector<float> AdamW::hyper_values(int64_t t, double lr) const {
+  return {float(lr), float(1.0 - std::pow(config_.beta1, double(t))), float(1.0 - std::pow(config_.beta2, double(t)))};
+}
+
+void AdamW::step_device(const Tensor& hyper, const Tensor& grad_scale) {
+  BG_CHECK(hyper.numel() == 3 && hyper.dtype() == DType::f32 && hyper.device() == params_.values().device() &&
+               hyper.is_contiguous(),
+           "adamw", "hyper must be 3 contiguous f32 values on the parameters' device");
+  hyper_ = hyper;
+  step(0.0, grad_scale);
+  hyper_ = Tensor();
+}
+
 void AdamW::step(double lr, const Tensor& grad_scale) {
   if (params_.numel() == 0) return;
   ++steps_;
@@ -60,6 +73,7 @@ void AdamW::step(double lr, const Tensor& grad_scale) {
   p.eps = float(config_.eps);
   p.bias_correction1 = float(1.0 - std::pow(config_.beta1, double(steps_)));
   p.bias_correction2 = float(1.0 - std::pow(config_.beta2, double(steps_)));
+  p.hyper = hyper_.defined() ? hyper_.data<float>() : nullptr;
   const KView scale = grad_scale.defined() ? grad_scale.kview() : null_view();
   const int64_t split = params_.decay_count(), n = params_.numel();
   for (int group = 0; group < 2; ++group) {

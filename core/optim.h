@@ -7,6 +7,7 @@
 // one buffer, with the clip factor kept on the device (no host sync per step).
 #pragma once
 #include <string>
+#include <vector>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,11 @@ class AdamW {
   AdamW(FlatParameters& params, AdamWConfig config);
   // One step at learning rate `lr`; `grad_scale` (device scalar from clip_grad_norm) may be empty.
   void step(double lr, const Tensor& grad_scale = Tensor());
+  // The same step with {lr, 1 - beta1^t, 1 - beta2^t} read from `hyper` (3 f32 on the
+  // parameters' device) when the kernel runs: what a captured CUDA graph needs.
+  void step_device(const Tensor& hyper, const Tensor& grad_scale = Tensor());
+  // Host values of `hyper` for 1-based step t.
+  std::vector<float> hyper_values(int64_t t, double lr) const;
   int64_t steps() const { return steps_; }
   Tensor& exp_avg() { return m_; }
   Tensor& exp_avg_sq() { return v_; }
@@ -50,6 +56,7 @@ class AdamW {
   FlatParameters& params_;
   AdamWConfig config_;
   Tensor m_, v_;
+  Tensor hyper_;  // set for the duration of step_device
   int64_t steps_ = 0;
 };
 

@@ -2,6 +2,7 @@
 // same seed give bitwise-identical parameters (CPU and CUDA); CUDA and CPU runs agree.
 #include <cstring>
 
+#include "core/graph.h"
 #include "core/optim.h"
 #include "data/text.h"
 #include "harness.h"
@@ -79,6 +80,58 @@ TEST_CASE("cuda: training is bitwise reproducible on the GPU and agrees with the
   // Same seeds, same batches and dropout masks: the CPU run follows the same trajectory.
   const RunResult c = train_tiny(Device::cpu(), 20), g = train_tiny(Device::cuda(0), 20);
   for (size_t i = 0; i < 20; ++i) CHECK(g.losses[i] == doctest::Approx(c.losses[i]).epsilon(1e-3));
+}
+
+}  // namespace bg::test
+
+namespace bg::test {
+
+TEST_CASE("cuda: a captured CUDA graph step replays bitwise like eager steps") {
+  BG_REQUIRE_CUDA();
+  const Device gpu = Device::cuda(0);
+  const std::string text = tiny_corpus();
+  const CharVocab vocab(text);
+  const std::vector<int32_t> tokens = vocab.encode(text);
+  auto run = [&](bool graph_mode) {
+    CharMLPConfig cfg;
+    cfg.vocab_size = vocab.size();
+    cfg.context = 6;
+    cfg.n_embd = 7;
+    cfg.n_hidden = 45;
+    Generator init(5), data(6), drop(7);
+    CharMLP model(cfg, init);
+    FlatParameters params(model.named_parameters(), gpu);
+    AdamW opt(params, {0.9, 0.99, 1e-8, 0.01});
+    Tensor xb = empty({33, cfg.context}, DType::i64, gpu), yb = empty({33}, DType::i64, gpu);
+    Tensor hyper = empty({3}, DType::f32, gpu), loss_buf = zeros({1}, DType::f32, gpu);
+    auto step = [&] {
+      params.zero_grad();
+      Tensor loss = cross_entropy(model.forward(xb, drop), yb);
+      loss.backward();
+      opt.step_device(hyper, clip_grad_norm(params, 1.0).scale);
+      loss_buf.copy_(loss.detach().reshape({1}));
+    };
+    std::unique_ptr<CudaGraph> graph;
+    std::vector<float> losses;
+    for (int s = 0; s < 12; ++s) {
+      Tensor x, y;
+      sample_windows(tokens, 33, cfg.context, data, gpu, &x, &y);
+      xb.copy_(x);
+      yb.copy_(y.slice(1, cfg.context - 1, cfg.context).reshape({33}));
+      hyper.copy_(from_vector(opt.hyper_values(s + 1, 1e-2), {3}, gpu));
+      if (graph_mode && s >= 2) {
+        if (!graph) graph = std::make_unique<CudaGraph>(gpu, step);
+        graph->replay();
+      } else {
+        step();
+      }
+      losses.push_back(float(loss_buf.item()));
+    }
+    return std::make_pair(params.values().to_vector<float>(), losses);
+  };
+  const auto eager = run(false), graphed = run(true);
+  CHECK(bitwise_equal(eager.first, graphed.first));
+  CHECK(eager.second == graphed.second);
 }
 
 }  // namespace bg::test

@@ -85,4 +85,24 @@ DeviceInfo device_info(int device) {
   return d;
 }
 
+void graph_begin_capture(StreamHandle stream) {
+  BG_CUDA_CHECK(cudaStreamBeginCapture(as_stream(stream), cudaStreamCaptureModeRelaxed));
+}
+
+void* graph_end_capture(StreamHandle stream) {
+  cudaGraph_t graph = nullptr;
+  BG_CUDA_CHECK(cudaStreamEndCapture(as_stream(stream), &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  BG_CUDA_CHECK(err);
+  return exec;
+}
+
+void graph_launch(void* exec, StreamHandle stream) {
+  BG_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), as_stream(stream)));
+}
+
+void graph_destroy(void* exec) noexcept { (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec)); }
+
 }  // namespace bg::cuda

@@ -29,5 +29,10 @@ struct DeviceInfo {
   double memory_gb = 0;
 };
 DeviceInfo device_info(int device);
+// CUDA graphs: capture everything issued on `stream` between begin and end, then replay it.
+void graph_begin_capture(StreamHandle stream);
+void* graph_end_capture(StreamHandle stream);  // returns an executable graph
+void graph_launch(void* exec, StreamHandle stream);
+void graph_destroy(void* exec) noexcept;
 
 }  // namespace bg::cuda

@@ -21,5 +21,9 @@ void stream_destroy(StreamHandle) noexcept {}
 size_t device_memory_used() { return 0; }
 float time_on_stream_ms(StreamHandle, void (*)(void*), void*) { no_cuda(); }
 DeviceInfo device_info(int) { no_cuda(); }
+void graph_begin_capture(StreamHandle) { no_cuda(); }
+void* graph_end_capture(StreamHandle) { no_cuda(); }
+void graph_launch(void*, StreamHandle) { no_cuda(); }
+void graph_destroy(void*) noexcept {}
 
 }  // namespace bg::cuda

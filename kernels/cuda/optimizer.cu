@@ -10,14 +10,16 @@ namespace {
 __global__ void adamw_kernel(float* w, const float* g, float* m, float* v, int64_t n,
                              AdamWParams p, const float* grad_scale) {
   const float scale = grad_scale ? *grad_scale : 1.f;
+  const float lr = p.hyper ? p.hyper[0] : p.lr;
+  const float bc1 = p.hyper ? p.hyper[1] : p.bias_correction1, bc2 = p.hyper ? p.hyper[2] : p.bias_correction2;
   BG_GRID_LOOP(i, n) {
     const float gi = g[i] * scale;
     const float mi = p.beta1 * m[i] + (1.f - p.beta1) * gi;
     const float vi = p.beta2 * v[i] + (1.f - p.beta2) * gi * gi;
     m[i] = mi;
     v[i] = vi;
-    const float mhat = mi / p.bias_correction1, vhat = vi / p.bias_correction2;
-    w[i] -= p.lr * (mhat / (sqrtf(vhat) + p.eps) + p.weight_decay * w[i]);
+    const float mhat = mi / bc1, vhat = vi / bc2;
+    w[i] -= lr * (mhat / (sqrtf(vhat) + p.eps) + p.weight_decay * w[i]);
   }
 }
 
