@@ -40,7 +40,8 @@ int run_bench(const Args& args) {
   const std::string only_batch = args.option("batch", ""), only_dtype = args.option("dtype", ""),
                     only_variant = args.option("variant", "");
   BG_CHECK(args.positional.size() == 1 && args.positional[0] == "sick", "bench",
-           "usage: bitgrad bench sick [--out FILE] [--reps N] [--batch B] [--dtype fp32|fp16] [--variant V]");
+           "usage: bitgrad bench sick [--out FILE] [--reps N] [--batch B] [--dtype fp32|fp16] "
+           "[--variant V]");
   BG_CHECK(cuda_available(), "bench", "no CUDA device: the SICK benchmark times GPU kernels");
   const int reps = std::max(20, std::stoi(args.option("reps", "30")));
   const Device dev = Device::cuda(0);
@@ -48,17 +49,19 @@ int run_bench(const Args& args) {
   const int bits = 16, hid = 32;
   const int64_t k_all = int64_t(1) << bits;
   std::ostringstream json;
-  json << "{\n  \"benchmark\": \"sick\",\n  \"device\": \"" << info.name << "\",\n  \"sm_count\": " << info.sm_count
-       << ",\n  \"hidden\": " << hid << ", \"bits\": " << bits << ", \"reps\": " << reps
-       << ",\n  \"ceilings\": {\"tensor_tflops\": " << kTensorFlops / 1e12 << ", \"cuda_core_tflops\": " << kCudaCoreFlops / 1e12
-       << "},\n  \"results\": [\n";
-  std::printf("%-9s %6s %5s %-12s %10s %10s %10s %9s\n", "op", "batch", "dtype", "variant", "median_ms", "min_ms",
-              "floor_ms", "peak_MB");
+  json << "{\n  \"benchmark\": \"sick\",\n  \"device\": \"" << info.name
+       << "\",\n  \"sm_count\": " << info.sm_count << ",\n  \"hidden\": " << hid
+       << ", \"bits\": " << bits << ", \"reps\": " << reps
+       << ",\n  \"ceilings\": {\"tensor_tflops\": " << kTensorFlops / 1e12
+       << ", \"cuda_core_tflops\": " << kCudaCoreFlops / 1e12 << "},\n  \"results\": [\n";
+  std::printf("%-9s %6s %5s %-12s %10s %10s %10s %9s\n", "op", "batch", "dtype", "variant",
+              "median_ms", "min_ms", "floor_ms", "peak_MB");
   bool first = true;
   for (int64_t batch : {int64_t(64), int64_t(16384)})
     for (const char* dtype : {"fp32", "fp16"})
       for (const char* variant : {"bruteforce", "precomputed"}) {
-        if ((!only_batch.empty() && std::to_string(batch) != only_batch) || (!only_dtype.empty() && only_dtype != dtype) ||
+        if ((!only_batch.empty() && std::to_string(batch) != only_batch) ||
+            (!only_dtype.empty() && only_dtype != dtype) ||
             (!only_variant.empty() && only_variant != variant))
           continue;
         BideOptions opt;
@@ -81,16 +84,20 @@ int run_bench(const Args& args) {
         const double flops_z = 2.0 * double(batch) * double(k_all) * hid * bits * (half ? 1 : 2);
         const double core_ops = double(batch) * double(k_all) * (4.0 * hid + 12);
         const double floor_norm = 1e3 * std::max(flops_z / kTensorFlops, core_ops / kCudaCoreFlops);
-        const double floor_fwd = 1e3 * std::max(2 * flops_z / kTensorFlops, 1.6 * core_ops / kCudaCoreFlops);
-        const double floor_bwd = 1e3 * double(batch) * hid * (bits + 1) * 4 * 6 / 4.25e12;  // memory-bound
+        const double floor_fwd =
+            1e3 * std::max(2 * flops_z / kTensorFlops, 1.6 * core_ops / kCudaCoreFlops);
+        const double floor_bwd =
+            1e3 * double(batch) * hid * (bits + 1) * 4 * 6 / 4.25e12;  // memory-bound
         std::vector<double> t_norm, t_fwd, t_bwd;
         synchronize(dev);
         cuda_reset_peak(0);
         const size_t base = cuda_allocator_stats(0).allocated;
         for (int it = 0; it < reps + 3; ++it) {  // 3 warm-up iterations
           const int i = it % sets;
-          const double tn = time_ms(dev, [&] { bide_log_normalizer(ws[size_t(i)], rs[size_t(i)], opt); });
-          Tensor w = ws[size_t(i)].detach().requires_grad_(), r = rs[size_t(i)].detach().requires_grad_();
+          const double tn =
+              time_ms(dev, [&] { bide_log_normalizer(ws[size_t(i)], rs[size_t(i)], opt); });
+          Tensor w = ws[size_t(i)].detach().requires_grad_(),
+                 r = rs[size_t(i)].detach().requires_grad_();
           Tensor loss;
           const double tf = time_ms(dev, [&] { loss = bide_nll(w, r, ys[size_t(i)], opt); });
           const double tb = time_ms(dev, [&] { loss.backward(); });
@@ -106,13 +113,15 @@ int run_bench(const Args& args) {
           Stat st;
           double floor;
         };
-        for (const Row& row : {Row{"normalizer", summarize(t_norm), floor_norm}, Row{"nll_fwd", summarize(t_fwd), floor_fwd},
+        for (const Row& row : {Row{"normalizer", summarize(t_norm), floor_norm},
+                               Row{"nll_fwd", summarize(t_fwd), floor_fwd},
                                Row{"nll_bwd", summarize(t_bwd), floor_bwd}}) {
-          std::printf("%-9s %6lld %5s %-12s %10.4f %10.4f %10.4f %9.1f\n", row.op, (long long)batch, dtype, variant,
-                      row.st.median, row.st.min, row.floor, peak_mb);
-          json << (first ? "" : ",\n") << "    {\"op\": \"" << row.op << "\", \"batch\": " << batch << ", \"dtype\": \""
-               << dtype << "\", \"variant\": \"" << variant << "\", \"median_ms\": " << row.st.median
-               << ", \"min_ms\": " << row.st.min << ", \"floor_ms\": " << row.floor << ", \"peak_mb\": " << peak_mb
+          std::printf("%-9s %6lld %5s %-12s %10.4f %10.4f %10.4f %9.1f\n", row.op, (long long)batch,
+                      dtype, variant, row.st.median, row.st.min, row.floor, peak_mb);
+          json << (first ? "" : ",\n") << "    {\"op\": \"" << row.op << "\", \"batch\": " << batch
+               << ", \"dtype\": \"" << dtype << "\", \"variant\": \"" << variant
+               << "\", \"median_ms\": " << row.st.median << ", \"min_ms\": " << row.st.min
+               << ", \"floor_ms\": " << row.floor << ", \"peak_mb\": " << peak_mb
                << ", \"input_sets\": " << sets << "}";
           first = false;
         }

@@ -9,7 +9,7 @@ namespace bg::cli {
 // Positional arguments and the "--set key=value" overrides of a subcommand.
 struct Args {
   std::vector<std::string> positional;
-  std::vector<std::string> overrides;               // --set key=value
+  std::vector<std::string> overrides;                        // --set key=value
   std::vector<std::pair<std::string, std::string>> options;  // --name value
   // The value of --name (or `def`); throws for an option the command does not take.
   std::string option(const std::string& name, const std::string& def) const;

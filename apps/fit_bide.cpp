@@ -37,7 +37,8 @@ struct FitConfig {
   std::string out_dir, device, config_path;
   uint64_t seed = 0;
   BideOptions bide;
-  int64_t hidden = 32, steps = 2000, batch = 64, log_interval = 100, eval_samples = 8192, plot_bins = 200;
+  int64_t hidden = 32, steps = 2000, batch = 64, log_interval = 100, eval_samples = 8192,
+          plot_bins = 200;
   bool cuda_graph = true;
   double ema = 0.99;
   AdamWConfig adamw;
@@ -45,8 +46,9 @@ struct FitConfig {
   std::vector<DistSpec> dists;
 };
 
-const std::vector<std::string> kKinds = {"normal", "gamma", "mixture", "pareto", "poisson", "binomial", "lognormal",
-                                         "student_t", "uniform", "exponential", "beta", "laplace", "weibull", "file"};
+const std::vector<std::string> kKinds = {
+    "normal",    "gamma",   "mixture",     "pareto", "poisson", "binomial", "lognormal",
+    "student_t", "uniform", "exponential", "beta",   "laplace", "weibull",  "file"};
 
 void read_dist_params(ConfigReader& r, const std::string& p, DistSpec& d) {
   const double tiny = 1e-300, big = 1e300;
@@ -112,7 +114,8 @@ FitConfig read_fit_config(ConfigReader& r) {
   c.out_dir = r.string("run.out_dir", "runs/" + name);
   c.seed = uint64_t(r.integer("run.seed", 0, 0, INT64_MAX));
   c.device = r.string("run.device", "auto");
-  const std::string vt = r.choice("bide.dtype", "float16", {"float16", "bfloat16", "uint8", "uint16", "int8", "int16", "uint"});
+  const std::string vt = r.choice(
+      "bide.dtype", "float16", {"float16", "bfloat16", "uint8", "uint16", "int8", "int16", "uint"});
   BideCode& code = c.bide.code;
   if (vt == "float16" || vt == "bfloat16") {
     code.type = vt == "float16" ? BideValueType::f16 : BideValueType::bf16;
@@ -147,7 +150,8 @@ FitConfig read_fit_config(ConfigReader& r) {
   c.adamw.beta2 = betas[1];
   c.adamw.eps = r.number("optimizer.eps", 1e-8, 0.0, 1.0);
   c.adamw.weight_decay = r.number("optimizer.weight_decay", 0.01, 0.0, 10.0);
-  c.schedule.kind = r.choice("schedule.type", "exponential", {"constant", "cosine", "linear", "exponential"});
+  c.schedule.kind =
+      r.choice("schedule.type", "exponential", {"constant", "cosine", "linear", "exponential"});
   c.schedule.min_lr = r.number("schedule.min_lr", 1e-5, 0.0, 10.0);
   c.schedule.warmup_steps = r.integer("schedule.warmup_steps", 0, 0, c.steps);
   c.schedule.total_steps = c.steps;
@@ -191,19 +195,22 @@ std::string fmt(double v, int prec = 4) {
 
 int run_fit_bide(const Args& args) {
   args.allow_only({});
-  BG_CHECK(args.positional.size() == 1, "fit-bide", "usage: bitgrad fit-bide CONFIG [--set key=value ...]");
+  BG_CHECK(args.positional.size() == 1, "fit-bide",
+           "usage: bitgrad fit-bide CONFIG [--set key=value ...]");
   ConfigReader reader(args.positional[0], args.overrides);
   FitConfig cfg = read_fit_config(reader);
   const Device device = parse_device(cfg.device);
   const BideCode code = cfg.bide.code;
-  std::printf("# effective config (%s)\n%s", args.positional[0].c_str(), reader.effective_yaml().c_str());
+  std::printf("# effective config (%s)\n%s", args.positional[0].c_str(),
+              reader.effective_yaml().c_str());
   const int64_t n_dist = int64_t(cfg.dists.size()), per_step = n_dist * cfg.batch, bits = code.bits;
   const int64_t support_hi = cfg.bide.support_hi < 0 ? (int64_t(1) << bits) : cfg.bide.support_hi;
   auto check = [&](double v) -> std::string {
     uint32_t k;
     std::string why;
     if (!bide_encode(code, v, &k, &why)) return why;
-    if (int64_t(k) < cfg.bide.support_lo || int64_t(k) >= support_hi) return "value outside the configured support";
+    if (int64_t(k) < cfg.bide.support_lo || int64_t(k) >= support_hi)
+      return "value outside the configured support";
     return "";
   };
 
@@ -221,9 +228,11 @@ int run_fit_bide(const Args& args) {
     if (spec.from_file) {
       SampleSet set = read_samples(spec.file, check);
       std::vector<double>& v = set.values;
-      for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[size_t(rng.uniform() * double(i)) % i]);
+      for (size_t i = v.size(); i > 1; --i)
+        std::swap(v[i - 1], v[size_t(rng.uniform() * double(i)) % i]);
       const size_t n_val = std::max<size_t>(1, size_t(double(v.size()) * spec.val_fraction));
-      BG_CHECK(v.size() > n_val, "fit-bide", spec.file.path, ": ", v.size(), " samples are too few to split");
+      BG_CHECK(v.size() > n_val, "fit-bide", spec.file.path, ": ", v.size(),
+               " samples are too few to split");
       for (size_t i = 0; i < v.size(); ++i) {
         uint32_t k;
         encode(v[i], &k);
@@ -240,16 +249,20 @@ int run_fit_bide(const Args& args) {
       dd.truth = make_distribution(spec.params);
     }
     auto draw = [&]() -> uint32_t {
-      if (spec.from_file) return dd.train_pool[size_t(rng.uniform() * double(dd.train_pool.size())) % dd.train_pool.size()];
+      if (spec.from_file)
+        return dd.train_pool[size_t(rng.uniform() * double(dd.train_pool.size())) %
+                             dd.train_pool.size()];
       for (int attempt = 0;; ++attempt) {
         uint32_t k;
         if (encode(dd.truth->sample(rng), &k)) return k;
         ++dd.skipped;  // e.g. a Pareto draw beyond float16's range
-        BG_CHECK(attempt < 1000, "fit-bide", spec.name, ": samples keep falling outside ", bits, "-bit values");
+        BG_CHECK(attempt < 1000, "fit-bide", spec.name, ": samples keep falling outside ", bits,
+                 "-bit values");
       }
     };
     for (int64_t s = 0; s < cfg.steps; ++s)
-      for (int64_t i = 0; i < cfg.batch; ++i) train_y[size_t(s * per_step + d * cfg.batch + i)] = draw();
+      for (int64_t i = 0; i < cfg.batch; ++i)
+        train_y[size_t(s * per_step + d * cfg.batch + i)] = draw();
     if (!spec.from_file)
       for (int64_t i = 0; i < cfg.eval_samples; ++i) {
         const uint32_t k = draw();
@@ -266,12 +279,17 @@ int run_fit_bide(const Args& args) {
   Generator init(cfg.seed + 1);
   Embedding w_emb(n_dist, cfg.hidden * bits, init, std::sqrt(2.0 / double(bits)));
   Embedding r_emb(n_dist, cfg.hidden, init, 1.0 / std::sqrt(double(cfg.hidden)));
-  FlatParameters params({{"bide.w_embedding.weight", w_emb.weight}, {"bide.r_embedding.weight", r_emb.weight}}, device);
+  FlatParameters params(
+      {{"bide.w_embedding.weight", w_emb.weight}, {"bide.r_embedding.weight", r_emb.weight}},
+      device);
   AdamW opt(params, cfg.adamw);
-  std::printf("fit-bide: %lld distribution(s), %lld-bit %s values, H = %lld, batch %lld each, %lld steps, device %s, variant %s\n",
-              (long long)n_dist, (long long)bits, reader.effective_yaml().find("float16") != std::string::npos ? "float" : "",
-              (long long)cfg.hidden, (long long)cfg.batch, (long long)cfg.steps, device.str().c_str(),
-              bide_resolve_variant(cfg.bide, device, per_step, cfg.hidden).c_str());
+  std::printf(
+      "fit-bide: %lld distribution(s), %lld-bit %s values, H = %lld, batch %lld each, %lld steps, "
+      "device %s, variant %s\n",
+      (long long)n_dist, (long long)bits,
+      reader.effective_yaml().find("float16") != std::string::npos ? "float" : "",
+      (long long)cfg.hidden, (long long)cfg.batch, (long long)cfg.steps, device.str().c_str(),
+      bide_resolve_variant(cfg.bide, device, per_step, cfg.hidden).c_str());
 
   // 3. Train. Losses stay on the device until a progress line needs them.
   Tensor losses = zeros({cfg.steps}, DType::f32, device);
@@ -281,7 +299,8 @@ int run_fit_bide(const Args& args) {
   auto fold_losses = [&](int64_t upto) {
     const std::vector<float> l = losses.slice(0, consumed, upto).to_vector<float>();
     for (float v : l) {
-      BG_CHECK(std::isfinite(v), "fit-bide", "loss is ", v, " at step ", consumed + 1, "; stopping (nothing was written)");
+      BG_CHECK(std::isfinite(v), "fit-bide", "loss is ", v, " at step ", consumed + 1,
+               "; stopping (nothing was written)");
       host_losses.push_back(v);
       ema = cfg.ema * ema + (1 - cfg.ema) * v;
       ++consumed;
@@ -322,16 +341,19 @@ int run_fit_bide(const Args& args) {
     losses.slice(0, step, step + 1).copy_(loss_buf);
     if ((step + 1) % cfg.log_interval == 0 || step + 1 == cfg.steps) {
       fold_losses(step + 1);
-      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("step %6lld/%lld | loss %.4f | ema %.4f | lr %.2e | %.0f steps/s | ETA %.1fs\n", (long long)(step + 1),
-                  (long long)cfg.steps, host_losses.back(), ema_hat, cfg.schedule.at(step), double(step + 1) / el,
+      const double el =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("step %6lld/%lld | loss %.4f | ema %.4f | lr %.2e | %.0f steps/s | ETA %.1fs\n",
+                  (long long)(step + 1), (long long)cfg.steps, host_losses.back(), ema_hat,
+                  cfg.schedule.at(step), double(step + 1) / el,
                   el / double(step + 1) * double(cfg.steps - step - 1));
       std::fflush(stdout);
     }
   }
   opt.set_steps(cfg.steps);
   synchronize(device);
-  const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double train_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // 4. Evaluate each distribution: NLL on held-out values, KS distance, moments, curves.
   NoGradGuard no_grad;
@@ -344,10 +366,13 @@ int run_fit_bide(const Args& args) {
   std::ostringstream curves;
   curves << "distribution,x,cdf_fit,cdf_true,density_fit,density_true\n";
   const Tensor all_idx = arange(n_dist, DType::i64, device);
-  const Tensor w_all = w_emb.forward(all_idx).reshape({n_dist, cfg.hidden, bits}), r_all = r_emb.forward(all_idx);
-  const std::vector<double> logp_all = bide_pattern_log_probs(w_all, r_all, cfg.bide).to_vector<double>();
+  const Tensor w_all = w_emb.forward(all_idx).reshape({n_dist, cfg.hidden, bits}),
+               r_all = r_emb.forward(all_idx);
+  const std::vector<double> logp_all =
+      bide_pattern_log_probs(w_all, r_all, cfg.bide).to_vector<double>();
   const BideMoments mom = bide_moments(w_all, r_all, cfg.bide);
-  const std::vector<double> mean_fit = mom.mean.to_vector<double>(), var_fit = mom.variance.to_vector<double>(),
+  const std::vector<double> mean_fit = mom.mean.to_vector<double>(),
+                            var_fit = mom.variance.to_vector<double>(),
                             nonfinite = mom.nonfinite_mass.to_vector<double>();
   const int64_t k_all = int64_t(1) << bits;
   // Finite patterns in value order.
@@ -370,8 +395,10 @@ int run_fit_bide(const Args& args) {
     std::sort(sorted_eval.begin(), sorted_eval.end());
     auto ref_cdf_at = [&](size_t i) {
       const double x = code.value(order[i]);
-      if (!dd.truth) return double(std::upper_bound(sorted_eval.begin(), sorted_eval.end(), x) - sorted_eval.begin()) /
-                            double(sorted_eval.size());
+      if (!dd.truth)
+        return double(std::upper_bound(sorted_eval.begin(), sorted_eval.end(), x) -
+                      sorted_eval.begin()) /
+               double(sorted_eval.size());
       if (i + 1 == order.size()) return 1.0;
       const double nx = code.value(order[i + 1]);
       return dd.truth->cdf(code.is_float() ? 0.5 * (x + nx) : x);
@@ -412,7 +439,8 @@ int run_fit_bide(const Args& args) {
     const double width = (hi - lo) / double(nb);
     // Fitted density of a bin: its mass over the summed widths of the value buckets inside it
     // (mass / bin width would alias against the float16 spacing).
-    std::vector<double> mass(static_cast<size_t>(nb), 0.0), span(static_cast<size_t>(nb), 0.0), xs, cf, ct, df, dt;
+    std::vector<double> mass(static_cast<size_t>(nb), 0.0), span(static_cast<size_t>(nb), 0.0), xs,
+        cf, ct, df, dt;
     for (size_t i = 0; i < order.size(); ++i) {
       const double x = code.value(order[i]);
       const int64_t b = int64_t(std::floor((x - lo) / width));
@@ -425,14 +453,17 @@ int run_fit_bide(const Args& args) {
       size_t a = 0, z = order.size();
       while (a < z) {
         const size_t m = (a + z) / 2;
-        if (code.value(order[m]) <= x) a = m + 1;
-        else z = m;
+        if (code.value(order[m]) <= x)
+          a = m + 1;
+        else
+          z = m;
       }
       return a == 0 ? 0.0 : fit_cdf[a - 1];
     };
     auto ref_cdf_x = [&](double x) {
       if (dd.truth) return dd.truth->cdf(x);
-      return double(std::upper_bound(sorted_eval.begin(), sorted_eval.end(), x) - sorted_eval.begin()) /
+      return double(std::upper_bound(sorted_eval.begin(), sorted_eval.end(), x) -
+                    sorted_eval.begin()) /
              double(sorted_eval.size());
     };
     for (int64_t b = 0; b < nb; ++b) {
@@ -442,37 +473,46 @@ int run_fit_bide(const Args& args) {
       ct.push_back(ref_cdf_x(x1));
       df.push_back(span[size_t(b)] > 0 ? mass[size_t(b)] / span[size_t(b)] : 0.0);
       dt.push_back((ref_cdf_x(x1) - ref_cdf_x(x0)) / width);
-      curves << row.name << "," << xc << "," << cf.back() << "," << ct.back() << "," << df.back() << "," << dt.back() << "\n";
+      curves << row.name << "," << xc << "," << cf.back() << "," << ct.back() << "," << df.back()
+             << "," << dt.back() << "\n";
     }
     const std::string ref_label = dd.truth ? "true" : "held-out samples";
-    panels.push_back({row.name + ": CDF", "value", "P(X <= x)",
-                      {{"BIDE fit", "#d62728", xs, cf, false}, {ref_label, "#1f77b4", xs, ct, true}}});
-    panels.push_back({row.name + ": density", "value", "density (per bin)",
-                      {{"BIDE fit", "#d62728", xs, df, false}, {ref_label, "#1f77b4", xs, dt, true}}});
+    panels.push_back(
+        {row.name + ": CDF",
+         "value",
+         "P(X <= x)",
+         {{"BIDE fit", "#d62728", xs, cf, false}, {ref_label, "#1f77b4", xs, ct, true}}});
+    panels.push_back(
+        {row.name + ": density",
+         "value",
+         "density (per bin)",
+         {{"BIDE fit", "#d62728", xs, df, false}, {ref_label, "#1f77b4", xs, dt, true}}});
   }
 
   // 5. Report and write every output (atomically) only now that everything succeeded.
-  std::printf("\n%-14s %9s %8s %11s %11s %10s %10s %10s %8s\n", "distribution", "NLL", "KS", "mean fit", "mean ref",
-              "std fit", "std ref", "nonfinite", "skipped");
+  std::printf("\n%-14s %9s %8s %11s %11s %10s %10s %10s %8s\n", "distribution", "NLL", "KS",
+              "mean fit", "mean ref", "std fit", "std ref", "nonfinite", "skipped");
   std::ostringstream summary;
   summary << "distribution,nll,ks,mean_fit,mean_ref,std_fit,std_ref,nonfinite_mass,skipped\n";
   for (size_t d = 0; d < rows.size(); ++d) {
     const Row& r = rows[d];
-    std::printf("%-14s %9.4f %8.4f %11s %11s %10s %10s %10.2e %8lld\n", r.name.c_str(), r.nll, r.ks, fmt(r.mean_fit).c_str(),
-                fmt(r.mean_ref).c_str(), fmt(r.std_fit).c_str(), fmt(r.std_ref).c_str(), r.nonfinite,
-                (long long)data[d].skipped);
-    summary << r.name << "," << r.nll << "," << r.ks << "," << r.mean_fit << "," << r.mean_ref << "," << r.std_fit << ","
-            << r.std_ref << "," << r.nonfinite << "," << data[d].skipped << "\n";
-    if (!data[d].skip_note.empty()) std::printf("  %s: skipped %lld value(s), first: %s\n", r.name.c_str(),
-                                                (long long)data[d].skipped, data[d].skip_note.c_str());
+    std::printf("%-14s %9.4f %8.4f %11s %11s %10s %10s %10.2e %8lld\n", r.name.c_str(), r.nll, r.ks,
+                fmt(r.mean_fit).c_str(), fmt(r.mean_ref).c_str(), fmt(r.std_fit).c_str(),
+                fmt(r.std_ref).c_str(), r.nonfinite, (long long)data[d].skipped);
+    summary << r.name << "," << r.nll << "," << r.ks << "," << r.mean_fit << "," << r.mean_ref
+            << "," << r.std_fit << "," << r.std_ref << "," << r.nonfinite << "," << data[d].skipped
+            << "\n";
+    if (!data[d].skip_note.empty())
+      std::printf("  %s: skipped %lld value(s), first: %s\n", r.name.c_str(),
+                  (long long)data[d].skipped, data[d].skip_note.c_str());
   }
   std::ostringstream metrics;
   metrics << "step,loss,ema_loss,lr\n";
   double e = 0;
   for (size_t s = 0; s < host_losses.size(); ++s) {
     e = cfg.ema * e + (1 - cfg.ema) * host_losses[s];
-    metrics << s + 1 << "," << host_losses[s] << "," << e / (1 - std::pow(cfg.ema, double(s + 1))) << ","
-            << cfg.schedule.at(int64_t(s)) << "\n";
+    metrics << s + 1 << "," << host_losses[s] << "," << e / (1 - std::pow(cfg.ema, double(s + 1)))
+            << "," << cfg.schedule.at(int64_t(s)) << "\n";
   }
   std::vector<double> steps_x, loss_y, ema_y;
   e = 0;
@@ -488,7 +528,9 @@ int run_fit_bide(const Args& args) {
   write_file_atomic(out + "/summary.csv", summary.str());
   write_file_atomic(out + "/curves.csv", curves.str());
   write_file_atomic(out + "/fit.svg", plot::svg(panels, 2));
-  write_file_atomic(out + "/loss.svg", plot::svg({{"training loss (mean NLL, nats)", "step", "loss",
+  write_file_atomic(out + "/loss.svg", plot::svg({{"training loss (mean NLL, nats)",
+                                                   "step",
+                                                   "loss",
                                                    {{"loss", "#bbbbbb", steps_x, loss_y, false},
                                                     {"EMA", "#d62728", steps_x, ema_y, false}}}},
                                                  1, 640, 360));
@@ -501,8 +543,9 @@ int run_fit_bide(const Args& args) {
   ck.attr("step", cfg.steps);
   ck.attr("seed", int64_t(cfg.seed));
   ck.commit();
-  std::printf("\ntraining: %lld steps in %.3f s (%.0f steps/s) | final EMA loss %.4f | outputs in %s\n",
-              (long long)cfg.steps, train_seconds, double(cfg.steps) / train_seconds, ema_hat, out.c_str());
+  std::printf(
+      "\ntraining: %lld steps in %.3f s (%.0f steps/s) | final EMA loss %.4f | outputs in %s\n",
+      (long long)cfg.steps, train_seconds, double(cfg.steps) / train_seconds, ema_hat, out.c_str());
   return 0;
 }
 

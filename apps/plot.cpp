@@ -23,10 +23,14 @@ std::string num(double v) {
 std::string esc(const std::string& t) {
   std::string o;
   for (char ch : t) {
-    if (ch == '<') o += "&lt;";
-    else if (ch == '>') o += "&gt;";
-    else if (ch == '&') o += "&amp;";
-    else o += ch;
+    if (ch == '<')
+      o += "&lt;";
+    else if (ch == '>')
+      o += "&gt;";
+    else if (ch == '&')
+      o += "&amp;";
+    else
+      o += ch;
   }
   return o;
 }
@@ -37,7 +41,8 @@ std::string svg(const std::vector<Panel>& panels, int cols, int pw, int ph) {
   const int rows = int((panels.size() + size_t(cols) - 1) / size_t(cols));
   std::ostringstream o;
   o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << cols * pw << "' height='" << rows * ph
-    << "' font-family='sans-serif' font-size='11'>\n<rect width='100%' height='100%' fill='white'/>\n";
+    << "' font-family='sans-serif' font-size='11'>\n<rect width='100%' height='100%' "
+       "fill='white'/>\n";
   for (size_t p = 0; p < panels.size(); ++p) {
     const Panel& pn = panels[p];
     const int ox = int(p % size_t(cols)) * pw, oy = int(p / size_t(cols)) * ph;
@@ -57,30 +62,36 @@ std::string svg(const std::vector<Panel>& panels, int cols, int pw, int ph) {
     y1 += 0.05 * (y1 - y0);
     auto px = [&](double x) { return l + (x - x0) / (x1 - x0) * (r - l); };
     auto py = [&](double y) { return b - (y - y0) / (y1 - y0) * (b - t); };
-    o << "<text x='" << (l + r) / 2 << "' y='" << oy + 16 << "' text-anchor='middle' font-size='13'>" << esc(pn.title) << "</text>\n";
+    o << "<text x='" << (l + r) / 2 << "' y='" << oy + 16
+      << "' text-anchor='middle' font-size='13'>" << esc(pn.title) << "</text>\n";
     o << "<rect x='" << l << "' y='" << t << "' width='" << r - l << "' height='" << b - t
       << "' fill='none' stroke='#444'/>\n";
     const double xs = nice_step(x1 - x0, 5), ys = nice_step(y1 - y0, 5);
     for (double v = std::ceil(x0 / xs) * xs; v <= x1 + 1e-9 * xs; v += xs)
-      o << "<line x1='" << px(v) << "' x2='" << px(v) << "' y1='" << b << "' y2='" << b + 4 << "' stroke='#444'/><text x='"
-        << px(v) << "' y='" << b + 15 << "' text-anchor='middle'>" << num(v) << "</text>\n";
+      o << "<line x1='" << px(v) << "' x2='" << px(v) << "' y1='" << b << "' y2='" << b + 4
+        << "' stroke='#444'/><text x='" << px(v) << "' y='" << b + 15 << "' text-anchor='middle'>"
+        << num(v) << "</text>\n";
     for (double v = std::ceil(y0 / ys) * ys; v <= y1 + 1e-9 * ys; v += ys)
-      o << "<line x1='" << l - 4 << "' x2='" << l << "' y1='" << py(v) << "' y2='" << py(v) << "' stroke='#444'/><text x='"
-        << l - 6 << "' y='" << py(v) + 4 << "' text-anchor='end'>" << num(v) << "</text>\n";
-    o << "<text x='" << (l + r) / 2 << "' y='" << b + 32 << "' text-anchor='middle'>" << esc(pn.xlabel) << "</text>\n";
-    o << "<text transform='translate(" << ox + 14 << "," << (t + b) / 2 << ") rotate(-90)' text-anchor='middle'>"
-      << esc(pn.ylabel) << "</text>\n";
+      o << "<line x1='" << l - 4 << "' x2='" << l << "' y1='" << py(v) << "' y2='" << py(v)
+        << "' stroke='#444'/><text x='" << l - 6 << "' y='" << py(v) + 4 << "' text-anchor='end'>"
+        << num(v) << "</text>\n";
+    o << "<text x='" << (l + r) / 2 << "' y='" << b + 32 << "' text-anchor='middle'>"
+      << esc(pn.xlabel) << "</text>\n";
+    o << "<text transform='translate(" << ox + 14 << "," << (t + b) / 2
+      << ") rotate(-90)' text-anchor='middle'>" << esc(pn.ylabel) << "</text>\n";
     int legend = 0;
     for (const Series& s : pn.series) {
-      o << "<polyline fill='none' stroke='" << s.color << "' stroke-width='1.5'" << (s.dashed ? " stroke-dasharray='5,3'" : "")
-        << " points='";
+      o << "<polyline fill='none' stroke='" << s.color << "' stroke-width='1.5'"
+        << (s.dashed ? " stroke-dasharray='5,3'" : "") << " points='";
       for (size_t i = 0; i < s.x.size(); ++i)
-        if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) o << px(s.x[i]) << "," << py(s.y[i]) << " ";
+        if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
+          o << px(s.x[i]) << "," << py(s.y[i]) << " ";
       o << "'/>\n";
       const double ly = t + 14 + 14 * legend++;
-      o << "<line x1='" << r - 110 << "' x2='" << r - 90 << "' y1='" << ly - 4 << "' y2='" << ly - 4 << "' stroke='"
-        << s.color << "' stroke-width='2'" << (s.dashed ? " stroke-dasharray='5,3'" : "") << "/><text x='" << r - 86
-        << "' y='" << ly << "'>" << esc(s.label) << "</text>\n";
+      o << "<line x1='" << r - 110 << "' x2='" << r - 90 << "' y1='" << ly - 4 << "' y2='" << ly - 4
+        << "' stroke='" << s.color << "' stroke-width='2'"
+        << (s.dashed ? " stroke-dasharray='5,3'" : "") << "/><text x='" << r - 86 << "' y='" << ly
+        << "'>" << esc(s.label) << "</text>\n";
     }
   }
   o << "</svg>\n";

@@ -57,7 +57,8 @@ TrainConfig read_config(ConfigReader& r) {
   c.adamw.eps = r.number("optimizer.eps", 1e-8, 0.0, 1.0);
   c.adamw.weight_decay = r.number("optimizer.weight_decay", 0.0, 0.0, 10.0);
   c.momentum = r.number("optimizer.momentum", 0.9, 0.0, 1.0);
-  c.schedule.kind = r.choice("schedule.type", "constant", {"constant", "cosine", "linear", "exponential"});
+  c.schedule.kind =
+      r.choice("schedule.type", "constant", {"constant", "cosine", "linear", "exponential"});
   c.schedule.warmup_steps = r.integer("schedule.warmup_steps", 0, 0, c.steps);
   c.schedule.min_lr = r.number("schedule.min_lr", 0.0, 0.0, 10.0);
   if (c.schedule.kind == "exponential" && c.schedule.min_lr <= 0)
@@ -69,8 +70,10 @@ TrainConfig read_config(ConfigReader& r) {
 
 std::string format_duration(double s) {
   char buf[32];
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
-  else std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else
+    std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
   return buf;
 }
 
@@ -78,29 +81,36 @@ std::string format_duration(double s) {
 
 int run_train(const Args& args) {
   args.allow_only({});
-  BG_CHECK(args.positional.size() == 1, "train", "usage: bitgrad train CONFIG [--set key=value ...]");
+  BG_CHECK(args.positional.size() == 1, "train",
+           "usage: bitgrad train CONFIG [--set key=value ...]");
   ConfigReader reader(args.positional[0], args.overrides);
   const TrainConfig cfg = read_config(reader);
   const Device device = parse_device(cfg.device);
-  std::printf("# effective config (%s)\n%s", args.positional[0].c_str(), reader.effective_yaml().c_str());
+  std::printf("# effective config (%s)\n%s", args.positional[0].c_str(),
+              reader.effective_yaml().c_str());
 
   const std::string text = read_text_file(cfg.data_path);
   const CharVocab vocab(text);
   const TokenSplit split = split_tokens(vocab.encode(text), cfg.val_fraction);
-  BG_CHECK(int64_t(split.val.size()) > cfg.model.context, "train", cfg.data_path, ": validation split has ",
-           split.val.size(), " tokens, fewer than context + 1 = ", cfg.model.context + 1);
+  BG_CHECK(int64_t(split.val.size()) > cfg.model.context, "train", cfg.data_path,
+           ": validation split has ", split.val.size(),
+           " tokens, fewer than context + 1 = ", cfg.model.context + 1);
   CharMLPConfig mcfg = cfg.model;
   mcfg.vocab_size = vocab.size();
-  Generator init(cfg.seed), data_gen(cfg.seed + 1), dropout_gen(cfg.seed + 2), eval_gen(cfg.seed + 3);
+  Generator init(cfg.seed), data_gen(cfg.seed + 1), dropout_gen(cfg.seed + 2),
+      eval_gen(cfg.seed + 3);
   CharMLP model(mcfg, init);
   FlatParameters params(model.named_parameters(), device);
-  std::printf("data: %zu train / %zu val tokens, vocab %lld | model: %lld parameters | device: %s\n",
-              split.train.size(), split.val.size(), (long long)vocab.size(), (long long)params.numel(),
-              device.str().c_str());
+  std::printf(
+      "data: %zu train / %zu val tokens, vocab %lld | model: %lld parameters | device: %s\n",
+      split.train.size(), split.val.size(), (long long)vocab.size(), (long long)params.numel(),
+      device.str().c_str());
   std::unique_ptr<AdamW> adamw;
   std::unique_ptr<SGD> sgd;
-  if (cfg.optimizer == "adamw") adamw = std::make_unique<AdamW>(params, cfg.adamw);
-  else sgd = std::make_unique<SGD>(params, cfg.momentum, cfg.adamw.weight_decay);
+  if (cfg.optimizer == "adamw")
+    adamw = std::make_unique<AdamW>(params, cfg.adamw);
+  else
+    sgd = std::make_unique<SGD>(params, cfg.momentum, cfg.adamw.weight_decay);
 
   auto batch_loss = [&](const std::vector<int32_t>& tokens, Generator& gen) {
     Tensor x, y;
@@ -130,13 +140,16 @@ int run_train(const Args& args) {
     loss.backward();
     Tensor scale;
     if (cfg.grad_clip > 0) scale = clip_grad_norm(params, cfg.grad_clip).scale;
-    if (adamw) adamw->step(lr, scale);
-    else sgd->step(lr, scale);
+    if (adamw)
+      adamw->step(lr, scale);
+    else
+      sgd->step(lr, scale);
     const bool log = (step + 1) % cfg.log_interval == 0 || step == 0 || step + 1 == cfg.steps;
     const bool eval = (step + 1) % cfg.eval_interval == 0 || step + 1 == cfg.steps;
     if (!log && !eval) continue;
     last_loss = loss.item();  // syncs the device
-    BG_CHECK(std::isfinite(last_loss), "train", "loss is ", last_loss, " at step ", step + 1, "; stopping");
+    BG_CHECK(std::isfinite(last_loss), "train", "loss is ", last_loss, " at step ", step + 1,
+             "; stopping");
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - t_start).count();
     const double ms = std::chrono::duration<double, std::milli>(now - t_last).count() /
@@ -153,10 +166,11 @@ int run_train(const Args& args) {
                 double(cfg.batch * mcfg.context) * 1000.0 / ms,
                 format_duration(elapsed / double(step + 1) * double(cfg.steps - step - 1)).c_str());
     std::fflush(stdout);
-    metrics << step + 1 << "," << last_loss << "," << (eval ? std::to_string(val) : "") << "," << lr << ","
-            << ms << "\n";
+    metrics << step + 1 << "," << last_loss << "," << (eval ? std::to_string(val) : "") << "," << lr
+            << "," << ms << "\n";
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 
   // A short sample from the trained model, seeded by the first validation window.
   model.train(false);
@@ -166,7 +180,8 @@ int run_train(const Args& args) {
   Generator sample_gen(cfg.seed + 4);
   for (int i = 0; i < 200; ++i) {
     std::vector<int64_t> window(ctx.end() - mcfg.context, ctx.end());
-    const Tensor logits = model.forward(from_vector(window, {1, mcfg.context}, device), dropout_gen);
+    const Tensor logits =
+        model.forward(from_vector(window, {1, mcfg.context}, device), dropout_gen);
     const std::vector<double> p = softmax(logits, -1).to_vector<double>();
     const double u = rand({1}, sample_gen, 0, 1, DType::f64).item();
     double acc = 0;
@@ -181,8 +196,9 @@ int run_train(const Args& args) {
   }
   write_file_atomic(cfg.out_dir + "/config.yaml", reader.effective_yaml());
   write_file_atomic(cfg.out_dir + "/metrics.csv", metrics.str());
-  std::printf("done: %lld steps in %.1f s | final train loss %.4f | best val loss %.4f | outputs in %s\n",
-              (long long)cfg.steps, seconds, last_loss, best_val, cfg.out_dir.c_str());
+  std::printf(
+      "done: %lld steps in %.1f s | final train loss %.4f | best val loss %.4f | outputs in %s\n",
+      (long long)cfg.steps, seconds, last_loss, best_val, cfg.out_dir.c_str());
   std::printf("sample:\n%s\n", sample.c_str());
   return 0;
 }

@@ -25,7 +25,7 @@ size_t bucket_size(size_t bytes) {
 }
 
 struct DeviceCache {
-  std::multimap<size_t, void*> free_blocks;  // bucket size -> block
+  std::multimap<size_t, void*> free_blocks;        // bucket size -> block
   std::vector<std::pair<size_t, void*>> reserved;  // freed while a reservation was open
   bool reserving = false;
   AllocatorStats stats;

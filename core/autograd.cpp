@@ -37,7 +37,8 @@ void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
   if (leaf->grad) {
     Tensor existing(leaf->grad);
     // In place: grads may be views of a flat buffer (one kernel, no temporary).
-    if (existing.is_contiguous() && existing.dtype() == g.dtype() && existing.device() == g.device() &&
+    if (existing.is_contiguous() && existing.dtype() == g.dtype() &&
+        existing.device() == g.device() &&
         (existing.is_cuda() || existing.dtype() == DType::f32 || existing.dtype() == DType::f64))
       add_(existing, g);
     else

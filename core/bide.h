@@ -11,9 +11,9 @@
 namespace bg {
 
 struct BideOptions {
-  BideCode code;                   // value type and bits
-  std::string variant = "auto";    // auto | bruteforce | precomputed
-  std::string dtype = "fp32";      // fp32 | fp16: precision of W and r inside the CUDA kernel
+  BideCode code;                 // value type and bits
+  std::string variant = "auto";  // auto | bruteforce | precomputed
+  std::string dtype = "fp32";    // fp32 | fp16: precision of W and r inside the CUDA kernel
   int64_t support_lo = 0, support_hi = -1;  // restrict to patterns [lo, hi); hi < 0: 2^B
 };
 

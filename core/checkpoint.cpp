@@ -10,10 +10,14 @@ namespace {
 
 hid_t h5_type(DType t) {
   switch (t) {
-    case DType::f64: return H5T_NATIVE_DOUBLE;
-    case DType::i64: return H5T_NATIVE_INT64;
-    case DType::i32: return H5T_NATIVE_INT32;
-    default: return H5T_NATIVE_FLOAT;
+    case DType::f64:
+      return H5T_NATIVE_DOUBLE;
+    case DType::i64:
+      return H5T_NATIVE_INT64;
+    case DType::i32:
+      return H5T_NATIVE_INT32;
+    default:
+      return H5T_NATIVE_FLOAT;
   }
 }
 
@@ -38,8 +42,12 @@ void write_str_attr(hid_t loc, const std::string& name, const std::string& value
 
 CheckpointWriter::CheckpointWriter(std::string path) : path_(std::move(path)) {}
 
-void CheckpointWriter::tensor(const std::string& name, const Tensor& t) { tensors_.emplace_back(name, t); }
-void CheckpointWriter::attr(const std::string& name, const std::string& value) { str_attrs_[name] = value; }
+void CheckpointWriter::tensor(const std::string& name, const Tensor& t) {
+  tensors_.emplace_back(name, t);
+}
+void CheckpointWriter::attr(const std::string& name, const std::string& value) {
+  str_attrs_[name] = value;
+}
 void CheckpointWriter::attr(const std::string& name, int64_t value) { int_attrs_[name] = value; }
 
 void CheckpointWriter::commit() {
@@ -55,11 +63,14 @@ void CheckpointWriter::commit() {
     const DType dt = stored_dtype(t.dtype());
     const Tensor host = t.detach().to(Device::cpu(), dt).contiguous();
     std::vector<hsize_t> dims(host.shape().begin(), host.shape().end());
-    const hid_t space = dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+    const hid_t space = dims.empty() ? H5Screate(H5S_SCALAR)
+                                     : H5Screate_simple(int(dims.size()), dims.data(), nullptr);
     const hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
-    const hid_t ds = H5Dcreate2(file, name.c_str(), h5_type(dt), space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-    ok = ok && ds >= 0 && H5Dwrite(ds, h5_type(dt), H5S_ALL, H5S_ALL, H5P_DEFAULT, host.data_ptr()) >= 0;
+    const hid_t ds =
+        H5Dcreate2(file, name.c_str(), h5_type(dt), space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    ok = ok && ds >= 0 &&
+         H5Dwrite(ds, h5_type(dt), H5S_ALL, H5S_ALL, H5P_DEFAULT, host.data_ptr()) >= 0;
     if (ds >= 0) H5Dclose(ds);
     H5Pclose(lcpl);
     H5Sclose(space);
@@ -99,7 +110,8 @@ bool CheckpointReader::has(const std::string& name) const {
 }
 
 Tensor CheckpointReader::tensor(const std::string& name, DType dtype, const Shape& expect) const {
-  BG_CHECK(has(name), "checkpoint", path_, ": missing tensor '", name, "' (a checkpoint of another model?)");
+  BG_CHECK(has(name), "checkpoint", path_, ": missing tensor '", name,
+           "' (a checkpoint of another model?)");
   const hid_t ds = H5Dopen2(hid_t(file_), name.c_str(), H5P_DEFAULT);
   const hid_t space = H5Dget_space(ds);
   const int rank = H5Sget_simple_extent_ndims(space);
@@ -109,11 +121,13 @@ Tensor CheckpointReader::tensor(const std::string& name, DType dtype, const Shap
   const Shape shape(dims.begin(), dims.end());
   if (!expect.empty() && shape != expect) {
     H5Dclose(ds);
-    fail("checkpoint", path_, ": tensor '", name, "' has shape ", shape_str(shape), ", expected ", shape_str(expect));
+    fail("checkpoint", path_, ": tensor '", name, "' has shape ", shape_str(shape), ", expected ",
+         shape_str(expect));
   }
   const DType dt = stored_dtype(dtype);
   Tensor out = empty(shape, dt);
-  const herr_t st = out.numel() ? H5Dread(ds, h5_type(dt), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data_ptr()) : 0;
+  const herr_t st =
+      out.numel() ? H5Dread(ds, h5_type(dt), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data_ptr()) : 0;
   H5Dclose(ds);
   BG_CHECK(st >= 0, "checkpoint", path_, ": cannot read '", name, "'");
   return out.to(dtype);

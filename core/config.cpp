@@ -38,7 +38,8 @@ YAML::Node number_node(double v) {
 
 }  // namespace
 
-ConfigReader::ConfigReader(const std::string& path, const std::vector<std::string>& overrides) : path_(path) {
+ConfigReader::ConfigReader(const std::string& path, const std::vector<std::string>& overrides)
+    : path_(path) {
   if (path.empty()) {
     root_ = YAML::Node(YAML::NodeType::Map);
   } else {
@@ -55,7 +56,8 @@ ConfigReader::ConfigReader(const std::string& path, const std::vector<std::strin
   effective_ = YAML::Node(YAML::NodeType::Map);
   for (const std::string& o : overrides) {
     const size_t eq = o.find('=');
-    if (eq == std::string::npos || eq == 0) fail("config", "--set ", o, ": expected key.path=value");
+    if (eq == std::string::npos || eq == 0)
+      fail("config", "--set ", o, ": expected key.path=value");
     const std::string key = o.substr(0, eq);
     YAML::Node value;
     try {
@@ -76,18 +78,23 @@ ConfigReader::ConfigReader(const std::string& path, const std::vector<std::strin
         chain.push_back(parent[std::stoul(parts[i])]);
         continue;
       }
-      if (parent.IsSequence()) fail("config", "--set ", o, ": no element ", parts[i], " in the list");
+      if (parent.IsSequence())
+        fail("config", "--set ", o, ": no element ", parts[i], " in the list");
       YAML::Node child = parent[parts[i]];
       if (!child.IsMap() && !child.IsSequence()) {
-        if (child.IsDefined() && !child.IsNull()) fail("config", "--set ", o, ": '", parts[i], "' is not a section");
+        if (child.IsDefined() && !child.IsNull())
+          fail("config", "--set ", o, ": '", parts[i], "' is not a section");
         parent[parts[i]] = YAML::Node(YAML::NodeType::Map);
         child = parent[parts[i]];
       }
       chain.push_back(child);
     }
-    if (is_element(chain.back(), parts.back())) chain.back()[std::stoul(parts.back())] = value;
-    else if (chain.back().IsSequence()) fail("config", "--set ", o, ": no element ", parts.back(), " in the list");
-    else chain.back()[parts.back()] = value;
+    if (is_element(chain.back(), parts.back()))
+      chain.back()[std::stoul(parts.back())] = value;
+    else if (chain.back().IsSequence())
+      fail("config", "--set ", o, ": no element ", parts.back(), " in the list");
+    else
+      chain.back()[parts.back()] = value;
     overridden_.insert(key);
   }
 }
@@ -98,7 +105,8 @@ static YAML::Node lookup(const YAML::Node& node, const std::vector<std::string>&
   if (i == parts.size()) return node;
   if (!node.IsDefined() || node.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
   if (node.IsSequence()) {
-    if (!is_index(parts[i]) || std::stoul(parts[i]) >= node.size()) return YAML::Node(YAML::NodeType::Undefined);
+    if (!is_index(parts[i]) || std::stoul(parts[i]) >= node.size())
+      return YAML::Node(YAML::NodeType::Undefined);
     return lookup(node[std::stoul(parts[i])], parts, i + 1);
   }
   if (node.IsMap()) {
@@ -143,20 +151,25 @@ void ConfigReader::record(const std::string& key, const YAML::Node& value) {
   };
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     YAML::Node& parent = chain.back();
-    const YAML::NodeType::value want = is_index(parts[i + 1]) ? YAML::NodeType::Sequence : YAML::NodeType::Map;
+    const YAML::NodeType::value want =
+        is_index(parts[i + 1]) ? YAML::NodeType::Sequence : YAML::NodeType::Map;
     if (parent.IsSequence())
-      while (std::stoul(parts[i]) >= parent.size()) parent.push_back(YAML::Node(YAML::NodeType::Null));
+      while (std::stoul(parts[i]) >= parent.size())
+        parent.push_back(YAML::Node(YAML::NodeType::Null));
     YAML::Node child = child_of(parent, parts[i]);
     if (child.Type() != want) {
-      if (parent.IsSequence()) parent[std::stoul(parts[i])] = YAML::Node(want);
-      else parent[parts[i]] = YAML::Node(want);
+      if (parent.IsSequence())
+        parent[std::stoul(parts[i])] = YAML::Node(want);
+      else
+        parent[parts[i]] = YAML::Node(want);
       child = child_of(parent, parts[i]);
     }
     chain.push_back(child);
   }
   YAML::Node& last = chain.back();
   if (last.IsSequence()) {
-    while (std::stoul(parts.back()) >= last.size()) last.push_back(YAML::Node(YAML::NodeType::Null));
+    while (std::stoul(parts.back()) >= last.size())
+      last.push_back(YAML::Node(YAML::NodeType::Null));
     last[std::stoul(parts.back())] = value;
   } else {
     last[parts.back()] = value;
@@ -177,7 +190,8 @@ double ConfigReader::number(const std::string& key, double def, double lo, doubl
       if (!n.IsScalar()) throw YAML::Exception(YAML::Mark(), "");
       v = n.as<double>();
     } catch (const YAML::Exception&) {
-      fail_at(key, "expected a number, got " + (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
+      fail_at(key,
+              "expected a number, got " + (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
     }
     if (!std::isfinite(v) || v < lo || v > hi)
       fail_at(key, str_cat("value ", n.Scalar(), " is out of range [", lo, ", ", hi, "]"));
@@ -195,9 +209,11 @@ int64_t ConfigReader::integer(const std::string& key, int64_t def, int64_t lo, i
       if (!n.IsScalar()) throw YAML::Exception(YAML::Mark(), "");
       v = n.as<int64_t>();
     } catch (const YAML::Exception&) {
-      fail_at(key, "expected an integer, got " + (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
+      fail_at(key, "expected an integer, got " +
+                       (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
     }
-    if (v < lo || v > hi) fail_at(key, str_cat("value ", v, " is out of range [", lo, ", ", hi, "]"));
+    if (v < lo || v > hi)
+      fail_at(key, str_cat("value ", v, " is out of range [", lo, ", ", hi, "]"));
   }
   record(key, YAML::Node(v));
   return v;
@@ -212,7 +228,8 @@ bool ConfigReader::boolean(const std::string& key, bool def) {
       if (!n.IsScalar()) throw YAML::Exception(YAML::Mark(), "");
       v = n.as<bool>();
     } catch (const YAML::Exception&) {
-      fail_at(key, "expected true or false, got " + (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
+      fail_at(key, "expected true or false, got " +
+                       (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
     }
   }
   record(key, YAML::Node(v));
@@ -246,12 +263,14 @@ std::string ConfigReader::choice(const std::string& key, const std::string& def,
   fail_at(key, "'" + v + "' is not one of: " + list);
 }
 
-std::vector<double> ConfigReader::numbers(const std::string& key, const std::vector<double>& def, size_t count) {
+std::vector<double> ConfigReader::numbers(const std::string& key, const std::vector<double>& def,
+                                          size_t count) {
   mark_used(key);
   std::vector<double> v = def;
   if (has(key)) {
     const YAML::Node n = find(key);
-    if (!n.IsSequence() || n.size() != count) fail_at(key, str_cat("expected a list of ", count, " numbers"));
+    if (!n.IsSequence() || n.size() != count)
+      fail_at(key, str_cat("expected a list of ", count, " numbers"));
     v.clear();
     for (size_t i = 0; i < n.size(); ++i) {
       try {
@@ -284,9 +303,12 @@ void ConfigReader::finish() const {
     stack.pop_back();
     if (node.IsMap()) {
       for (auto it = node.begin(); it != node.end(); ++it) {
-        const std::string k = prefix.empty() ? it->first.Scalar() : prefix + "." + it->first.Scalar();
+        const std::string k =
+            prefix.empty() ? it->first.Scalar() : prefix + "." + it->first.Scalar();
         bool known = used_.count(k) > 0 || containers_.count(k) > 0;
-        for (auto u = used_.lower_bound(k + "."); !known && u != used_.end() && u->rfind(k + ".", 0) == 0; ++u) known = true;
+        for (auto u = used_.lower_bound(k + ".");
+             !known && u != used_.end() && u->rfind(k + ".", 0) == 0; ++u)
+          known = true;
         if (!known) {
           const YAML::Node key_node = it->first;
           fail("config", where(key_node, k), ": unknown key '", k, "'");
@@ -294,7 +316,8 @@ void ConfigReader::finish() const {
         if (!used_.count(k)) stack.push_back({k, it->second});
       }
     } else if (node.IsSequence()) {
-      for (size_t i = 0; i < node.size(); ++i) stack.push_back({prefix + "." + std::to_string(i), node[i]});
+      for (size_t i = 0; i < node.size(); ++i)
+        stack.push_back({prefix + "." + std::to_string(i), node[i]});
     }
   }
   finish_missing();
@@ -302,7 +325,8 @@ void ConfigReader::finish() const {
 
 void ConfigReader::finish_missing() const {
   if (!missing_.empty())
-    fail("config", path_.empty() ? std::string("config") : path_, ": ", missing_.front(), ": required key is missing");
+    fail("config", path_.empty() ? std::string("config") : path_, ": ", missing_.front(),
+         ": required key is missing");
 }
 
 std::string ConfigReader::effective_yaml() const {

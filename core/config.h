@@ -4,11 +4,11 @@
 //   [config] configs/x.yaml:7:9: optimizer.lr: expected a number, got 'fast'
 // `--set a.b=value` overrides are applied to the tree before reading.
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <set>
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 namespace bg {
 
@@ -24,7 +24,8 @@ class ConfigReader {
   bool boolean(const std::string& key, bool def);
   std::string string(const std::string& key, const std::string& def);
   std::string string(const std::string& key);  // required
-  std::string choice(const std::string& key, const std::string& def, const std::vector<std::string>& options);
+  std::string choice(const std::string& key, const std::string& def,
+                     const std::vector<std::string>& options);
   std::vector<double> numbers(const std::string& key, const std::vector<double>& def, size_t count);
   size_t list_size(const std::string& key);  // length of a sequence (0 when absent)
 

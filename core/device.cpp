@@ -26,7 +26,8 @@ Device parse_device(const std::string& s) {
         fail("device", "bad device '", s, "' (expected cpu, cuda, cuda:N or auto)");
       }
     }
-    BG_CHECK(cuda::built_with_cuda(), "device", "'", s, "' requested but bitgrad was built without CUDA");
+    BG_CHECK(cuda::built_with_cuda(), "device", "'", s,
+             "' requested but bitgrad was built without CUDA");
     BG_CHECK(idx >= 0 && idx < cuda_device_count(), "device", "'", s, "' requested but ",
              cuda_device_count(), " CUDA device(s) are visible");
     return Device::cuda(idx);

@@ -7,7 +7,8 @@ void fail_no_cuda(const char* kernel) {
 }
 
 DType compute_dtype(const Tensor& t) {
-  if (t.device().is_cpu() && (t.dtype() == DType::f16 || t.dtype() == DType::bf16)) return DType::f32;
+  if (t.device().is_cpu() && (t.dtype() == DType::f16 || t.dtype() == DType::bf16))
+    return DType::f32;
   return t.dtype();
 }
 
@@ -17,25 +18,29 @@ Tensor compute_input(const Tensor& t) {
   return c.is_contiguous() ? c : c.detach().contiguous();
 }
 
-Tensor compute_output(const Tensor& t, DType dtype) { return t.dtype() == dtype ? t : t.detach().to(dtype); }
+Tensor compute_output(const Tensor& t, DType dtype) {
+  return t.dtype() == dtype ? t : t.detach().to(dtype);
+}
 
 DType stats_dtype(DType compute) { return compute == DType::f64 ? DType::f64 : DType::f32; }
 
 void check_float(const Tensor& t, const char* op, const char* what) {
   BG_CHECK(t.defined(), op, what, " is undefined");
-  BG_CHECK(dtype_is_float(t.dtype()), op, what, " must be a floating tensor, got ", dtype_name(t.dtype()));
+  BG_CHECK(dtype_is_float(t.dtype()), op, what, " must be a floating tensor, got ",
+           dtype_name(t.dtype()));
   BG_CHECK(!(t.is_cuda() && t.dtype() == DType::f64), op, what,
            " is f64 on CUDA; f64 is a CPU dtype (gradient checks)");
 }
 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
-  BG_CHECK(a.device() == b.device(), op, "tensors on different devices: ", a.device().str(), " and ",
-           b.device().str());
+  BG_CHECK(a.device() == b.device(), op, "tensors on different devices: ", a.device().str(),
+           " and ", b.device().str());
 }
 
 int normalize_dim(int dim, int ndim, const char* op) {
   const int d = dim < 0 ? dim + ndim : dim;
-  BG_CHECK(d >= 0 && d < (ndim == 0 ? 1 : ndim), op, "dim ", dim, " out of range for ", ndim, "-d tensor");
+  BG_CHECK(d >= 0 && d < (ndim == 0 ? 1 : ndim), op, "dim ", dim, " out of range for ", ndim,
+           "-d tensor");
   return d;
 }
 

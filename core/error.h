@@ -24,8 +24,8 @@ template <typename... Args>
   throw Error(str_cat("[", op, "] ", args...));
 }
 
-#define BG_CHECK(cond, op, ...) \
-  do {                          \
+#define BG_CHECK(cond, op, ...)               \
+  do {                                        \
     if (!(cond)) ::bg::fail(op, __VA_ARGS__); \
   } while (0)
 

@@ -71,8 +71,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
 Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
 Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
 // q, k, v (B, H, T, D) -> (B, H, T, D); composed of matmul/masked_fill/softmax/dropout.
-Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                             double dropout_p, bool training, Generator& gen);
+Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,
+                             bool training, Generator& gen);
 
 Tensor concat(const std::vector<Tensor>& xs, int dim);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int dim);

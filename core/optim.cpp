@@ -7,7 +7,8 @@
 
 namespace bg {
 
-FlatParameters::FlatParameters(const std::vector<std::pair<std::string, Tensor>>& named, Device device)
+FlatParameters::FlatParameters(const std::vector<std::pair<std::string, Tensor>>& named,
+                               Device device)
     : named_(named) {
   std::vector<size_t> order;
   for (int pass = 0; pass < 2; ++pass)
@@ -50,12 +51,13 @@ AdamW::AdamW(FlatParameters& params, AdamWConfig config) : params_(params), conf
 }
 
 std::vector<float> AdamW::hyper_values(int64_t t, double lr) const {
-  return {float(lr), float(1.0 - std::pow(config_.beta1, double(t))), float(1.0 - std::pow(config_.beta2, double(t)))};
+  return {float(lr), float(1.0 - std::pow(config_.beta1, double(t))),
+          float(1.0 - std::pow(config_.beta2, double(t)))};
 }
 
 void AdamW::step_device(const Tensor& hyper, const Tensor& grad_scale) {
-  BG_CHECK(hyper.numel() == 3 && hyper.dtype() == DType::f32 && hyper.device() == params_.values().device() &&
-               hyper.is_contiguous(),
+  BG_CHECK(hyper.numel() == 3 && hyper.dtype() == DType::f32 &&
+               hyper.device() == params_.values().device() && hyper.is_contiguous(),
            "adamw", "hyper must be 3 contiguous f32 values on the parameters' device");
   hyper_ = hyper;
   step(0.0, grad_scale);

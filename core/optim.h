@@ -7,7 +7,6 @@
 // one buffer, with the clip factor kept on the device (no host sync per step).
 #pragma once
 #include <string>
-#include <vector>
 #include <utility>
 #include <vector>
 
@@ -22,7 +21,9 @@ class FlatParameters {
   FlatParameters(const std::vector<std::pair<std::string, Tensor>>& named, Device device);
   const Tensor& values() const { return values_; }  // (numel,) f32
   const Tensor& grads() const { return grads_; }    // (numel,) f32
-  int64_t decay_count() const { return decay_count_; }  // elements [0, decay_count) get weight decay
+  int64_t decay_count() const {
+    return decay_count_;
+  }  // elements [0, decay_count) get weight decay
   int64_t numel() const { return values_.defined() ? values_.numel() : 0; }
   const std::vector<std::pair<std::string, Tensor>>& named() const { return named_; }
   void zero_grad();

@@ -64,8 +64,8 @@ KView Tensor::kview() const {
 }
 
 Tensor& Tensor::requires_grad_(bool on) {
-  BG_CHECK(!on || dtype_is_float(dtype()), "requires_grad", "only floating tensors can require grad, got ",
-           dtype_name(dtype()));
+  BG_CHECK(!on || dtype_is_float(dtype()), "requires_grad",
+           "only floating tensors can require grad, got ", dtype_name(dtype()));
   impl_->requires_grad = on;
   return *this;
 }
@@ -86,7 +86,8 @@ const Tensor& Tensor::fill_(double value) const {
 }
 
 const Tensor& Tensor::copy_(const Tensor& src) const {
-  BG_CHECK(src.shape() == shape(), "copy_", "shape ", shape_str(src.shape()), " into ", shape_str(shape()));
+  BG_CHECK(src.shape() == shape(), "copy_", "shape ", shape_str(src.shape()), " into ",
+           shape_str(shape()));
   Tensor s = src.device() == device() ? src : src.to(device());
   BG_DISPATCH(device(), copy, kview(), s.kview(), stream_for(device()));
   return *this;
@@ -95,14 +96,38 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
 namespace {
 template <typename T>
 DType dtype_of();
-template <> DType dtype_of<float>() { return DType::f32; }
-template <> DType dtype_of<double>() { return DType::f64; }
-template <> DType dtype_of<int8_t>() { return DType::i8; }
-template <> DType dtype_of<uint8_t>() { return DType::u8; }
-template <> DType dtype_of<int16_t>() { return DType::i16; }
-template <> DType dtype_of<uint16_t>() { return DType::u16; }
-template <> DType dtype_of<int32_t>() { return DType::i32; }
-template <> DType dtype_of<int64_t>() { return DType::i64; }
+template <>
+DType dtype_of<float>() {
+  return DType::f32;
+}
+template <>
+DType dtype_of<double>() {
+  return DType::f64;
+}
+template <>
+DType dtype_of<int8_t>() {
+  return DType::i8;
+}
+template <>
+DType dtype_of<uint8_t>() {
+  return DType::u8;
+}
+template <>
+DType dtype_of<int16_t>() {
+  return DType::i16;
+}
+template <>
+DType dtype_of<uint16_t>() {
+  return DType::u16;
+}
+template <>
+DType dtype_of<int32_t>() {
+  return DType::i32;
+}
+template <>
+DType dtype_of<int64_t>() {
+  return DType::i64;
+}
 }  // namespace
 
 template <typename T>
@@ -142,7 +167,8 @@ std::string Tensor::str(int64_t max_values) const {
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t d : shape) BG_CHECK(d >= 0, "empty", "negative dimension in shape ", shape_str(shape));
+  for (int64_t d : shape)
+    BG_CHECK(d >= 0, "empty", "negative dimension in shape ", shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(size_t(shape_numel(shape)) * dtype_size(dtype), device);
   impl->shape = shape;
@@ -156,9 +182,15 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   if (t.numel()) t.fill_(value);
   return t;
 }
-Tensor zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0, dtype, device); }
-Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
-Tensor scalar_tensor(double value, DType dtype, Device device) { return full({}, value, dtype, device); }
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 0.0, dtype, device);
+}
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1.0, dtype, device);
+}
+Tensor scalar_tensor(double value, DType dtype, Device device) {
+  return full({}, value, dtype, device);
+}
 Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.dtype(), t.device()); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
 

@@ -52,7 +52,9 @@ class Tensor {
   bool is_contiguous() const;
   void* data_ptr() const;
   template <typename T>
-  T* data() const { return static_cast<T*>(data_ptr()); }
+  T* data() const {
+    return static_cast<T*>(data_ptr());
+  }
   KView kview() const;  // the kernels' view of this tensor
 
   // Views and conversions (autograd-aware; defined in core/ops/view.cpp and copy.cpp).
@@ -98,7 +100,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
 Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
 Tensor ones(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
-Tensor full(const Shape& shape, double value, DType dtype = DType::f32, Device device = Device::cpu());
+Tensor full(const Shape& shape, double value, DType dtype = DType::f32,
+            Device device = Device::cpu());
 Tensor scalar_tensor(double value, DType dtype = DType::f32, Device device = Device::cpu());
 Tensor arange(int64_t n, DType dtype = DType::i64, Device device = Device::cpu());
 Tensor empty_like(const Tensor& t);

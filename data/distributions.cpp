@@ -109,7 +109,8 @@ double beta_cf(double a, double b, double x) {  // Numerical Recipes 6.4
 double regularized_beta(double a, double b, double x) {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  const double bt = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  const double bt = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
+                             a * std::log(x) + b * std::log1p(-x));
   if (x < (a + 1) / (a + b + 2)) return bt * beta_cf(a, b, x) / a;
   return 1 - bt * beta_cf(b, a, 1 - x) / b;
 }
@@ -136,7 +137,9 @@ struct Gamma : Distribution {  // shape alpha, rate beta
   double sample(HostRng& r) const override { return r.gamma(alpha) / beta; }
   double cdf(double x) const override { return regularized_gamma_p(alpha, beta * x); }
   double density(double x) const override {
-    return x <= 0 ? 0.0 : std::exp(alpha * std::log(beta) + (alpha - 1) * std::log(x) - beta * x - std::lgamma(alpha));
+    return x <= 0 ? 0.0
+                  : std::exp(alpha * std::log(beta) + (alpha - 1) * std::log(x) - beta * x -
+                             std::lgamma(alpha));
   }
   double mean() const override { return alpha / beta; }
   double stddev() const override { return std::sqrt(alpha) / beta; }
@@ -144,7 +147,8 @@ struct Gamma : Distribution {  // shape alpha, rate beta
 
 struct Mixture : Distribution {
   std::vector<double> w, mu, sd;
-  Mixture(std::vector<double> ww, std::vector<double> mm, std::vector<double> ss) : w(ww), mu(mm), sd(ss) {
+  Mixture(std::vector<double> ww, std::vector<double> mm, std::vector<double> ss)
+      : w(ww), mu(mm), sd(ss) {
     kind_ = "mixture";
     double total = 0;
     for (double x : w) total += x;
@@ -184,7 +188,9 @@ struct Pareto : Distribution {
   Pareto(double x, double a) : xm(x), alpha(a) { kind_ = "pareto"; }
   double sample(HostRng& r) const override { return xm / std::pow(r.uniform(), 1.0 / alpha); }
   double cdf(double x) const override { return x < xm ? 0.0 : 1.0 - std::pow(xm / x, alpha); }
-  double density(double x) const override { return x < xm ? 0.0 : alpha * std::pow(xm, alpha) / std::pow(x, alpha + 1); }
+  double density(double x) const override {
+    return x < xm ? 0.0 : alpha * std::pow(xm, alpha) / std::pow(x, alpha + 1);
+  }
   double mean() const override { return alpha <= 1 ? kInf : alpha * xm / (alpha - 1); }
   double stddev() const override {
     return alpha <= 2 ? kInf : xm / (alpha - 1) * std::sqrt(alpha / (alpha - 2));
@@ -218,7 +224,9 @@ struct Poisson : Distribution {
     }
     return k;
   }
-  double cdf(double x) const override { return x < 0 ? 0.0 : 1.0 - regularized_gamma_p(std::floor(x) + 1, lambda); }
+  double cdf(double x) const override {
+    return x < 0 ? 0.0 : 1.0 - regularized_gamma_p(std::floor(x) + 1, lambda);
+  }
   double density(double x) const override {
     if (x < 0 || x != std::floor(x)) return 0;
     return std::exp(x * std::log(lambda) - lambda - std::lgamma(x + 1));
@@ -247,7 +255,8 @@ struct Binomial : Distribution {
     if (x < 0 || x > n || x != std::floor(x)) return 0;
     if (p == 0) return x == 0;
     if (p == 1) return x == n;
-    return std::exp(std::lgamma(n + 1) - std::lgamma(x + 1) - std::lgamma(n - x + 1) + x * std::log(p) + (n - x) * std::log1p(-p));
+    return std::exp(std::lgamma(n + 1) - std::lgamma(x + 1) - std::lgamma(n - x + 1) +
+                    x * std::log(p) + (n - x) * std::log1p(-p));
   }
   double mean() const override { return n * p; }
   double stddev() const override { return std::sqrt(n * p * (1 - p)); }
@@ -258,15 +267,21 @@ struct LogNormal : Distribution {
   LogNormal(double m, double s) : mu(m), sigma(s) { kind_ = "lognormal"; }
   double sample(HostRng& r) const override { return std::exp(mu + sigma * r.normal()); }
   double cdf(double x) const override { return x <= 0 ? 0.0 : phi((std::log(x) - mu) / sigma); }
-  double density(double x) const override { return x <= 0 ? 0.0 : normal_pdf((std::log(x) - mu) / sigma) / (sigma * x); }
+  double density(double x) const override {
+    return x <= 0 ? 0.0 : normal_pdf((std::log(x) - mu) / sigma) / (sigma * x);
+  }
   double mean() const override { return std::exp(mu + sigma * sigma / 2); }
-  double stddev() const override { return std::sqrt((std::exp(sigma * sigma) - 1) * std::exp(2 * mu + sigma * sigma)); }
+  double stddev() const override {
+    return std::sqrt((std::exp(sigma * sigma) - 1) * std::exp(2 * mu + sigma * sigma));
+  }
 };
 
 struct StudentT : Distribution {
   double nu, scale;
   StudentT(double n, double s) : nu(n), scale(s) { kind_ = "student_t"; }
-  double sample(HostRng& r) const override { return scale * r.normal() / std::sqrt(2.0 * r.gamma(nu / 2) / nu); }
+  double sample(HostRng& r) const override {
+    return scale * r.normal() / std::sqrt(2.0 * r.gamma(nu / 2) / nu);
+  }
   double cdf(double x) const override {
     const double t = x / scale, ib = regularized_beta(nu / 2, 0.5, nu / (nu + t * t));
     return t >= 0 ? 1 - 0.5 * ib : 0.5 * ib;
@@ -274,7 +289,8 @@ struct StudentT : Distribution {
   double density(double x) const override {
     const double t = x / scale;
     return std::exp(std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2) - 0.5 * std::log(nu * M_PI) -
-                    (nu + 1) / 2 * std::log1p(t * t / nu)) / scale;
+                    (nu + 1) / 2 * std::log1p(t * t / nu)) /
+           scale;
   }
   double mean() const override { return nu > 1 ? 0.0 : std::numeric_limits<double>::quiet_NaN(); }
   double stddev() const override { return nu > 2 ? scale * std::sqrt(nu / (nu - 2)) : kInf; }
@@ -310,7 +326,8 @@ struct Beta : Distribution {
   double cdf(double x) const override { return regularized_beta(a, b, x); }
   double density(double x) const override {
     if (x <= 0 || x >= 1) return 0;
-    return std::exp((a - 1) * std::log(x) + (b - 1) * std::log1p(-x) + std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b));
+    return std::exp((a - 1) * std::log(x) + (b - 1) * std::log1p(-x) + std::lgamma(a + b) -
+                    std::lgamma(a) - std::lgamma(b));
   }
   double mean() const override { return a / (a + b); }
   double stddev() const override { return std::sqrt(a * b / ((a + b) * (a + b) * (a + b + 1))); }
@@ -326,7 +343,9 @@ struct Laplace : Distribution {
   double cdf(double x) const override {
     return x < mu ? 0.5 * std::exp((x - mu) / bscale) : 1 - 0.5 * std::exp(-(x - mu) / bscale);
   }
-  double density(double x) const override { return std::exp(-std::fabs(x - mu) / bscale) / (2 * bscale); }
+  double density(double x) const override {
+    return std::exp(-std::fabs(x - mu) / bscale) / (2 * bscale);
+  }
   double mean() const override { return mu; }
   double stddev() const override { return std::sqrt(2.0) * bscale; }
 };
@@ -334,10 +353,13 @@ struct Laplace : Distribution {
 struct Weibull : Distribution {
   double k, lambda;
   Weibull(double kk, double l) : k(kk), lambda(l) { kind_ = "weibull"; }
-  double sample(HostRng& r) const override { return lambda * std::pow(-std::log(r.uniform()), 1 / k); }
+  double sample(HostRng& r) const override {
+    return lambda * std::pow(-std::log(r.uniform()), 1 / k);
+  }
   double cdf(double x) const override { return x <= 0 ? 0 : -std::expm1(-std::pow(x / lambda, k)); }
   double density(double x) const override {
-    return x < 0 ? 0 : k / lambda * std::pow(x / lambda, k - 1) * std::exp(-std::pow(x / lambda, k));
+    return x < 0 ? 0
+                 : k / lambda * std::pow(x / lambda, k - 1) * std::exp(-std::pow(x / lambda, k));
   }
   double mean() const override { return lambda * std::tgamma(1 + 1 / k); }
   double stddev() const override {

@@ -30,8 +30,8 @@ class Distribution {
   virtual double cdf(double x) const = 0;
   virtual double density(double x) const = 0;  // pdf, or pmf for discrete distributions
   virtual bool discrete() const { return false; }
-  virtual double mean() const = 0;    // may be +inf
-  virtual double stddev() const = 0;  // may be +inf
+  virtual double mean() const = 0;          // may be +inf
+  virtual double stddev() const = 0;        // may be +inf
   virtual double quantile(double q) const;  // bisection on cdf by default
   const std::string& kind() const { return kind_; }
 

@@ -21,15 +21,16 @@ std::string detect_format(const SampleFileSpec& spec) {
   if (spec.format != "auto") return spec.format;
   auto ends = [&](const char* suf) {
     const std::string s(suf);
-    return spec.path.size() >= s.size() && spec.path.compare(spec.path.size() - s.size(), s.size(), s) == 0;
+    return spec.path.size() >= s.size() &&
+           spec.path.compare(spec.path.size() - s.size(), s.size(), s) == 0;
   };
   if (ends(".h5") || ends(".hdf5")) return "hdf5";
   if (ends(".csv")) return "csv";
   return "text";
 }
 
-void accept(SampleSet& out, double v, const std::string& where, const std::string& token, const SampleFileSpec& spec,
-            const std::function<std::string(double)>& check) {
+void accept(SampleSet& out, double v, const std::string& where, const std::string& token,
+            const SampleFileSpec& spec, const std::function<std::string(double)>& check) {
   std::string why;
   if (std::isnan(v) || std::isinf(v)) why = "'" + token + "' is not a finite number";
   if (why.empty()) why = check(v);
@@ -37,11 +38,13 @@ void accept(SampleSet& out, double v, const std::string& where, const std::strin
     out.values.push_back(v);
     return;
   }
-  if (!spec.skip_invalid) fail("samples", where, ": ", why, " (set skip_invalid: true to skip such values)");
+  if (!spec.skip_invalid)
+    fail("samples", where, ": ", why, " (set skip_invalid: true to skip such values)");
   if (out.skipped++ == 0) out.first_skip = where + ": " + why;
 }
 
-SampleSet read_text(const SampleFileSpec& spec, bool csv, const std::function<std::string(double)>& check) {
+SampleSet read_text(const SampleFileSpec& spec, bool csv,
+                    const std::function<std::string(double)>& check) {
   std::ifstream f(spec.path);
   BG_CHECK(f.good(), "samples", spec.path, ": cannot open file");
   SampleSet out;
@@ -65,12 +68,13 @@ SampleSet read_text(const SampleFileSpec& spec, bool csv, const std::function<st
       if (!header_done) {  // the column is named: find it in the header
         for (size_t i = 0; i < cells.size(); ++i)
           if (cells[i] == spec.column) col = int(i);
-        BG_CHECK(col >= 0, "samples", spec.path, ":", lineno, ": no column named '", spec.column, "' in the header");
+        BG_CHECK(col >= 0, "samples", spec.path, ":", lineno, ": no column named '", spec.column,
+                 "' in the header");
         header_done = true;
         continue;
       }
-      BG_CHECK(size_t(col) < cells.size(), "samples", spec.path, ":", lineno, ": no column ", col, " (line has ",
-               cells.size(), ")");
+      BG_CHECK(size_t(col) < cells.size(), "samples", spec.path, ":", lineno, ": no column ", col,
+               " (line has ", cells.size(), ")");
       token = cells[size_t(col)];
     }
     char* e = nullptr;
@@ -106,7 +110,8 @@ SampleSet read_hdf5(const SampleFileSpec& spec, const std::function<std::string(
     fail("samples", spec.path, ":", spec.dataset, ": expected a 1-D dataset, got rank ", rank);
   }
   std::vector<double> v(static_cast<size_t>(dims[0]));
-  const herr_t st = v.empty() ? 0 : H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+  const herr_t st =
+      v.empty() ? 0 : H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
   H5Dclose(ds);
   H5Fclose(file);
   BG_CHECK(st >= 0, "samples", spec.path, ":", spec.dataset, ": cannot read as numbers");
@@ -114,19 +119,22 @@ SampleSet read_hdf5(const SampleFileSpec& spec, const std::function<std::string(
   for (size_t i = 0; i < v.size(); ++i) {
     std::ostringstream token;
     token << v[i];
-    accept(out, v[i], spec.path + ":" + spec.dataset + "[" + std::to_string(i) + "]", token.str(), spec, check);
+    accept(out, v[i], spec.path + ":" + spec.dataset + "[" + std::to_string(i) + "]", token.str(),
+           spec, check);
   }
   return out;
 }
 
 }  // namespace
 
-SampleSet read_samples(const SampleFileSpec& spec, const std::function<std::string(double)>& check) {
+SampleSet read_samples(const SampleFileSpec& spec,
+                       const std::function<std::string(double)>& check) {
   const std::string fmt = detect_format(spec);
-  BG_CHECK(fmt == "text" || fmt == "csv" || fmt == "hdf5", "samples", spec.path, ": unknown format '", fmt,
-           "' (text, csv, hdf5)");
+  BG_CHECK(fmt == "text" || fmt == "csv" || fmt == "hdf5", "samples", spec.path,
+           ": unknown format '", fmt, "' (text, csv, hdf5)");
   SampleSet out = fmt == "hdf5" ? read_hdf5(spec, check) : read_text(spec, fmt == "csv", check);
-  BG_CHECK(!out.values.empty(), "samples", spec.path, out.skipped ? ": every value was invalid" : ": file has no samples");
+  BG_CHECK(!out.values.empty(), "samples", spec.path,
+           out.skipped ? ": every value was invalid" : ": file has no samples");
   return out;
 }
 

@@ -11,16 +11,16 @@ namespace bg {
 
 struct SampleFileSpec {
   std::string path;
-  std::string format = "auto";  // auto (by extension) | text | csv | hdf5
-  std::string column = "0";     // csv: 0-based index or header name
+  std::string format = "auto";      // auto (by extension) | text | csv | hdf5
+  std::string column = "0";         // csv: 0-based index or header name
   std::string dataset = "samples";  // hdf5
   bool skip_invalid = false;
 };
 
 struct SampleSet {
   std::vector<double> values;
-  int64_t skipped = 0;        // invalid values skipped (skip_invalid)
-  std::string first_skip;     // the first skip's reason, for the report
+  int64_t skipped = 0;     // invalid values skipped (skip_invalid)
+  std::string first_skip;  // the first skip's reason, for the report
 };
 
 // `check` returns an empty string for a usable value, else why it is not (e.g. out of range).

@@ -33,8 +33,8 @@ std::vector<int32_t> CharVocab::encode(const std::string& s) const {
   ids.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     const int16_t id = index_[static_cast<unsigned char>(s[i])];
-    BG_CHECK(id >= 0, "vocab", "character ", int(static_cast<unsigned char>(s[i])), " at position ", i,
-             " is not in the vocabulary");
+    BG_CHECK(id >= 0, "vocab", "character ", int(static_cast<unsigned char>(s[i])), " at position ",
+             i, " is not in the vocabulary");
     ids.push_back(id);
   }
   return ids;
@@ -50,7 +50,8 @@ std::string CharVocab::decode(const std::vector<int32_t>& ids) const {
 }
 
 TokenSplit split_tokens(const std::vector<int32_t>& tokens, double val_fraction) {
-  BG_CHECK(val_fraction >= 0 && val_fraction < 1, "data", "val_fraction must be in [0, 1), got ", val_fraction);
+  BG_CHECK(val_fraction >= 0 && val_fraction < 1, "data", "val_fraction must be in [0, 1), got ",
+           val_fraction);
   const size_t n_train = size_t(double(tokens.size()) * (1.0 - val_fraction));
   TokenSplit s;
   s.train.assign(tokens.begin(), tokens.begin() + ptrdiff_t(n_train));
@@ -58,8 +59,8 @@ TokenSplit split_tokens(const std::vector<int32_t>& tokens, double val_fraction)
   return s;
 }
 
-void sample_windows(const std::vector<int32_t>& tokens, int64_t batch, int64_t context, Generator& gen,
-                    Device device, Tensor* x, Tensor* y) {
+void sample_windows(const std::vector<int32_t>& tokens, int64_t batch, int64_t context,
+                    Generator& gen, Device device, Tensor* x, Tensor* y) {
   const int64_t n = int64_t(tokens.size());
   BG_CHECK(n > context, "data", "need more than ", context, " tokens for a window, have ", n);
   const uint64_t first = gen.take(uint64_t(batch));

@@ -31,8 +31,10 @@ struct BideCode {
 
   BG_HD double value(uint32_t k) const {
     switch (type) {
-      case BideValueType::uint: return double(k);
-      case BideValueType::sint: return (k >> (bits - 1)) ? double(int64_t(k) - (int64_t(1) << bits)) : double(k);
+      case BideValueType::uint:
+        return double(k);
+      case BideValueType::sint:
+        return (k >> (bits - 1)) ? double(int64_t(k) - (int64_t(1) << bits)) : double(k);
       default: {
         const int mb = mantissa_bits(), eb = exponent_bits();
         const uint32_t mant = k & ((1u << mb) - 1u);
@@ -90,18 +92,18 @@ namespace bg {
 
 // One fused SICK pass (see kernels/cpu/sick.cpp). All views contiguous.
 struct SickArgs {
-  KView w, r;            // (N, H, B), (N, H)
-  KView lo, hi;          // (N) i64 pattern ranges [lo, hi); data == nullptr: [0, 2^B)
-  KView m, s;            // (N): max logit and sum of exp(l - m) over the range
-  KView gr, gw;          // kSickGrad: (N, H), (N, H, B)
-  KView stats;           // kSickStats: (N, 4)
-  KView sample;          // kSickSample: (N) i64
+  KView w, r;    // (N, H, B), (N, H)
+  KView lo, hi;  // (N) i64 pattern ranges [lo, hi); data == nullptr: [0, 2^B)
+  KView m, s;    // (N): max logit and sum of exp(l - m) over the range
+  KView gr, gw;  // kSickGrad: (N, H), (N, H, B)
+  KView stats;   // kSickStats: (N, 4)
+  KView sample;  // kSickSample: (N) i64
   BideCode code;
-  uint32_t outputs = 0;  // SickOutputs flags
-  uint64_t seed = 0;     // kSickSample
-  bool precomputed = false;  // z = z1[k_lo] + z2[k_hi] instead of b . W^T
-  bool half_compute = false; // CUDA: round W and r to f16 in registers (sick.dtype fp16)
-  KView logz;                // optional (N): log Z = m + log s, written by the pass itself
+  uint32_t outputs = 0;       // SickOutputs flags
+  uint64_t seed = 0;          // kSickSample
+  bool precomputed = false;   // z = z1[k_lo] + z2[k_hi] instead of b . W^T
+  bool half_compute = false;  // CUDA: round W and r to f16 in registers (sick.dtype fp16)
+  KView logz;                 // optional (N): log Z = m + log s, written by the pass itself
 };
 
 }  // namespace bg

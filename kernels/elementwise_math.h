@@ -33,21 +33,32 @@ constexpr double kGeluK = 0.7978845608028654;  // sqrt(2/pi)
 template <typename A>
 BG_HD A unary_scalar(UnaryOp op, A x, A pa, A pb) {
   switch (op) {
-    case UnaryOp::exp: return m_exp(x);
-    case UnaryOp::log: return m_log(x);
-    case UnaryOp::tanh: return m_tanh(x);
-    case UnaryOp::relu: return x > A(0) ? x : A(0);
+    case UnaryOp::exp:
+      return m_exp(x);
+    case UnaryOp::log:
+      return m_log(x);
+    case UnaryOp::tanh:
+      return m_tanh(x);
+    case UnaryOp::relu:
+      return x > A(0) ? x : A(0);
     case UnaryOp::gelu: {
       A inner = A(kGeluK) * (x + A(0.044715) * x * x * x);
       return A(0.5) * x * (A(1) + m_tanh(inner));
     }
-    case UnaryOp::silu: return x / (A(1) + m_exp(-x));
-    case UnaryOp::sigmoid: return A(1) / (A(1) + m_exp(-x));
-    case UnaryOp::neg: return -x;
-    case UnaryOp::sqrt: return m_sqrt(x);
-    case UnaryOp::rsqrt: return A(1) / m_sqrt(x);
-    case UnaryOp::abs: return x < A(0) ? -x : x;
-    case UnaryOp::affine: return pa * x + pb;
+    case UnaryOp::silu:
+      return x / (A(1) + m_exp(-x));
+    case UnaryOp::sigmoid:
+      return A(1) / (A(1) + m_exp(-x));
+    case UnaryOp::neg:
+      return -x;
+    case UnaryOp::sqrt:
+      return m_sqrt(x);
+    case UnaryOp::rsqrt:
+      return A(1) / m_sqrt(x);
+    case UnaryOp::abs:
+      return x < A(0) ? -x : x;
+    case UnaryOp::affine:
+      return pa * x + pb;
   }
   return x;
 }
@@ -56,10 +67,14 @@ BG_HD A unary_scalar(UnaryOp op, A x, A pa, A pb) {
 template <typename A>
 BG_HD A unary_scalar_grad(UnaryOp op, A x, A y, A dy, A pa) {
   switch (op) {
-    case UnaryOp::exp: return dy * y;
-    case UnaryOp::log: return dy / x;
-    case UnaryOp::tanh: return dy * (A(1) - y * y);
-    case UnaryOp::relu: return x > A(0) ? dy : A(0);
+    case UnaryOp::exp:
+      return dy * y;
+    case UnaryOp::log:
+      return dy / x;
+    case UnaryOp::tanh:
+      return dy * (A(1) - y * y);
+    case UnaryOp::relu:
+      return x > A(0) ? dy : A(0);
     case UnaryOp::gelu: {
       A x2 = x * x;
       A t = m_tanh(A(kGeluK) * (x + A(0.044715) * x2 * x));
@@ -70,12 +85,18 @@ BG_HD A unary_scalar_grad(UnaryOp op, A x, A y, A dy, A pa) {
       A s = A(1) / (A(1) + m_exp(-x));
       return dy * s * (A(1) + x * (A(1) - s));
     }
-    case UnaryOp::sigmoid: return dy * y * (A(1) - y);
-    case UnaryOp::neg: return -dy;
-    case UnaryOp::sqrt: return dy * A(0.5) / y;
-    case UnaryOp::rsqrt: return dy * A(-0.5) * y * y * y;
-    case UnaryOp::abs: return x > A(0) ? dy : (x < A(0) ? -dy : A(0));
-    case UnaryOp::affine: return dy * pa;
+    case UnaryOp::sigmoid:
+      return dy * y * (A(1) - y);
+    case UnaryOp::neg:
+      return -dy;
+    case UnaryOp::sqrt:
+      return dy * A(0.5) / y;
+    case UnaryOp::rsqrt:
+      return dy * A(-0.5) * y * y * y;
+    case UnaryOp::abs:
+      return x > A(0) ? dy : (x < A(0) ? -dy : A(0));
+    case UnaryOp::affine:
+      return dy * pa;
   }
   return dy;
 }
@@ -83,15 +104,24 @@ BG_HD A unary_scalar_grad(UnaryOp op, A x, A y, A dy, A pa) {
 template <typename A>
 BG_HD A binary_scalar(BinaryOp op, A a, A b) {
   switch (op) {
-    case BinaryOp::add: return a + b;
-    case BinaryOp::sub: return a - b;
-    case BinaryOp::mul: return a * b;
-    case BinaryOp::div: return a / b;
-    case BinaryOp::maximum: return a > b ? a : b;
-    case BinaryOp::minimum: return a < b ? a : b;
-    case BinaryOp::eq: return a == b ? A(1) : A(0);
-    case BinaryOp::lt: return a < b ? A(1) : A(0);
-    case BinaryOp::gt: return a > b ? A(1) : A(0);
+    case BinaryOp::add:
+      return a + b;
+    case BinaryOp::sub:
+      return a - b;
+    case BinaryOp::mul:
+      return a * b;
+    case BinaryOp::div:
+      return a / b;
+    case BinaryOp::maximum:
+      return a > b ? a : b;
+    case BinaryOp::minimum:
+      return a < b ? a : b;
+    case BinaryOp::eq:
+      return a == b ? A(1) : A(0);
+    case BinaryOp::lt:
+      return a < b ? A(1) : A(0);
+    case BinaryOp::gt:
+      return a > b ? A(1) : A(0);
   }
   return a;
 }

@@ -13,20 +13,45 @@ constexpr int kNumDTypes = 10;
 
 inline size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f64: case DType::i64: return 8;
-    case DType::f32: case DType::i32: return 4;
-    case DType::f16: case DType::bf16: case DType::i16: case DType::u16: return 2;
-    case DType::i8: case DType::u8: return 1;
+    case DType::f64:
+    case DType::i64:
+      return 8;
+    case DType::f32:
+    case DType::i32:
+      return 4;
+    case DType::f16:
+    case DType::bf16:
+    case DType::i16:
+    case DType::u16:
+      return 2;
+    case DType::i8:
+    case DType::u8:
+      return 1;
   }
   return 0;
 }
 inline const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";   case DType::f64: return "f64";
-    case DType::f16: return "f16";   case DType::bf16: return "bf16";
-    case DType::i8: return "i8";     case DType::u8: return "u8";
-    case DType::i16: return "i16";   case DType::u16: return "u16";
-    case DType::i32: return "i32";   case DType::i64: return "i64";
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::i8:
+      return "i8";
+    case DType::u8:
+      return "u8";
+    case DType::i16:
+      return "i16";
+    case DType::u16:
+      return "u16";
+    case DType::i32:
+      return "i32";
+    case DType::i64:
+      return "i64";
   }
   return "?";
 }
@@ -74,7 +99,20 @@ struct Scratch {
 // Opaque stream handle (cudaStream_t on the CUDA side, ignored on the CPU side).
 using StreamHandle = void*;
 
-enum class UnaryOp : uint8_t { exp, log, tanh, relu, gelu, silu, sigmoid, neg, sqrt, rsqrt, abs, affine };
+enum class UnaryOp : uint8_t {
+  exp,
+  log,
+  tanh,
+  relu,
+  gelu,
+  silu,
+  sigmoid,
+  neg,
+  sqrt,
+  rsqrt,
+  abs,
+  affine
+};
 enum class BinaryOp : uint8_t { add, sub, mul, div, maximum, minimum, eq, lt, gt };
 enum class ReduceOp : uint8_t { sum, max };
 

@@ -18,7 +18,9 @@ LayerNorm::LayerNorm(int64_t dim, bool with_bias, double eps) : eps_(eps) {
   if (with_bias) bias = register_parameter("bias", zeros({dim}));
 }
 
-RMSNorm::RMSNorm(int64_t dim, double eps) : eps_(eps) { weight = register_parameter("weight", ones({dim})); }
+RMSNorm::RMSNorm(int64_t dim, double eps) : eps_(eps) {
+  weight = register_parameter("weight", ones({dim}));
+}
 
 CausalSelfAttention::CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout,
                                          Generator& init, double proj_std)
@@ -26,20 +28,25 @@ CausalSelfAttention::CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bi
   BG_CHECK(n_head > 0 && n_embd % n_head == 0, "attention", "n_embd ", n_embd,
            " is not divisible by n_head ", n_head);
   c_attn = register_module("c_attn", std::make_shared<Linear>(n_embd, 3 * n_embd, bias, init));
-  c_proj = register_module("c_proj", std::make_shared<Linear>(n_embd, n_embd, bias, init, proj_std));
+  c_proj =
+      register_module("c_proj", std::make_shared<Linear>(n_embd, n_embd, bias, init, proj_std));
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen) const {
   const int64_t b = x.size(0), t = x.size(1), hd = n_embd_ / n_head_;
   const auto qkv = split(c_attn->forward(x), {n_embd_, n_embd_, n_embd_}, 2);
   auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
-  const Tensor y = causal_self_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), dropout_, training(), gen);
-  return dropout(c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_})), dropout_, training(), gen);
+  const Tensor y =
+      causal_self_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), dropout_, training(), gen);
+  return dropout(c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_})), dropout_, training(),
+                 gen);
 }
 
-MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std) : dropout_(dropout) {
+MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std)
+    : dropout_(dropout) {
   c_fc = register_module("c_fc", std::make_shared<Linear>(n_embd, 4 * n_embd, bias, init));
-  c_proj = register_module("c_proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, init, proj_std));
+  c_proj =
+      register_module("c_proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, init, proj_std));
 }
 
 Tensor MLP::forward(const Tensor& x, Generator& gen) const {

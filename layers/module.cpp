@@ -8,7 +8,8 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
   return value;
 }
 
-void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>* out) const {
+void Module::collect(const std::string& prefix,
+                     std::vector<std::pair<std::string, Tensor>>* out) const {
   for (const auto& [name, t] : params_) out->emplace_back(prefix + name, t);
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }

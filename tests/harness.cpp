@@ -8,14 +8,16 @@ namespace bg::test {
 
 uint64_t test_seed() {
   static const uint64_t seed = [] {
-    if (const char* s = std::getenv("BITGRAD_TEST_SEED")) return uint64_t(std::strtoull(s, nullptr, 10));
+    if (const char* s = std::getenv("BITGRAD_TEST_SEED"))
+      return uint64_t(std::strtoull(s, nullptr, 10));
     return uint64_t(std::random_device{}()) << 20 ^ uint64_t(std::random_device{}());
   }();
   return seed;
 }
 
 double rel_err(const Tensor& got, const Tensor& want) {
-  REQUIRE_MESSAGE(got.shape() == want.shape(), "shape ", shape_str(got.shape()), " vs ", shape_str(want.shape()));
+  REQUIRE_MESSAGE(got.shape() == want.shape(), "shape ", shape_str(got.shape()), " vs ",
+                  shape_str(want.shape()));
   const std::vector<double> a = got.to_vector<double>(), b = want.to_vector<double>();
   double num = 0, den = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -51,8 +53,12 @@ std::vector<Tensor> make_inputs(const OpCase& c, Generator& gen, DType dtype) {
   for (const InputSpec& s : c.inputs) {
     Tensor t;
     switch (s.kind) {
-      case Kind::normal: t = randn(s.shape, gen, 0, 1, dtype); break;
-      case Kind::positive: t = rand(s.shape, gen, 0.5, 2.0, dtype); break;
+      case Kind::normal:
+        t = randn(s.shape, gen, 0, 1, dtype);
+        break;
+      case Kind::positive:
+        t = rand(s.shape, gen, 0.5, 2.0, dtype);
+        break;
       case Kind::index:
       case Kind::target: {
         std::vector<double> u = rand(s.shape, gen, 0, 1, DType::f64).to_vector<double>();
@@ -79,11 +85,13 @@ std::vector<Tensor> make_inputs(const OpCase& c, Generator& gen, DType dtype) {
 
 namespace {
 
-bool is_float_input(const InputSpec& s) { return s.kind == Kind::normal || s.kind == Kind::positive; }
+bool is_float_input(const InputSpec& s) {
+  return s.kind == Kind::normal || s.kind == Kind::positive;
+}
 
 // Prepares inputs for a run: device, dtype, layout, requires_grad.
-std::vector<Tensor> prepare(const OpCase& c, const std::vector<Tensor>& base, Device dev, DType dtype,
-                            bool grad) {
+std::vector<Tensor> prepare(const OpCase& c, const std::vector<Tensor>& base, Device dev,
+                            DType dtype, bool grad) {
   std::vector<Tensor> xs;
   for (size_t i = 0; i < base.size(); ++i) {
     Tensor t = base[i].to(dev);
@@ -164,8 +172,8 @@ void check_cpu_case(const OpCase& c) {
       };
       const double numeric = (loss_at(orig + h) - loss_at(orig - h)) / (2 * h);
       p[e] = orig;
-      CHECK_MESSAGE(std::fabs(numeric - ga[size_t(e)]) <= c.fd_tol * std::max(1.0, scale),
-                    "input ", i, " element ", e, ": finite difference ", numeric, " vs backward ",
+      CHECK_MESSAGE(std::fabs(numeric - ga[size_t(e)]) <= c.fd_tol * std::max(1.0, scale), "input ",
+                    i, " element ", e, ": finite difference ", numeric, " vs backward ",
                     ga[size_t(e)]);
     }
   }
@@ -183,8 +191,8 @@ void check_cuda_case(const OpCase& c) {
   REQUIRE(gpu32.size() == cpu32.size());
   for (size_t i = 0; i < gpu32.size(); ++i) {
     CHECK(gpu32[i].device() == gpu);
-    CHECK_MESSAGE(rel_err(gpu32[i], cpu32[i]) < c.cuda_f32_tol * (i ? 10 : 1), "CUDA f32 vs CPU, output ",
-                  i, ": ", rel_err(gpu32[i], cpu32[i]));
+    CHECK_MESSAGE(rel_err(gpu32[i], cpu32[i]) < c.cuda_f32_tol * (i ? 10 : 1),
+                  "CUDA f32 vs CPU, output ", i, ": ", rel_err(gpu32[i], cpu32[i]));
   }
   if (!c.half_on_cuda) return;
   for (DType half : {DType::f16, DType::bf16}) {
@@ -193,8 +201,8 @@ void check_cuda_case(const OpCase& c) {
     const double tol = half == DType::bf16 ? 3e-2 : 5e-3;
     for (size_t i = 0; i < g16.size(); ++i) {
       // Against the f32 result: both halves round inputs identically, then compute in f32.
-      CHECK_MESSAGE(rel_err(g16[i], cpu32[i]) < tol * (i ? 4 : 1), dtype_name(half), " CUDA vs CPU f32, output ", i,
-                    ": ", rel_err(g16[i], cpu32[i]));
+      CHECK_MESSAGE(rel_err(g16[i], cpu32[i]) < tol * (i ? 4 : 1), dtype_name(half),
+                    " CUDA vs CPU f32, output ", i, ": ", rel_err(g16[i], cpu32[i]));
       CHECK_MESSAGE(rel_err(g16[i], c16[i]) < tol * (i ? 4 : 1), dtype_name(half), " CUDA vs CPU ",
                     dtype_name(half), ", output ", i, ": ", rel_err(g16[i], c16[i]));
     }

@@ -52,11 +52,11 @@ bool cuda_skip();
   if (::bg::test::cuda_skip()) return
 
 // Registers "cpu: NAME" and "cuda: NAME" for a case builder.
-#define BG_OP_TEST(NAME, BUILDER)                                           \
-  TEST_CASE("cpu: " NAME) { ::bg::test::check_cpu_case(BUILDER()); }        \
-  TEST_CASE("cuda: " NAME) {                                                \
-    BG_REQUIRE_CUDA();                                                      \
-    ::bg::test::check_cuda_case(BUILDER());                                 \
+#define BG_OP_TEST(NAME, BUILDER)                                    \
+  TEST_CASE("cpu: " NAME) { ::bg::test::check_cpu_case(BUILDER()); } \
+  TEST_CASE("cuda: " NAME) {                                         \
+    BG_REQUIRE_CUDA();                                               \
+    ::bg::test::check_cuda_case(BUILDER());                          \
   }
 
 }  // namespace bg::test

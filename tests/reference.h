@@ -28,7 +28,8 @@ inline std::vector<int64_t> unravel(int64_t i, const Shape& s) {
   return idx;
 }
 // Element of x at out-index `idx` under right-aligned broadcasting.
-inline double at_broadcast(const std::vector<double>& xv, const Shape& xs, const std::vector<int64_t>& idx) {
+inline double at_broadcast(const std::vector<double>& xv, const Shape& xs,
+                           const std::vector<int64_t>& idx) {
   int64_t off = 0, mult = 1;
   const int lead = int(idx.size()) - int(xs.size());
   for (int d = int(xs.size()) - 1; d >= 0; --d) {
@@ -39,7 +40,8 @@ inline double at_broadcast(const std::vector<double>& xv, const Shape& xs, const
   return xv[size_t(off)];
 }
 
-inline Tensor binary(const Tensor& a, const Tensor& b, const std::function<double(double, double)>& f) {
+inline Tensor binary(const Tensor& a, const Tensor& b,
+                     const std::function<double(double, double)>& f) {
   const size_t n = std::max(a.shape().size(), b.shape().size());
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
@@ -62,7 +64,8 @@ inline Tensor matmul2d(const Tensor& a, const Tensor& b) {
   std::vector<double> r(size_t(m * n), 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t p = 0; p < k; ++p) r[size_t(i * n + j)] += av[size_t(i * k + p)] * bv[size_t(p * n + j)];
+      for (int64_t p = 0; p < k; ++p)
+        r[size_t(i * n + j)] += av[size_t(i * k + p)] * bv[size_t(p * n + j)];
   return make(r, {m, n});
 }
 
@@ -77,7 +80,8 @@ inline Tensor reduce(const Tensor& x, const std::vector<int>& dims, bool is_max)
     const auto idx = unravel(int64_t(i), x.shape());
     int64_t o = 0;
     for (int d = 0; d < x.ndim(); ++d)
-      if (std::find(dims.begin(), dims.end(), d) == dims.end()) o = o * x.shape()[size_t(d)] + idx[size_t(d)];
+      if (std::find(dims.begin(), dims.end(), d) == dims.end())
+        o = o * x.shape()[size_t(d)] + idx[size_t(d)];
     r[size_t(o)] = is_max ? std::max(r[size_t(o)], xv[i]) : r[size_t(o)] + xv[i];
   }
   return make(r, out);
@@ -99,7 +103,8 @@ inline Tensor softmax_rows(const Tensor& x, bool log) {
   return make(v, x.shape());
 }
 
-inline Tensor layernorm_rows(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool rms) {
+inline Tensor layernorm_rows(const Tensor& x, const Tensor& w, const Tensor& b, double eps,
+                             bool rms) {
   const int64_t c = x.size(-1), rows = x.numel() / c;
   std::vector<double> v = vals(x);
   const std::vector<double> wv = w.defined() ? vals(w) : std::vector<double>(size_t(c), 1.0);
@@ -110,7 +115,8 @@ inline Tensor layernorm_rows(const Tensor& x, const Tensor& w, const Tensor& b, 
       for (int64_t j = 0; j < c; ++j) mu += v[size_t(r * c + j)];
       mu /= double(c);
     }
-    for (int64_t j = 0; j < c; ++j) var += (v[size_t(r * c + j)] - mu) * (v[size_t(r * c + j)] - mu);
+    for (int64_t j = 0; j < c; ++j)
+      var += (v[size_t(r * c + j)] - mu) * (v[size_t(r * c + j)] - mu);
     const double rs = 1.0 / std::sqrt(var / double(c) + eps);
     for (int64_t j = 0; j < c; ++j) {
       double& e = v[size_t(r * c + j)];

@@ -15,7 +15,8 @@ struct Explicit {
 };
 
 // Every logit of every example, by plain loops in double.
-Explicit explicit_softmax(const Tensor& w, const Tensor& r, int bits, int64_t lo = 0, int64_t hi = -1) {
+Explicit explicit_softmax(const Tensor& w, const Tensor& r, int bits, int64_t lo = 0,
+                          int64_t hi = -1) {
   const int64_t n = w.size(0), h = w.size(1), k_all = int64_t(1) << bits;
   if (hi < 0) hi = k_all;
   const std::vector<double> wv = w.to_vector<double>(), rv = r.to_vector<double>();
@@ -27,7 +28,8 @@ Explicit explicit_softmax(const Tensor& w, const Tensor& r, int bits, int64_t lo
       double acc = 0;
       for (int64_t u = 0; u < h; ++u) {
         double z = 0;
-        for (int j = 0; j < bits; ++j) z += ((k >> j) & 1 ? 1.0 : -1.0) * wv[size_t((i * h + u) * bits + j)];
+        for (int j = 0; j < bits; ++j)
+          z += ((k >> j) & 1 ? 1.0 : -1.0) * wv[size_t((i * h + u) * bits + j)];
         acc += rv[size_t(i * h + u)] * std::max(z, 0.0);
       }
       l[size_t(k)] = acc;
@@ -49,8 +51,8 @@ Tensor composed_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, int 
   for (int64_t k = 0; k < k_all; ++k)
     for (int j = 0; j < bits; ++j) b[size_t(k * bits + j)] = (k >> j) & 1 ? 1.0 : -1.0;
   const Tensor bm = from_vector(b, {k_all, bits}).to(w.dtype());
-  const Tensor z = matmul(bm, w.transpose(1, 2));                  // (N, K, H)
-  const Tensor l = matmul(relu(z), r.unsqueeze(2)).squeeze(2);    // (N, K)
+  const Tensor z = matmul(bm, w.transpose(1, 2));               // (N, K, H)
+  const Tensor l = matmul(relu(z), r.unsqueeze(2)).squeeze(2);  // (N, K)
   const Tensor lp = log_softmax(l, -1);
   std::vector<double> onehot(size_t(w.size(0) * k_all), 0.0);
   const std::vector<int64_t> ys = y.to_vector<int64_t>();
@@ -92,7 +94,9 @@ TEST_CASE("cpu: SICK matches the explicit float64 softmax for B = 8 10 12 (both 
       const std::vector<double> lpv = lp.to_vector<double>();
       for (int64_t i = 0; i < n; ++i) {
         CHECK(lz[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
-        CHECK(lpv[size_t(i)] == doctest::Approx(ex.logits[size_t(i)][size_t(ys[size_t(i)])] - ex.log_z[size_t(i)]).epsilon(1e-12));
+        CHECK(lpv[size_t(i)] ==
+              doctest::Approx(ex.logits[size_t(i)][size_t(ys[size_t(i)])] - ex.log_z[size_t(i)])
+                  .epsilon(1e-12));
       }
       sum(lp).backward();
       Tensor w2 = w.detach().clone().requires_grad_(), r2 = r.detach().clone().requires_grad_();
@@ -105,25 +109,30 @@ TEST_CASE("cpu: SICK matches the explicit float64 softmax for B = 8 10 12 (both 
 TEST_CASE("cpu: restricted support equals the explicit softmax over the range") {
   Generator gen(test_seed() + 1);
   const int bits = 9;
-  const Tensor w = randn({2, 6, bits}, gen, 0, 0.5, DType::f64), r = randn({2, 6}, gen, 0, 0.4, DType::f64);
+  const Tensor w = randn({2, 6, bits}, gen, 0, 0.5, DType::f64),
+               r = randn({2, 6}, gen, 0, 0.4, DType::f64);
   BideOptions opt = options(bits, "bruteforce");
   opt.support_lo = 37;
   opt.support_hi = 301;
   const Explicit ex = explicit_softmax(w, r, bits, 37, 301);
   const std::vector<double> lz = bide_log_normalizer(w, r, opt).to_vector<double>();
-  for (int i = 0; i < 2; ++i) CHECK(lz[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
+  for (int i = 0; i < 2; ++i)
+    CHECK(lz[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
   opt.variant = "precomputed";
   const std::vector<double> lz2 = bide_log_normalizer(w, r, opt).to_vector<double>();
-  for (int i = 0; i < 2; ++i) CHECK(lz2[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
+  for (int i = 0; i < 2; ++i)
+    CHECK(lz2[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
 }
 
 TEST_CASE("cpu: equal logits give log Z = B ln 2 and peaked distributions do not overflow") {
   const int bits = 10;
   const BideOptions opt = options(bits, "bruteforce");
-  CHECK(bide_log_normalizer(zeros({1, 4, bits}, DType::f64), zeros({1, 4}, DType::f64), opt).item() ==
-        doctest::Approx(bits * std::log(2.0)).epsilon(1e-14));
+  CHECK(
+      bide_log_normalizer(zeros({1, 4, bits}, DType::f64), zeros({1, 4}, DType::f64), opt).item() ==
+      doctest::Approx(bits * std::log(2.0)).epsilon(1e-14));
   Generator gen(test_seed() + 2);
-  const Tensor w = randn({2, 5, bits}, gen, 0, 60, DType::f64), r = randn({2, 5}, gen, 0, 20, DType::f64);
+  const Tensor w = randn({2, 5, bits}, gen, 0, 60, DType::f64),
+               r = randn({2, 5}, gen, 0, 20, DType::f64);
   const Explicit ex = explicit_softmax(w, r, bits);
   const std::vector<double> lz = bide_log_normalizer(w, r, opt).to_vector<double>();
   for (int i = 0; i < 2; ++i) {
@@ -135,7 +144,8 @@ TEST_CASE("cpu: equal logits give log Z = B ln 2 and peaked distributions do not
 TEST_CASE("cpu: float16 CDF is monotone in value order and quantile inverts it") {
   Generator gen(test_seed() + 3);
   const BideOptions opt = options(16, "precomputed", BideValueType::f16);
-  const Tensor w = randn({1, 6, 16}, gen, 0, 0.35, DType::f64), r = randn({1, 6}, gen, 0, 0.4, DType::f64);
+  const Tensor w = randn({1, 6, 16}, gen, 0, 0.35, DType::f64),
+               r = randn({1, 6}, gen, 0, 0.4, DType::f64);
   // Finite values in increasing order.
   std::vector<int64_t> xs;
   for (uint32_t key = 0; key < 65536; key += 977) {
@@ -154,15 +164,18 @@ TEST_CASE("cpu: float16 CDF is monotone in value order and quantile inverts it")
   CHECK(bide_cdf(w, r, from_vector(std::vector<int64_t>{top}, {1}), opt).item() ==
         doctest::Approx(1.0 - mom.nonfinite_mass.item()).epsilon(1e-12));
   // quantile(cdf(x)) == x.
-  const std::vector<int64_t> back = bide_quantile(wm, rm, from_vector(c, {m}), opt).to_vector<int64_t>();
-  for (size_t i = 0; i < xs.size(); ++i) CHECK_MESSAGE(back[i] == xs[i], "x ", xs[i], " cdf ", c[i]);
+  const std::vector<int64_t> back =
+      bide_quantile(wm, rm, from_vector(c, {m}), opt).to_vector<int64_t>();
+  for (size_t i = 0; i < xs.size(); ++i)
+    CHECK_MESSAGE(back[i] == xs[i], "x ", xs[i], " cdf ", c[i]);
 }
 
 TEST_CASE("cpu: moments match the explicit distribution and samples follow it (chi-square)") {
   Generator gen(test_seed() + 4);
   const int bits = 6;
   const BideOptions opt = options(bits, "bruteforce", BideValueType::sint);
-  const Tensor w = randn({1, 5, bits}, gen, 0, 0.6, DType::f64), r = randn({1, 5}, gen, 0, 0.5, DType::f64);
+  const Tensor w = randn({1, 5, bits}, gen, 0, 0.6, DType::f64),
+               r = randn({1, 5}, gen, 0, 0.5, DType::f64);
   const Explicit ex = explicit_softmax(w, r, bits);
   std::vector<double> p(64);
   double mean = 0, ent = 0;
@@ -176,30 +189,39 @@ TEST_CASE("cpu: moments match the explicit distribution and samples follow it (c
   CHECK(mom.entropy.item() == doctest::Approx(ent).epsilon(1e-10));
   CHECK(mom.nonfinite_mass.item() == doctest::Approx(0.0));
   const int64_t draws = 20000;
-  const std::vector<int64_t> s = bide_sample(w.expand({draws, 5, bits}).contiguous(), r.expand({draws, 5}).contiguous(), opt, 123)
+  const std::vector<int64_t> s = bide_sample(w.expand({draws, 5, bits}).contiguous(),
+                                             r.expand({draws, 5}).contiguous(), opt, 123)
                                      .to_vector<int64_t>();
   std::vector<double> counts(64, 0.0);
   for (int64_t k : s) counts[size_t(k)] += 1;
   double chi2 = 0;
-  for (int k = 0; k < 64; ++k) chi2 += std::pow(counts[size_t(k)] - draws * p[size_t(k)], 2) / (draws * p[size_t(k)]);
+  for (int k = 0; k < 64; ++k)
+    chi2 += std::pow(counts[size_t(k)] - draws * p[size_t(k)], 2) / (draws * p[size_t(k)]);
   CHECK(chi2 < 130);  // 63 degrees of freedom: p < 1e-5
 }
 
 TEST_CASE("cpu: bad BIDE inputs are rejected with the reason") {
   BideOptions opt = options(25, "bruteforce");
-  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 25}), zeros({1, 4}), opt), doctest::Contains("25 bits refused"));
+  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 25}), zeros({1, 4}), opt),
+                    doctest::Contains("25 bits refused"));
   opt = options(8, "fastest");
-  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 8}), zeros({1, 4}), opt), doctest::Contains("variant must be"));
+  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 8}), zeros({1, 4}), opt),
+                    doctest::Contains("variant must be"));
   opt = options(8, "bruteforce");
-  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 7}), zeros({1, 4}), opt), doctest::Contains("W must be (N, H, 8)"));
+  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 7}), zeros({1, 4}), opt),
+                    doctest::Contains("W must be (N, H, 8)"));
 }
 
 TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") {
   BG_REQUIRE_CUDA();
   Generator gen(test_seed() + 5);
   const Device gpu = Device::cuda(0);
-  struct Shape3 { int64_t n, h; int bits; };
-  for (const Shape3 sh : {Shape3{1, 32, 16}, Shape3{37, 5, 8}, Shape3{3, 33, 12}, Shape3{2, 64, 16}, Shape3{300, 32, 10}, Shape3{2, 20, 20}})
+  struct Shape3 {
+    int64_t n, h;
+    int bits;
+  };
+  for (const Shape3 sh : {Shape3{1, 32, 16}, Shape3{37, 5, 8}, Shape3{3, 33, 12}, Shape3{2, 64, 16},
+                          Shape3{300, 32, 10}, Shape3{2, 20, 20}})
     for (const char* variant : {"bruteforce", "precomputed"})
       for (const char* dtype : {"fp32", "fp16"}) {
         if (std::string(variant) == "precomputed" && sh.bits > 16) continue;
@@ -218,7 +240,8 @@ TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") 
         sum(lg).backward();
         CHECK(rel_err(wg.grad(), wc.grad()) < 10 * tol);
         CHECK(rel_err(rg.grad(), rc.grad()) < 10 * tol);
-        const BideMoments mc = bide_moments(w, r, opt), mg = bide_moments(w.to(gpu), r.to(gpu), opt);
+        const BideMoments mc = bide_moments(w, r, opt),
+                          mg = bide_moments(w.to(gpu), r.to(gpu), opt);
         CHECK(rel_err(mg.entropy, mc.entropy) < 10 * tol);
         CHECK(rel_err(mg.mean, mc.mean) < 10 * tol);
       }
@@ -230,7 +253,8 @@ TEST_CASE("cuda: SICK is deterministic and restricted ranges and sampling match 
   const Device gpu = Device::cuda(0);
   const int bits = 16;
   BideOptions opt = options(bits, "bruteforce", BideValueType::f16);
-  const Tensor w = randn({64, 32, bits}, gen, 0, 0.35).to(gpu), r = randn({64, 32}, gen, 0, 0.17).to(gpu);
+  const Tensor w = randn({64, 32, bits}, gen, 0, 0.35).to(gpu),
+               r = randn({64, 32}, gen, 0, 0.17).to(gpu);
   const Tensor y = random_patterns(64, bits, gen, gpu);
   Tensor w1 = w.detach().requires_grad_(), w2 = w.clone().detach().requires_grad_();
   sum(bide_log_prob(w1, r, y, opt)).backward();
@@ -241,11 +265,13 @@ TEST_CASE("cuda: SICK is deterministic and restricted ranges and sampling match 
   std::vector<int64_t> xs;
   for (int i = 0; i < 64; ++i) xs.push_back(opt.code.from_order_key(uint32_t(0x4000 + i * 700)));
   const Tensor c_gpu = bide_cdf(w, r, from_vector(xs, {64}, gpu), opt);
-  const Tensor c_cpu = bide_cdf(w.to(Device::cpu()), r.to(Device::cpu()), from_vector(xs, {64}), opt);
+  const Tensor c_cpu =
+      bide_cdf(w.to(Device::cpu()), r.to(Device::cpu()), from_vector(xs, {64}), opt);
   CHECK(rel_err(c_gpu, c_cpu) < 1e-4);
   // Sampling: identical Gumbel streams, so the draws agree except near-ties.
   const std::vector<int64_t> sg = bide_sample(w, r, opt, 5).to_vector<int64_t>();
-  const std::vector<int64_t> sc = bide_sample(w.to(Device::cpu()), r.to(Device::cpu()), opt, 5).to_vector<int64_t>();
+  const std::vector<int64_t> sc =
+      bide_sample(w.to(Device::cpu()), r.to(Device::cpu()), opt, 5).to_vector<int64_t>();
   int same = 0;
   for (size_t i = 0; i < sg.size(); ++i) same += sg[i] == sc[i];
   CHECK(same >= 60);

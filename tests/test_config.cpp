@@ -1,7 +1,8 @@
 // test_config.cpp: typed reads, ranges, unknown keys, overrides and their error locations.
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
-#include <unistd.h>
 
 #include "core/config.h"
 #include "harness.h"
@@ -10,14 +11,16 @@ namespace bg::test {
 namespace {
 std::string write_tmp(const std::string& text) {
   static int n = 0;
-  const std::string path = "/tmp/bitgrad_test_config_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".yaml";
+  const std::string path = "/tmp/bitgrad_test_config_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(n++) + ".yaml";
   std::ofstream(path) << text;
   return path;
 }
 }  // namespace
 
 TEST_CASE("cpu: config reads typed values with defaults and overrides") {
-  const std::string p = write_tmp("train:\n  lr: 0.5\n  steps: 10\n  name: x\nlist:\n  - {a: 1}\n  - {a: 2}\n");
+  const std::string p =
+      write_tmp("train:\n  lr: 0.5\n  steps: 10\n  name: x\nlist:\n  - {a: 1}\n  - {a: 2}\n");
   ConfigReader r(p, {"train.steps=20", "extra.flag=true"});
   CHECK(r.number("train.lr", 1.0, 0.0, 1.0) == 0.5);
   CHECK(r.integer("train.steps", 1, 1, 100) == 20);
@@ -41,15 +44,19 @@ TEST_CASE("cpu: config errors name file line column and key") {
   const std::string p = write_tmp("train:\n  lr: fast\n  steps: 1000\nmodel:\n  widht: 3\n");
   {
     ConfigReader r(p, {});
-    CHECK_THROWS_WITH(r.number("train.lr", 1.0, 0, 1), doctest::Contains((p + ":2:7: train.lr: expected a number, got 'fast'").c_str()));
-    CHECK_THROWS_WITH(r.integer("train.steps", 1, 1, 100), doctest::Contains(":3:10: train.steps: value 1000 is out of range [1, 100]"));
+    CHECK_THROWS_WITH(
+        r.number("train.lr", 1.0, 0, 1),
+        doctest::Contains((p + ":2:7: train.lr: expected a number, got 'fast'").c_str()));
+    CHECK_THROWS_WITH(r.integer("train.steps", 1, 1, 100),
+                      doctest::Contains(":3:10: train.steps: value 1000 is out of range [1, 100]"));
   }
   {
     ConfigReader r(p, {});
     r.string("train.lr", "");
     r.integer("train.steps", 1, 1, 10000);
     r.integer("model.width", 1, 1, 10);
-    CHECK_THROWS_WITH(r.finish(), doctest::Contains((p + ":5:3: unknown key 'model.widht'").c_str()));
+    CHECK_THROWS_WITH(r.finish(),
+                      doctest::Contains((p + ":5:3: unknown key 'model.widht'").c_str()));
   }
   {
     ConfigReader r(p, {"train.lr=0.1"});
@@ -59,8 +66,10 @@ TEST_CASE("cpu: config errors name file line column and key") {
     r.string("data.path");
     CHECK_THROWS_WITH(r.finish(), doctest::Contains("data.path: required key is missing"));
   }
-  CHECK_THROWS_WITH(ConfigReader(p, {"noequals"}), doctest::Contains("--set noequals: expected key.path=value"));
-  CHECK_THROWS_WITH(ConfigReader("/nonexistent.yaml", {}), doctest::Contains("/nonexistent.yaml: cannot open file"));
+  CHECK_THROWS_WITH(ConfigReader(p, {"noequals"}),
+                    doctest::Contains("--set noequals: expected key.path=value"));
+  CHECK_THROWS_WITH(ConfigReader("/nonexistent.yaml", {}),
+                    doctest::Contains("/nonexistent.yaml: cannot open file"));
   CHECK_THROWS_WITH(ConfigReader(write_tmp("a: [1, 2\n"), {}), doctest::Contains(":2:1:"));
 }
 

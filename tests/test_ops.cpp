@@ -12,7 +12,8 @@ namespace {
 
 using V = std::vector<Tensor>;
 
-OpCase unary_case(const char* name, Tensor (*fn)(const Tensor&), double (*f)(double), Kind kind = Kind::normal) {
+OpCase unary_case(const char* name, Tensor (*fn)(const Tensor&), double (*f)(double),
+                  Kind kind = Kind::normal) {
   OpCase c;
   c.name = name;
   c.inputs = {{{7, 13}, kind}};
@@ -21,19 +22,44 @@ OpCase unary_case(const char* name, Tensor (*fn)(const Tensor&), double (*f)(dou
   return c;
 }
 
-double gelu_ref(double x) { return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+double gelu_ref(double x) {
+  return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
 
-OpCase exp_case() { return unary_case("exp", bg::exp, [](double x) { return std::exp(x); }); }
-OpCase log_case() { return unary_case("log", bg::log, [](double x) { return std::log(x); }, Kind::positive); }
-OpCase tanh_case() { return unary_case("tanh", bg::tanh, [](double x) { return std::tanh(x); }); }
-OpCase relu_case() { return unary_case("relu", bg::relu, [](double x) { return x > 0 ? x : 0.0; }); }
+OpCase exp_case() {
+  return unary_case("exp", bg::exp, [](double x) { return std::exp(x); });
+}
+OpCase log_case() {
+  return unary_case(
+      "log", bg::log, [](double x) { return std::log(x); }, Kind::positive);
+}
+OpCase tanh_case() {
+  return unary_case("tanh", bg::tanh, [](double x) { return std::tanh(x); });
+}
+OpCase relu_case() {
+  return unary_case("relu", bg::relu, [](double x) { return x > 0 ? x : 0.0; });
+}
 OpCase gelu_case() { return unary_case("gelu", bg::gelu, gelu_ref); }
-OpCase silu_case() { return unary_case("silu", bg::silu, [](double x) { return x / (1 + std::exp(-x)); }); }
-OpCase sigmoid_case() { return unary_case("sigmoid", bg::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }); }
-OpCase neg_case() { return unary_case("neg", bg::neg, [](double x) { return -x; }); }
-OpCase sqrt_case() { return unary_case("sqrt", bg::sqrt, [](double x) { return std::sqrt(x); }, Kind::positive); }
-OpCase rsqrt_case() { return unary_case("rsqrt", bg::rsqrt, [](double x) { return 1 / std::sqrt(x); }, Kind::positive); }
-OpCase abs_case() { return unary_case("abs", bg::abs, [](double x) { return std::fabs(x); }); }
+OpCase silu_case() {
+  return unary_case("silu", bg::silu, [](double x) { return x / (1 + std::exp(-x)); });
+}
+OpCase sigmoid_case() {
+  return unary_case("sigmoid", bg::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); });
+}
+OpCase neg_case() {
+  return unary_case("neg", bg::neg, [](double x) { return -x; });
+}
+OpCase sqrt_case() {
+  return unary_case(
+      "sqrt", bg::sqrt, [](double x) { return std::sqrt(x); }, Kind::positive);
+}
+OpCase rsqrt_case() {
+  return unary_case(
+      "rsqrt", bg::rsqrt, [](double x) { return 1 / std::sqrt(x); }, Kind::positive);
+}
+OpCase abs_case() {
+  return unary_case("abs", bg::abs, [](double x) { return std::fabs(x); });
+}
 OpCase affine_case() {
   OpCase c = unary_case("affine", bg::neg, [](double x) { return 2.5 * x - 0.75; });
   c.fn = [](const V& x) { return affine(x[0], 2.5, -0.75); };
@@ -45,8 +71,8 @@ OpCase unary_strided_case() {
   return c;
 }
 
-OpCase binary_case(const char* name, Tensor (*fn)(const Tensor&, const Tensor&), double (*f)(double, double),
-                   Kind kind_b = Kind::normal) {
+OpCase binary_case(const char* name, Tensor (*fn)(const Tensor&, const Tensor&),
+                   double (*f)(double, double), Kind kind_b = Kind::normal) {
   OpCase c;
   c.name = name;
   c.inputs = {{{5, 7, 3}, Kind::normal}, {{7, 1}, kind_b}};
@@ -54,12 +80,25 @@ OpCase binary_case(const char* name, Tensor (*fn)(const Tensor&, const Tensor&),
   c.reference = [f](const V& x) { return ref::binary(x[0], x[1], f); };
   return c;
 }
-OpCase add_case() { return binary_case("add", bg::add, [](double a, double b) { return a + b; }); }
-OpCase sub_case() { return binary_case("sub", bg::sub, [](double a, double b) { return a - b; }); }
-OpCase mul_case() { return binary_case("mul", bg::mul, [](double a, double b) { return a * b; }); }
-OpCase div_case() { return binary_case("div", bg::div, [](double a, double b) { return a / b; }, Kind::positive); }
-OpCase maximum_case() { return binary_case("maximum", bg::maximum, [](double a, double b) { return std::max(a, b); }); }
-OpCase minimum_case() { return binary_case("minimum", bg::minimum, [](double a, double b) { return std::min(a, b); }); }
+OpCase add_case() {
+  return binary_case("add", bg::add, [](double a, double b) { return a + b; });
+}
+OpCase sub_case() {
+  return binary_case("sub", bg::sub, [](double a, double b) { return a - b; });
+}
+OpCase mul_case() {
+  return binary_case("mul", bg::mul, [](double a, double b) { return a * b; });
+}
+OpCase div_case() {
+  return binary_case(
+      "div", bg::div, [](double a, double b) { return a / b; }, Kind::positive);
+}
+OpCase maximum_case() {
+  return binary_case("maximum", bg::maximum, [](double a, double b) { return std::max(a, b); });
+}
+OpCase minimum_case() {
+  return binary_case("minimum", bg::minimum, [](double a, double b) { return std::min(a, b); });
+}
 OpCase mul_strided_case() {
   OpCase c = mul_case();
   c.inputs = {{{9, 11}, Kind::normal}, {{9, 11}, Kind::normal}};
@@ -119,7 +158,8 @@ OpCase mean_case() {
   c.inputs = {{{6, 7, 3}}};
   c.fn = [](const V& x) { return mean(x[0], {0, 2}, true); };
   c.reference = [](const V& x) {
-    return ref::map(ref::reduce(x[0], {0, 2}, false), [](double v) { return v / 18.0; }).reshape({1, 7, 1});
+    return ref::map(ref::reduce(x[0], {0, 2}, false), [](double v) { return v / 18.0; })
+        .reshape({1, 7, 1});
   };
   return c;
 }
@@ -325,7 +365,8 @@ OpCase attention_case() {
         const Tensor v = x[2].slice(0, b, b + 1).slice(1, h, h + 1).reshape({9, 5}).contiguous();
         std::vector<double> s = ref::vals(ref::matmul2d(q, k.transpose(0, 1).contiguous()));
         for (int i = 0; i < 9; ++i)
-          for (int j = 0; j < 9; ++j) s[size_t(i * 9 + j)] = j > i ? -INFINITY : s[size_t(i * 9 + j)] / std::sqrt(5.0);
+          for (int j = 0; j < 9; ++j)
+            s[size_t(i * 9 + j)] = j > i ? -INFINITY : s[size_t(i * 9 + j)] / std::sqrt(5.0);
         const Tensor p = ref::softmax_rows(ref::make(s, {9, 9}), false);
         for (double e : ref::vals(ref::matmul2d(p, v))) out.push_back(e);
       }
@@ -370,7 +411,8 @@ OpCase views_case() {
   c.inputs = {{{3, 4, 5}}, {{3, 1}}};
   c.fn = [](const V& x) {
     const Tensor y = x[0].permute({2, 0, 1}).slice(1, 1, 3).reshape({5, -1}).contiguous();
-    const Tensor z = x[1].expand({3, 8}).transpose(0, 1).reshape({-1, 3}).slice(0, 0, 5).unsqueeze(0).squeeze(0);
+    const Tensor z =
+        x[1].expand({3, 8}).transpose(0, 1).reshape({-1, 3}).slice(0, 0, 5).unsqueeze(0).squeeze(0);
     return concat({y * y, z}, 1);
   };
   return c;

@@ -14,7 +14,9 @@ struct TwoParams {
   std::vector<std::pair<std::string, Tensor>> named() { return {{"b", b}, {"w", w}}; }
 };
 
-void set_grads(FlatParameters& p, const std::vector<float>& g) { p.grads().copy_(from_vector(g, {int64_t(g.size())})); }
+void set_grads(FlatParameters& p, const std::vector<float>& g) {
+  p.grads().copy_(from_vector(g, {int64_t(g.size())}));
+}
 
 }  // namespace
 
@@ -106,8 +108,10 @@ TEST_CASE("cuda: AdamW and SGD kernels match the CPU") {
       for (const auto& g : grads) {
         set_grads(p, g);
         const Tensor scale = clip_grad_norm(p, 10.0).scale;
-        if (adam) a.step(3e-3, scale);
-        else sgd.step(3e-3, scale);
+        if (adam)
+          a.step(3e-3, scale);
+        else
+          sgd.step(3e-3, scale);
       }
       result[d] = p.values().to_vector<float>();
     }

@@ -35,8 +35,10 @@ TEST_CASE("cuda: the same seed gives the same numbers on CPU and CUDA") {
   const Device gpu = Device::cuda(0);
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     Generator c(99), d(99);
-    CHECK(rand({100003}, c, -2, 3, dt).to_vector<float>() == rand({100003}, d, -2, 3, dt, gpu).to_vector<float>());
-    CHECK(randn({100003}, c, 1, 2, dt).to_vector<float>() == randn({100003}, d, 1, 2, dt, gpu).to_vector<float>());
+    CHECK(rand({100003}, c, -2, 3, dt).to_vector<float>() ==
+          rand({100003}, d, -2, 3, dt, gpu).to_vector<float>());
+    CHECK(randn({100003}, c, 1, 2, dt).to_vector<float>() ==
+          randn({100003}, d, 1, 2, dt, gpu).to_vector<float>());
     CHECK(bernoulli({100003}, c, 0.8, 1.25, dt).to_vector<float>() ==
           bernoulli({100003}, d, 0.8, 1.25, dt, gpu).to_vector<float>());
   }

@@ -38,7 +38,8 @@ TEST_CASE("cpu: sample files read text csv and hdf5") {
   const hsize_t dims[1] = {3};
   const double v[3] = {0.25, 0.5, 4};
   const hid_t sp = H5Screate_simple(1, dims, nullptr);
-  const hid_t ds = H5Dcreate2(f, "samples", H5T_NATIVE_DOUBLE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t ds =
+      H5Dcreate2(f, "samples", H5T_NATIVE_DOUBLE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
   H5Dclose(ds);
   H5Sclose(sp);
@@ -53,13 +54,16 @@ TEST_CASE("cpu: sample files read text csv and hdf5") {
 TEST_CASE("cpu: bad sample files are errors naming file and line or counted skips") {
   SampleFileSpec spec;
   spec.path = tmp_file("bad.txt", "1\n2\nabc\n4\n");
-  CHECK_THROWS_WITH(read_samples(spec, no_check), doctest::Contains((spec.path + ":3: 'abc' is not a number").c_str()));
+  CHECK_THROWS_WITH(read_samples(spec, no_check),
+                    doctest::Contains((spec.path + ":3: 'abc' is not a number").c_str()));
   spec.path = tmp_file("empty.txt", "");
   CHECK_THROWS_WITH(read_samples(spec, no_check), doctest::Contains("file has no samples"));
   spec.path = tmp_file("nan.txt", "1\nnan\n");
-  CHECK_THROWS_WITH(read_samples(spec, no_check), doctest::Contains(":2: 'nan' is not a finite number"));
+  CHECK_THROWS_WITH(read_samples(spec, no_check),
+                    doctest::Contains(":2: 'nan' is not a finite number"));
   spec.path = tmp_file("inf.txt", "inf\n");
-  CHECK_THROWS_WITH(read_samples(spec, no_check), doctest::Contains(":1: 'inf' is not a finite number"));
+  CHECK_THROWS_WITH(read_samples(spec, no_check),
+                    doctest::Contains(":1: 'inf' is not a finite number"));
   BideCode f16;
   f16.type = BideValueType::f16;
   auto fits = [&](double x) {
@@ -68,7 +72,8 @@ TEST_CASE("cpu: bad sample files are errors naming file and line or counted skip
     return bide_encode(f16, x, &k, &why) ? std::string() : why;
   };
   spec.path = tmp_file("big.txt", "1\n70000\n2\n");
-  CHECK_THROWS_WITH(read_samples(spec, fits), doctest::Contains(":2: value 70000 overflows float16"));
+  CHECK_THROWS_WITH(read_samples(spec, fits),
+                    doctest::Contains(":2: value 70000 overflows float16"));
   spec.skip_invalid = true;
   const SampleSet s = read_samples(spec, fits);
   CHECK(s.values == std::vector<double>{1, 2});
@@ -114,8 +119,8 @@ TEST_CASE("cpu: value encoding rounds like IEEE and rejects what does not fit") 
 
 TEST_CASE("cpu: distribution CDFs agree with their samplers") {
   HostRng rng(3);
-  const char* kinds[] = {"normal", "gamma", "pareto", "poisson", "binomial", "lognormal", "student_t",
-                         "uniform", "exponential", "beta", "laplace", "weibull"};
+  const char* kinds[] = {"normal",    "gamma",   "pareto",      "poisson", "binomial", "lognormal",
+                         "student_t", "uniform", "exponential", "beta",    "laplace",  "weibull"};
   for (const char* kind : kinds) {
     DistributionParams p;
     p.kind = kind;
@@ -129,7 +134,8 @@ TEST_CASE("cpu: distribution CDFs agree with their samplers") {
     double ks = 0;
     for (int i = 0; i < n; ++i) {
       const double f = d->cdf(xs[size_t(i)]);
-      ks = std::max(ks, std::max(std::fabs(f - double(i + 1) / n), d->discrete() ? 0.0 : std::fabs(f - double(i) / n)));
+      ks = std::max(ks, std::max(std::fabs(f - double(i + 1) / n),
+                                 d->discrete() ? 0.0 : std::fabs(f - double(i) / n)));
     }
     // Discrete laws: compare at the atoms only (the ECDF jumps there).
     CHECK_MESSAGE(ks < (d->discrete() ? 0.5 : 0.02), kind, " KS ", ks);

@@ -29,15 +29,16 @@ TEST_CASE("cpu: views share storage and report geometry") {
 
 TEST_CASE("cpu: every dtype converts through every other") {
   const std::vector<double> vals{0, 1, 2, 3, 7, 100, 127};
-  const DType all[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8, DType::u8,
-                       DType::i16, DType::u16, DType::i32, DType::i64};
+  const DType all[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8,
+                       DType::u8,  DType::i16, DType::u16, DType::i32,  DType::i64};
   for (DType from : all)
     for (DType to : all) {
       const Tensor x = from_vector(vals, {7}).to(from).to(to);
       CHECK_MESSAGE(x.to_vector<double>() == vals, dtype_name(from), " -> ", dtype_name(to));
     }
   // Rounding of the half types is round-to-nearest-even.
-  CHECK(from_vector(std::vector<double>{1.0 + 1.0 / 1024 + 1e-9}, {1}).to(DType::f16).item() == 1.0 + 1.0 / 1024);
+  CHECK(from_vector(std::vector<double>{1.0 + 1.0 / 1024 + 1e-9}, {1}).to(DType::f16).item() ==
+        1.0 + 1.0 / 1024);
   CHECK(from_vector(std::vector<double>{257}, {1}).to(DType::bf16).item() == 256);
   const int64_t big = (int64_t(1) << 53) + 1;  // same-dtype copies are bit copies
   CHECK(from_vector(std::vector<int64_t>{big}, {1}).clone().to_vector<int64_t>()[0] == big);
@@ -45,11 +46,15 @@ TEST_CASE("cpu: every dtype converts through every other") {
 
 TEST_CASE("cpu: shape dtype and device mismatches are errors naming the op and both sides") {
   const Tensor a = zeros({2, 3}), b = zeros({4, 3});
-  CHECK_THROWS_WITH(add(a, b), doctest::Contains("[add] shapes (2, 3) and (4, 3) cannot broadcast"));
-  CHECK_THROWS_WITH(matmul(a, b), doctest::Contains("[matmul] inner dimensions differ: (2, 3) @ (4, 3)"));
-  CHECK_THROWS_WITH(add(a, zeros({2, 3}, DType::f64)), doctest::Contains("[add] dtype mismatch: f32 and f64"));
-  CHECK_THROWS_WITH(layernorm(zeros({2, 383}), ones({384}), Tensor()),
-                    doctest::Contains("[layernorm] expected parameter of shape (383,), got (384,)"));
+  CHECK_THROWS_WITH(add(a, b),
+                    doctest::Contains("[add] shapes (2, 3) and (4, 3) cannot broadcast"));
+  CHECK_THROWS_WITH(matmul(a, b),
+                    doctest::Contains("[matmul] inner dimensions differ: (2, 3) @ (4, 3)"));
+  CHECK_THROWS_WITH(add(a, zeros({2, 3}, DType::f64)),
+                    doctest::Contains("[add] dtype mismatch: f32 and f64"));
+  CHECK_THROWS_WITH(
+      layernorm(zeros({2, 383}), ones({384}), Tensor()),
+      doctest::Contains("[layernorm] expected parameter of shape (383,), got (384,)"));
   CHECK_THROWS_WITH(cross_entropy(zeros({3, 5}), zeros({3}, DType::f32)),
                     doctest::Contains("[cross_entropy] targets must be i32 or i64, got f32"));
   CHECK_THROWS_WITH(cross_entropy(zeros({3, 5}), from_vector(std::vector<int64_t>{0, 7, 1}, {3})),
@@ -88,19 +93,22 @@ TEST_CASE("cuda: tensors move between devices and keep their values") {
   CHECK(g.to(Device::cpu()).to_vector<float>() == a.to_vector<float>());
   CHECK(g.transpose(0, 1).contiguous().to(Device::cpu()).to_vector<float>() ==
         a.transpose(0, 1).contiguous().to_vector<float>());
-  const DType all[] = {DType::f32, DType::f16, DType::bf16, DType::i8, DType::u8, DType::i16,
-                       DType::u16, DType::i32, DType::i64, DType::f64};
+  const DType all[] = {DType::f32, DType::f16, DType::bf16, DType::i8,  DType::u8,
+                       DType::i16, DType::u16, DType::i32,  DType::i64, DType::f64};
   const Tensor small = from_vector(std::vector<double>{0, 1, 5, 100, 127}, {5});
   for (DType from : all)
     for (DType to : all)
-      CHECK_MESSAGE(small.to(Device::cuda(0)).to(from).to(to).to(Device::cpu()).to_vector<double>() ==
-                        small.to_vector<double>(),
-                    dtype_name(from), " -> ", dtype_name(to));
+      CHECK_MESSAGE(
+          small.to(Device::cuda(0)).to(from).to(to).to(Device::cpu()).to_vector<double>() ==
+              small.to_vector<double>(),
+          dtype_name(from), " -> ", dtype_name(to));
   // Conversions round the same way on both devices.
   const Tensor r = randn({4097}, gen);
   for (DType half : {DType::f16, DType::bf16})
-    CHECK(r.to(Device::cuda(0)).to(half).to(Device::cpu()).to_vector<float>() == r.to(half).to_vector<float>());
-  CHECK_THROWS_WITH(add(g, a), doctest::Contains("[add] tensors on different devices: cuda:0 and cpu"));
+    CHECK(r.to(Device::cuda(0)).to(half).to(Device::cpu()).to_vector<float>() ==
+          r.to(half).to_vector<float>());
+  CHECK_THROWS_WITH(add(g, a),
+                    doctest::Contains("[add] tensors on different devices: cuda:0 and cpu"));
 }
 
 TEST_CASE("cuda: caching allocator reuses blocks in a steady loop") {

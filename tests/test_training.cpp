@@ -13,7 +13,8 @@ namespace {
 
 std::string tiny_corpus() {
   std::string s;
-  const char* words[] = {"the cat sat on the mat. ", "a dog ran in the fog. ", "to be or not to be. "};
+  const char* words[] = {"the cat sat on the mat. ", "a dog ran in the fog. ",
+                         "to be or not to be. "};
   for (int i = 0; i < 300; ++i) s += words[(i * 7 + i / 3) % 3];
   return s;
 }
@@ -43,7 +44,8 @@ RunResult train_tiny(Device device, int steps) {
     params.zero_grad();
     Tensor x, y;
     sample_windows(tokens, 33, cfg.context, data, device, &x, &y);
-    Tensor loss = cross_entropy(model.forward(x, drop), y.slice(1, cfg.context - 1, cfg.context).reshape({33}));
+    Tensor loss = cross_entropy(model.forward(x, drop),
+                                y.slice(1, cfg.context - 1, cfg.context).reshape({33}));
     loss.backward();
     opt.step(1e-2, clip_grad_norm(params, 1.0).scale);
     r.losses.push_back(loss.item());

@@ -52,7 +52,8 @@ SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs,
   a.w = p.w.kview();
   a.r = p.r.kview();
   Tensor lo_t = lo, hi_t = hi;
-  if (!lo_t.defined() && (opt.support_lo != 0 || support_hi(opt) != (int64_t(1) << opt.code.bits))) {
+  if (!lo_t.defined() &&
+      (opt.support_lo != 0 || support_hi(opt) != (int64_t(1) << opt.code.bits))) {
     lo_t = full({p.n}, double(opt.support_lo), DType::i64, dev);
     hi_t = full({p.n}, double(support_hi(opt)), DType::i64, dev);
   }
@@ -91,7 +92,8 @@ SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs,
 }
 
 // Host copies of per-example bounds clipped to the support (empty ranges stay empty).
-void clip_ranges(const Tensor& lo, const Tensor& hi, const BideOptions& opt, Tensor* lo_out, Tensor* hi_out) {
+void clip_ranges(const Tensor& lo, const Tensor& hi, const BideOptions& opt, Tensor* lo_out,
+                 Tensor* hi_out) {
   std::vector<int64_t> l = lo.to_vector<int64_t>(), h = hi.to_vector<int64_t>();
   for (size_t i = 0; i < l.size(); ++i) {
     l[i] = std::min(std::max(l[i], opt.support_lo), support_hi(opt));
@@ -111,19 +113,25 @@ void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const 
   check_float(w, op, "W");
   check_float(r, op, "r");
   check_same_device(w, r, op);
-  BG_CHECK(w.ndim() == 3 && w.size(2) == bits, op, "W must be (N, H, ", bits, "), got ", shape_str(w.shape()));
+  BG_CHECK(w.ndim() == 3 && w.size(2) == bits, op, "W must be (N, H, ", bits, "), got ",
+           shape_str(w.shape()));
   BG_CHECK(r.ndim() == 2 && r.size(0) == w.size(0) && r.size(1) == w.size(1), op, "r must be (",
            w.size(0), ", ", w.size(1), "), got ", shape_str(r.shape()));
-  BG_CHECK(w.dtype() == r.dtype(), op, "W is ", dtype_name(w.dtype()), " but r is ", dtype_name(r.dtype()));
+  BG_CHECK(w.dtype() == r.dtype(), op, "W is ", dtype_name(w.dtype()), " but r is ",
+           dtype_name(r.dtype()));
   BG_CHECK(opt.variant == "auto" || opt.variant == "bruteforce" || opt.variant == "precomputed", op,
            "variant must be auto, bruteforce or precomputed, got '", opt.variant, "'");
-  BG_CHECK(opt.dtype == "fp32" || opt.dtype == "fp16", op, "dtype must be fp32 or fp16, got '", opt.dtype, "'");
+  BG_CHECK(opt.dtype == "fp32" || opt.dtype == "fp16", op, "dtype must be fp32 or fp16, got '",
+           opt.dtype, "'");
   const int64_t full_range = int64_t(1) << bits;
-  BG_CHECK(opt.support_lo >= 0 && opt.support_lo < support_hi(opt) && support_hi(opt) <= full_range, op,
-           "support [", opt.support_lo, ", ", support_hi(opt), ") is not a non-empty range inside [0, ",
-           full_range, ")");
-  if (opt.code.is_float()) BG_CHECK(bits == 16, op, "float16/bfloat16 values have 16 bits, got ", bits);
-  if (w.is_cuda()) BG_CHECK(w.size(1) <= 64, op, "the CUDA SICK kernel supports hidden sizes up to 64, got ", w.size(1));
+  BG_CHECK(opt.support_lo >= 0 && opt.support_lo < support_hi(opt) && support_hi(opt) <= full_range,
+           op, "support [", opt.support_lo, ", ", support_hi(opt),
+           ") is not a non-empty range inside [0, ", full_range, ")");
+  if (opt.code.is_float())
+    BG_CHECK(bits == 16, op, "float16/bfloat16 values have 16 bits, got ", bits);
+  if (w.is_cuda())
+    BG_CHECK(w.size(1) <= 64, op, "the CUDA SICK kernel supports hidden sizes up to 64, got ",
+             w.size(1));
 }
 
 std::string bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden) {
@@ -139,23 +147,24 @@ std::string bide_resolve_variant(const BideOptions& opt, Device device, int64_t 
 Tensor bide_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt) {
   const Prepared p = prepare(w, r, opt, "bide_log_prob");
   BG_CHECK(y.dtype() == DType::i64 && y.ndim() == 1 && y.size(0) == p.n, "bide_log_prob",
-           "targets must be (", p.n, ",) i64 patterns, got ", shape_str(y.shape()), " ", dtype_name(y.dtype()));
+           "targets must be (", p.n, ",) i64 patterns, got ", shape_str(y.shape()), " ",
+           dtype_name(y.dtype()));
   check_same_device(w, y, "bide_log_prob");
   const Tensor yc = y.contiguous();
   const bool grad = needs_grad({w, r});
   SickResult sr = run_sick(p, opt, grad ? uint32_t(kSickGrad) : 0u, Tensor(), Tensor());
   // log p(y) = l_y - log Z in one small kernel.
   Tensor out = empty({p.n}, sr.logz.dtype(), p.w.device());
-  BG_DISPATCH(p.w.device(), bide_logits, null_view(), p.w.kview(), p.r.kview(), yc.kview(), opt.code.bits,
-              sr.logz.kview(), out.kview(), stream_for(p.w.device()));
+  BG_DISPATCH(p.w.device(), bide_logits, null_view(), p.w.kview(), p.r.kview(), yc.kview(),
+              opt.code.bits, sr.logz.kview(), out.kview(), stream_for(p.w.device()));
   const DType wdt = w.dtype();
   record(out, "bide_log_prob", {w, r}, [p, sr, yc, opt, wdt](const Tensor& g) {
     Tensor dw = empty(p.w.shape(), p.w.dtype(), p.w.device());
     Tensor dr = empty(p.r.shape(), p.r.dtype(), p.r.device());
     const Tensor gc = g.to(p.w.dtype()).contiguous();
-    BG_DISPATCH(p.w.device(), bide_log_prob_backward, dw.kview(), dr.kview(), p.w.kview(), p.r.kview(),
-                yc.kview(), sr.gw.kview(), sr.gr.kview(), sr.s.kview(), gc.kview(), opt.code.bits,
-                stream_for(p.w.device()));
+    BG_DISPATCH(p.w.device(), bide_log_prob_backward, dw.kview(), dr.kview(), p.w.kview(),
+                p.r.kview(), yc.kview(), sr.gw.kview(), sr.gr.kview(), sr.s.kview(), gc.kview(),
+                opt.code.bits, stream_for(p.w.device()));
     return std::vector<Tensor>{dw.to(wdt), dr.to(wdt)};
   });
   return out;
@@ -166,7 +175,8 @@ Tensor bide_nll(const Tensor& w, const Tensor& r, const Tensor& y, const BideOpt
   const Tensor lp = bide_log_prob(w, r, y, opt);
   if (reduction == "none") return neg(lp);
   if (reduction == "sum") return neg(sum(lp));
-  BG_CHECK(reduction == "mean", "bide_nll", "reduction must be mean, sum or none, got '", reduction, "'");
+  BG_CHECK(reduction == "mean", "bide_nll", "reduction must be mean, sum or none, got '", reduction,
+           "'");
   return neg(mean(lp));
 }
 
@@ -180,7 +190,8 @@ Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, c
                            const BideOptions& opt) {
   NoGradGuard ng;
   const Prepared p = prepare(w, r, opt, "bide_range_log_mass");
-  BG_CHECK(lo.dtype() == DType::i64 && hi.dtype() == DType::i64 && lo.numel() == p.n && hi.numel() == p.n,
+  BG_CHECK(lo.dtype() == DType::i64 && hi.dtype() == DType::i64 && lo.numel() == p.n &&
+               hi.numel() == p.n,
            "bide_range_log_mass", "lo and hi must be (", p.n, ",) i64");
   Tensor l, h;
   clip_ranges(lo, hi, opt, &l, &h);
@@ -188,7 +199,8 @@ Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, c
 }
 
 Tensor bide_log_density(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt) {
-  BG_CHECK(opt.code.is_float(), "bide_log_density", "densities are defined for float16/bfloat16 values");
+  BG_CHECK(opt.code.is_float(), "bide_log_density",
+           "densities are defined for float16/bfloat16 values");
   const Tensor lp = bide_log_prob(w, r, y, opt);
   const std::vector<int64_t> ys = y.to_vector<int64_t>();
   std::vector<double> width(ys.size());
@@ -203,7 +215,10 @@ void cdf_ranges(const BideCode& code, uint32_t x, int64_t r[4]) {
   const int64_t full = int64_t(1) << code.bits, sign = full >> 1;
   r[0] = r[1] = r[2] = r[3] = 0;
   switch (code.type) {
-    case BideValueType::uint: r[0] = 0; r[1] = int64_t(x) + 1; break;
+    case BideValueType::uint:
+      r[0] = 0;
+      r[1] = int64_t(x) + 1;
+      break;
     case BideValueType::sint:
       r[0] = sign;
       if (x >= uint32_t(sign)) {
@@ -215,7 +230,8 @@ void cdf_ranges(const BideCode& code, uint32_t x, int64_t r[4]) {
       }
       break;
     default: {
-      const int64_t neg_nonfinite = sign | (((int64_t(1) << code.exponent_bits()) - 1) << code.mantissa_bits());
+      const int64_t neg_nonfinite =
+          sign | (((int64_t(1) << code.exponent_bits()) - 1) << code.mantissa_bits());
       if (x & uint32_t(sign)) {  // negative: magnitudes >= |x|
         r[0] = x;
         r[1] = neg_nonfinite;
@@ -231,7 +247,8 @@ void cdf_ranges(const BideCode& code, uint32_t x, int64_t r[4]) {
 
 Tensor logaddexp(const Tensor& a, const Tensor& b) {
   const Tensor mx = maximum(a, b);
-  const Tensor safe = where(eq(mx, full({}, -INFINITY, mx.dtype(), mx.device())), zeros({}, mx.dtype(), mx.device()), mx);
+  const Tensor safe = where(eq(mx, full({}, -INFINITY, mx.dtype(), mx.device())),
+                            zeros({}, mx.dtype(), mx.device()), mx);
   return safe + log(exp(a - safe) + exp(b - safe));
 }
 
@@ -240,13 +257,16 @@ Tensor logaddexp(const Tensor& a, const Tensor& b) {
 Tensor bide_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOptions& opt) {
   NoGradGuard ng;
   const int64_t n = w.size(0);
-  BG_CHECK(x.numel() == n && x.dtype() == DType::i64, "bide_cdf", "x must be (", n, ",) i64 patterns");
+  BG_CHECK(x.numel() == n && x.dtype() == DType::i64, "bide_cdf", "x must be (", n,
+           ",) i64 patterns");
   const std::vector<int64_t> xs = x.to_vector<int64_t>();
   const size_t count = static_cast<size_t>(n);
   std::vector<int64_t> a0(count), a1(count), b0(count), b1(count);
   for (int64_t i = 0; i < n; ++i) {
-    BG_CHECK(xs[size_t(i)] >= 0 && xs[size_t(i)] < (int64_t(1) << opt.code.bits) && opt.code.finite(uint32_t(xs[size_t(i)])),
-             "bide_cdf", "x[", i, "] = ", xs[size_t(i)], " is not a finite ", opt.code.bits, "-bit pattern");
+    BG_CHECK(xs[size_t(i)] >= 0 && xs[size_t(i)] < (int64_t(1) << opt.code.bits) &&
+                 opt.code.finite(uint32_t(xs[size_t(i)])),
+             "bide_cdf", "x[", i, "] = ", xs[size_t(i)], " is not a finite ", opt.code.bits,
+             "-bit pattern");
     int64_t rg[4];
     cdf_ranges(opt.code, uint32_t(xs[size_t(i)]), rg);
     a0[size_t(i)] = rg[0];
@@ -255,8 +275,10 @@ Tensor bide_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOpt
     b1[size_t(i)] = rg[3];
   }
   const Device dev = w.device();
-  const Tensor la = bide_range_log_mass(w, r, from_vector(a0, {n}, dev), from_vector(a1, {n}, dev), opt);
-  const Tensor lb = bide_range_log_mass(w, r, from_vector(b0, {n}, dev), from_vector(b1, {n}, dev), opt);
+  const Tensor la =
+      bide_range_log_mass(w, r, from_vector(a0, {n}, dev), from_vector(a1, {n}, dev), opt);
+  const Tensor lb =
+      bide_range_log_mass(w, r, from_vector(b0, {n}, dev), from_vector(b1, {n}, dev), opt);
   return exp(logaddexp(la, lb) - bide_log_normalizer(w, r, opt));
 }
 
@@ -276,11 +298,14 @@ Tensor bide_quantile(const Tensor& w, const Tensor& r, const Tensor& q, const Bi
     std::vector<int64_t> mid(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
       mid[size_t(i)] = opt.code.from_order_key(uint32_t((lo[size_t(i)] + hi[size_t(i)]) / 2));
-    const std::vector<double> c = bide_cdf(w, r, from_vector(mid, {n}, w.device()), opt).to_vector<double>();
+    const std::vector<double> c =
+        bide_cdf(w, r, from_vector(mid, {n}, w.device()), opt).to_vector<double>();
     for (int64_t i = 0; i < n; ++i) {
       const int64_t m = (lo[size_t(i)] + hi[size_t(i)]) / 2;
-      if (c[size_t(i)] >= qs[size_t(i)]) hi[size_t(i)] = m;
-      else lo[size_t(i)] = std::min(m + 1, hi[size_t(i)]);
+      if (c[size_t(i)] >= qs[size_t(i)])
+        hi[size_t(i)] = m;
+      else
+        lo[size_t(i)] = std::min(m + 1, hi[size_t(i)]);
     }
   }
   std::vector<int64_t> out(static_cast<size_t>(n));
@@ -309,7 +334,8 @@ BideMoments bide_moments(const Tensor& w, const Tensor& r, const BideOptions& op
   // Clamped at 0: when every pattern is finite, rounding can leave 1 - finite/total at -1e-7.
   out.nonfinite_mass = maximum(affine(col(1) / s, -1.0, 1.0), zeros({}, DType::f64));
   const Device dev = w.device();
-  for (Tensor* t : {&out.entropy, &out.mean, &out.variance, &out.nonfinite_mass}) *t = t->to(dev, sr.s.dtype());
+  for (Tensor* t : {&out.entropy, &out.mean, &out.variance, &out.nonfinite_mass})
+    *t = t->to(dev, sr.s.dtype());
   return out;
 }
 
@@ -362,9 +388,11 @@ bool bide_encode(const BideCode& code, double v, uint32_t* pattern, std::string*
   switch (code.type) {
     case BideValueType::f16:
     case BideValueType::bf16: {
-      const uint32_t k = code.type == BideValueType::f16 ? float_to_half_bits(float(v)) : float_to_bf16_bits(float(v));
+      const uint32_t k = code.type == BideValueType::f16 ? float_to_half_bits(float(v))
+                                                         : float_to_bf16_bits(float(v));
       if (!code.finite(k)) {
-        *why = str_cat("value ", v, " overflows ", code.type == BideValueType::f16 ? "float16" : "bfloat16");
+        *why = str_cat("value ", v, " overflows ",
+                       code.type == BideValueType::f16 ? "float16" : "bfloat16");
         return false;
       }
       *pattern = k;
@@ -387,24 +415,28 @@ bool bide_encode(const BideCode& code, double v, uint32_t* pattern, std::string*
 Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOptions& opt) {
   NoGradGuard ng;
   const Tensor log_z = bide_log_normalizer(w, r, opt).to(Device::cpu(), DType::f64);
-  const int64_t n = w.size(0), k_all = int64_t(1) << opt.code.bits, chunk = std::min<int64_t>(k_all, 8192);
+  const int64_t n = w.size(0), k_all = int64_t(1) << opt.code.bits,
+                chunk = std::min<int64_t>(k_all, 8192);
   const Prepared p = prepare(w, r, opt, "bide_pattern_log_probs");
   Tensor out = empty({n, k_all}, DType::f64);
   for (int64_t i = 0; i < n; ++i) {
     const Tensor wi = p.w.slice(0, i, i + 1), ri = p.r.slice(0, i, i + 1);
     for (int64_t k0 = 0; k0 < k_all; k0 += chunk) {
       const int64_t c = std::min(chunk, k_all - k0);
-      Tensor we = wi.expand({c, p.hidden, opt.code.bits}).contiguous(), re = ri.expand({c, p.hidden}).contiguous();
+      Tensor we = wi.expand({c, p.hidden, opt.code.bits}).contiguous(),
+             re = ri.expand({c, p.hidden}).contiguous();
       if (p.half) {  // the same f16 rounding of W and r as the fp16 SICK pass
         we = we.to(DType::f16);
         re = re.to(DType::f16);
       }
       const Tensor ys = add_scalar(arange(c, DType::f64), double(k0)).to(DType::i64).to(w.device());
       Tensor l = empty({c}, we.dtype(), p.w.device());
-      BG_DISPATCH(p.w.device(), bide_logits, l.kview(), we.kview(), re.kview(), ys.kview(), opt.code.bits,
-                  null_view(), null_view(), stream_for(p.w.device()));
-      out.slice(0, i, i + 1).slice(1, k0, k0 + c).copy_(
-          add_scalar(l.to(Device::cpu(), DType::f64), -log_z.slice(0, i, i + 1).item()).reshape({1, c}));
+      BG_DISPATCH(p.w.device(), bide_logits, l.kview(), we.kview(), re.kview(), ys.kview(),
+                  opt.code.bits, null_view(), null_view(), stream_for(p.w.device()));
+      out.slice(0, i, i + 1)
+          .slice(1, k0, k0 + c)
+          .copy_(add_scalar(l.to(Device::cpu(), DType::f64), -log_z.slice(0, i, i + 1).item())
+                     .reshape({1, c}));
     }
   }
   return out;

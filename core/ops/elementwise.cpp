@@ -8,15 +8,24 @@ namespace {
 
 const char* binary_name(BinaryOp op) {
   switch (op) {
-    case BinaryOp::add: return "add";
-    case BinaryOp::sub: return "sub";
-    case BinaryOp::mul: return "mul";
-    case BinaryOp::div: return "div";
-    case BinaryOp::maximum: return "maximum";
-    case BinaryOp::minimum: return "minimum";
-    case BinaryOp::eq: return "eq";
-    case BinaryOp::lt: return "lt";
-    case BinaryOp::gt: return "gt";
+    case BinaryOp::add:
+      return "add";
+    case BinaryOp::sub:
+      return "sub";
+    case BinaryOp::mul:
+      return "mul";
+    case BinaryOp::div:
+      return "div";
+    case BinaryOp::maximum:
+      return "maximum";
+    case BinaryOp::minimum:
+      return "minimum";
+    case BinaryOp::eq:
+      return "eq";
+    case BinaryOp::lt:
+      return "lt";
+    case BinaryOp::gt:
+      return "gt";
   }
   return "binary";
 }
@@ -73,10 +82,14 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const Shape sa = a.shape(), sb = b.shape();
   record(out, binary_name(op), {a, b}, [=](const Tensor& g) -> std::vector<Tensor> {
     switch (op) {
-      case BinaryOp::add: return {sum_to(g, sa), sum_to(g, sb)};
-      case BinaryOp::sub: return {sum_to(g, sa), sum_to(neg(g), sb)};
-      case BinaryOp::mul: return {sum_to(g * bd, sa), sum_to(g * ad, sb)};
-      case BinaryOp::div: return {sum_to(g / bd, sa), sum_to(neg(g * od / bd), sb)};
+      case BinaryOp::add:
+        return {sum_to(g, sa), sum_to(g, sb)};
+      case BinaryOp::sub:
+        return {sum_to(g, sa), sum_to(neg(g), sb)};
+      case BinaryOp::mul:
+        return {sum_to(g * bd, sa), sum_to(g * ad, sb)};
+      case BinaryOp::div:
+        return {sum_to(g / bd, sa), sum_to(neg(g * od / bd), sb)};
       case BinaryOp::maximum: {
         const Tensor to_b = lt(ad, bd), zero = zeros({}, g.dtype(), g.device());
         return {sum_to(where(to_b, zero, g), sa), sum_to(where(to_b, g, zero), sb)};
@@ -85,7 +98,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
         const Tensor to_b = gt(ad, bd), zero = zeros({}, g.dtype(), g.device());
         return {sum_to(where(to_b, zero, g), sa), sum_to(where(to_b, g, zero), sb)};
       }
-      default: return {};
+      default:
+        return {};
     }
   });
   return out;
@@ -93,18 +107,30 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 const char* unary_name(UnaryOp op) {
   switch (op) {
-    case UnaryOp::exp: return "exp";
-    case UnaryOp::log: return "log";
-    case UnaryOp::tanh: return "tanh";
-    case UnaryOp::relu: return "relu";
-    case UnaryOp::gelu: return "gelu";
-    case UnaryOp::silu: return "silu";
-    case UnaryOp::sigmoid: return "sigmoid";
-    case UnaryOp::neg: return "neg";
-    case UnaryOp::sqrt: return "sqrt";
-    case UnaryOp::rsqrt: return "rsqrt";
-    case UnaryOp::abs: return "abs";
-    case UnaryOp::affine: return "affine";
+    case UnaryOp::exp:
+      return "exp";
+    case UnaryOp::log:
+      return "log";
+    case UnaryOp::tanh:
+      return "tanh";
+    case UnaryOp::relu:
+      return "relu";
+    case UnaryOp::gelu:
+      return "gelu";
+    case UnaryOp::silu:
+      return "silu";
+    case UnaryOp::sigmoid:
+      return "sigmoid";
+    case UnaryOp::neg:
+      return "neg";
+    case UnaryOp::sqrt:
+      return "sqrt";
+    case UnaryOp::rsqrt:
+      return "rsqrt";
+    case UnaryOp::abs:
+      return "abs";
+    case UnaryOp::affine:
+      return "affine";
   }
   return "unary";
 }
@@ -142,13 +168,16 @@ Tensor gt(const Tensor& a, const Tensor& b) { return binary_raw(BinaryOp::gt, a,
 
 void add_(const Tensor& dst, const Tensor& src) {
   check_same_device(dst, src, "add_");
-  BG_CHECK(dst.dtype() == src.dtype(), "add_", "dtype mismatch: ", dtype_name(dst.dtype()), " and ", dtype_name(src.dtype()));
-  BG_CHECK(dst.is_contiguous() && compute_dtype(dst) == dst.dtype(), "add_", "destination must be contiguous in a compute dtype");
+  BG_CHECK(dst.dtype() == src.dtype(), "add_", "dtype mismatch: ", dtype_name(dst.dtype()), " and ",
+           dtype_name(src.dtype()));
+  BG_CHECK(dst.is_contiguous() && compute_dtype(dst) == dst.dtype(), "add_",
+           "destination must be contiguous in a compute dtype");
   BG_CHECK(broadcast_shapes(dst.shape(), src.shape(), "add_") == dst.shape(), "add_", "cannot add ",
            shape_str(src.shape()), " into ", shape_str(dst.shape()));
   // Elementwise in place: each output element reads only its own dst element.
-  BG_DISPATCH(dst.device(), binary_forward, BinaryOp::add, dst.kview(), broadcast_view(dst, dst.shape()),
-              broadcast_view(src, dst.shape()), stream_for(dst.device()));
+  BG_DISPATCH(dst.device(), binary_forward, BinaryOp::add, dst.kview(),
+              broadcast_view(dst, dst.shape()), broadcast_view(src, dst.shape()),
+              stream_for(dst.device()));
 }
 
 Tensor affine(const Tensor& x, double a, double b) { return unary(UnaryOp::affine, x, a, b); }
@@ -167,7 +196,8 @@ Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::rsqrt, x); }
 Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, x); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  BG_CHECK(cond.dtype() == DType::u8, "where", "condition must be u8, got ", dtype_name(cond.dtype()));
+  BG_CHECK(cond.dtype() == DType::u8, "where", "condition must be u8, got ",
+           dtype_name(cond.dtype()));
   check_same_device(cond, a, "where");
   check_same_device(a, b, "where");
   BG_CHECK(a.dtype() == b.dtype(), "where", "dtype mismatch: ", dtype_name(a.dtype()), " and ",

@@ -55,7 +55,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   BG_CHECK(b.size(-2) == k, "matmul", "inner dimensions differ: ", shape_str(a.shape()), " @ ",
            shape_str(b.shape()));
   // Broadcast the batch dims.
-  const Shape ab(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  const Shape ab(a.shape().begin(), a.shape().end() - 2),
+      bb(b.shape().begin(), b.shape().end() - 2);
   const size_t nb = std::max(ab.size(), bb.size());
   Shape batch(nb);
   for (size_t i = 0; i < nb; ++i) {
@@ -97,7 +98,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  BG_CHECK(weight.ndim() == 2, "linear", "weight must be (out, in), got ", shape_str(weight.shape()));
+  BG_CHECK(weight.ndim() == 2, "linear", "weight must be (out, in), got ",
+           shape_str(weight.shape()));
   BG_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.shape()),
            " does not match weight ", shape_str(weight.shape()));
   Shape out_shape = x.shape();

@@ -9,7 +9,8 @@ namespace bg {
 Tensor embedding(const Tensor& weight, const Tensor& idx) {
   check_float(weight, "embedding", "weight");
   check_same_device(weight, idx, "embedding");
-  BG_CHECK(weight.ndim() == 2, "embedding", "weight must be (V, C), got ", shape_str(weight.shape()));
+  BG_CHECK(weight.ndim() == 2, "embedding", "weight must be (V, C), got ",
+           shape_str(weight.shape()));
   BG_CHECK(idx.dtype() == DType::i64 || idx.dtype() == DType::i32, "embedding",
            "indices must be i32 or i64, got ", dtype_name(idx.dtype()));
   const Tensor wc = compute_input(weight);
@@ -91,7 +92,9 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
 Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   return norm(x, weight, bias, eps, false);
 }
-Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps) { return norm(x, weight, Tensor(), eps, true); }
+Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps) {
+  return norm(x, weight, Tensor(), eps, true);
+}
 
 Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,
                              bool training, Generator& gen) {

@@ -21,10 +21,12 @@ Tensor random_tensor(const Shape& shape, Generator& gen, RandomKind kind, double
 Tensor rand(const Shape& shape, Generator& gen, double lo, double hi, DType dtype, Device device) {
   return random_tensor(shape, gen, RandomKind::uniform, lo, hi, dtype, device);
 }
-Tensor randn(const Shape& shape, Generator& gen, double mean, double std, DType dtype, Device device) {
+Tensor randn(const Shape& shape, Generator& gen, double mean, double std, DType dtype,
+             Device device) {
   return random_tensor(shape, gen, RandomKind::normal, mean, std, dtype, device);
 }
-Tensor bernoulli(const Shape& shape, Generator& gen, double keep, double value, DType dtype, Device device) {
+Tensor bernoulli(const Shape& shape, Generator& gen, double keep, double value, DType dtype,
+                 Device device) {
   BG_CHECK(keep >= 0 && keep <= 1, "bernoulli", "probability must be in [0, 1], got ", keep);
   return random_tensor(shape, gen, RandomKind::bernoulli, keep, value, dtype, device);
 }

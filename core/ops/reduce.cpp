@@ -25,8 +25,10 @@ Shape reduced_shape(const Shape& shape, const std::vector<int>& dims, bool keepd
   Shape out;
   for (int i = 0; i < int(shape.size()); ++i) {
     const bool r = std::binary_search(dims.begin(), dims.end(), i);
-    if (!r) out.push_back(shape[size_t(i)]);
-    else if (keepdim) out.push_back(1);
+    if (!r)
+      out.push_back(shape[size_t(i)]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -40,9 +42,12 @@ Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int>& dims, bo
   if (run) {
     for (int i = 0; i < x.ndim(); ++i) {
       const int64_t s = x.shape()[size_t(i)];
-      if (i < (dims.empty() ? 0 : dims.front())) outer *= s;
-      else if (i <= (dims.empty() ? -1 : dims.back())) extent *= s;
-      else inner *= s;
+      if (i < (dims.empty() ? 0 : dims.front()))
+        outer *= s;
+      else if (i <= (dims.empty() ? -1 : dims.back()))
+        extent *= s;
+      else
+        inner *= s;
     }
   } else {
     std::vector<int> perm;
@@ -52,13 +57,16 @@ Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int>& dims, bo
     xc = xc.detach().permute(perm).contiguous();
     for (int i = 0; i < x.ndim(); ++i) {
       const int64_t s = x.shape()[size_t(i)];
-      if (std::binary_search(dims.begin(), dims.end(), i)) extent *= s;
-      else outer *= s;
+      if (std::binary_search(dims.begin(), dims.end(), i))
+        extent *= s;
+      else
+        outer *= s;
     }
   }
   Tensor out = empty(reduced_shape(x.shape(), dims, keepdim), xc.dtype(), x.device());
   if (extent == 0) {
-    BG_CHECK(op == ReduceOp::sum, name, "cannot take the max of an empty dimension of ", shape_str(x.shape()));
+    BG_CHECK(op == ReduceOp::sum, name, "cannot take the max of an empty dimension of ",
+             shape_str(x.shape()));
     out.fill_(0.0);
   } else {
     ScratchArena scratch(x.device());
@@ -123,8 +131,11 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
       continue;
     }
     const int64_t want = shape[size_t(i - lead)];
-    if (want == 1 && x.shape()[size_t(i)] != 1) dims.push_back(i);
-    else BG_CHECK(want == x.shape()[size_t(i)], "sum_to", "cannot sum ", shape_str(x.shape()), " to ", shape_str(shape));
+    if (want == 1 && x.shape()[size_t(i)] != 1)
+      dims.push_back(i);
+    else
+      BG_CHECK(want == x.shape()[size_t(i)], "sum_to", "cannot sum ", shape_str(x.shape()), " to ",
+               shape_str(shape));
   }
   if (dims.empty()) return x.reshape(shape);
   return sum(x, dims, true).reshape(shape);

@@ -14,8 +14,8 @@ Tensor concat(const std::vector<Tensor>& xs, int dim) {
     check_same_device(first, x, "concat");
     BG_CHECK(x.dtype() == first.dtype(), "concat", "dtype mismatch: ", dtype_name(first.dtype()),
              " and ", dtype_name(x.dtype()));
-    BG_CHECK(x.ndim() == first.ndim(), "concat", "rank mismatch: ", shape_str(first.shape()), " and ",
-             shape_str(x.shape()));
+    BG_CHECK(x.ndim() == first.ndim(), "concat", "rank mismatch: ", shape_str(first.shape()),
+             " and ", shape_str(x.shape()));
     for (int i = 0; i < x.ndim(); ++i)
       BG_CHECK(i == d || x.shape()[size_t(i)] == first.shape()[size_t(i)], "concat", "shapes ",
                shape_str(first.shape()), " and ", shape_str(x.shape()), " differ outside dim ", d);

@@ -43,12 +43,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
   check_same_device(logits, targets, "cross_entropy");
   BG_CHECK(targets.dtype() == DType::i64 || targets.dtype() == DType::i32, "cross_entropy",
            "targets must be i32 or i64, got ", dtype_name(targets.dtype()));
-  BG_CHECK(logits.ndim() >= 2, "cross_entropy", "logits must be (..., V), got ", shape_str(logits.shape()));
+  BG_CHECK(logits.ndim() >= 2, "cross_entropy", "logits must be (..., V), got ",
+           shape_str(logits.shape()));
   BG_CHECK(reduction == "mean" || reduction == "sum" || reduction == "none", "cross_entropy",
            "reduction must be mean, sum or none, got '", reduction, "'");
   const int64_t vocab = logits.size(-1), rows = logits.numel() / (vocab ? vocab : 1);
-  BG_CHECK(targets.numel() == rows, "cross_entropy", "logits ", shape_str(logits.shape()),
-           " need ", rows, " targets, got ", shape_str(targets.shape()));
+  BG_CHECK(targets.numel() == rows, "cross_entropy", "logits ", shape_str(logits.shape()), " need ",
+           rows, " targets, got ", shape_str(targets.shape()));
   const Tensor lc = compute_input(logits.reshape({rows, vocab}));
   const Tensor tc = targets.detach().contiguous().reshape({rows});
   const DType sd = stats_dtype(lc.dtype());
@@ -71,7 +72,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
   const Shape logits_shape = logits.shape();
   const DType dt = logits.dtype();
   record(out, "cross_entropy", {logits}, [=](const Tensor& g) {
-    Tensor scale = reduction == "mean" ? g / count : (reduction == "sum" ? g : ones({}, sd, g.device()));
+    Tensor scale =
+        reduction == "mean" ? g / count : (reduction == "sum" ? g : ones({}, sd, g.device()));
     Tensor dl = empty(lcs.shape(), lcs.dtype(), lcs.device());
     BG_DISPATCH(lcs.device(), cross_entropy_backward, dl.kview(), lcs.kview(), lses.kview(),
                 tc.kview(), ignore_index, scale.contiguous().kview(), stream_for(lcs.device()));

@@ -24,7 +24,8 @@ Shape infer_shape(const Shape& shape, int64_t numel, const char* op, const Shape
     }
   }
   if (infer >= 0) {
-    BG_CHECK(known != 0 && numel % known == 0, op, "cannot reshape ", shape_str(from), " into ", shape_str(shape));
+    BG_CHECK(known != 0 && numel % known == 0, op, "cannot reshape ", shape_str(from), " into ",
+             shape_str(shape));
     out[size_t(infer)] = numel / known;
   }
   BG_CHECK(shape_numel(out) == numel, op, "cannot reshape ", shape_str(from), " (", numel,
@@ -45,8 +46,8 @@ bool view_strides(const Shape& shape, const Shape& strides, const Shape& new_sha
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= shape[size_t(d)];
-    if (d == 0 || (shape[size_t(d - 1)] != 1 &&
-                   strides[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 ||
+        (shape[size_t(d - 1)] != 1 && strides[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_shape[size_t(view_d)] == 1)) {
         (*out)[size_t(view_d)] = view_numel * chunk_base_stride;
         view_numel *= new_shape[size_t(view_d)];
@@ -73,9 +74,8 @@ Tensor Tensor::view(const Shape& shape_in) const {
            " (use reshape)");
   Tensor out = make_view(*this, new_shape, new_strides, impl()->offset);
   const Shape old_shape = shape();
-  record(out, "view", {*this}, [old_shape](const Tensor& g) {
-    return std::vector<Tensor>{g.reshape(old_shape)};
-  });
+  record(out, "view", {*this},
+         [old_shape](const Tensor& g) { return std::vector<Tensor>{g.reshape(old_shape)}; });
   return out;
 }
 
@@ -96,7 +96,8 @@ Tensor Tensor::transpose(int d0, int d1) const {
 }
 
 Tensor Tensor::permute(const std::vector<int>& dims) const {
-  BG_CHECK(int(dims.size()) == ndim(), "permute", "got ", dims.size(), " dims for a ", ndim(), "-d tensor");
+  BG_CHECK(int(dims.size()) == ndim(), "permute", "got ", dims.size(), " dims for a ", ndim(),
+           "-d tensor");
   Shape sh(dims.size()), st(dims.size());
   std::vector<int> inverse(dims.size(), -1);
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -107,9 +108,8 @@ Tensor Tensor::permute(const std::vector<int>& dims) const {
     st[i] = strides()[size_t(d)];
   }
   Tensor out = make_view(*this, sh, st, impl()->offset);
-  record(out, "permute", {*this}, [inverse](const Tensor& g) {
-    return std::vector<Tensor>{g.permute(inverse)};
-  });
+  record(out, "permute", {*this},
+         [inverse](const Tensor& g) { return std::vector<Tensor>{g.permute(inverse)}; });
   return out;
 }
 
@@ -134,7 +134,8 @@ Tensor Tensor::slice(int dim, int64_t start, int64_t end) const {
 
 Tensor Tensor::unsqueeze(int dim) const {
   const int d = dim < 0 ? dim + ndim() + 1 : dim;
-  BG_CHECK(d >= 0 && d <= ndim(), "unsqueeze", "dim ", dim, " out of range for ", ndim(), "-d tensor");
+  BG_CHECK(d >= 0 && d <= ndim(), "unsqueeze", "dim ", dim, " out of range for ", ndim(),
+           "-d tensor");
   Shape sh = shape();
   sh.insert(sh.begin() + d, 1);
   return view(sh);
@@ -142,7 +143,8 @@ Tensor Tensor::unsqueeze(int dim) const {
 
 Tensor Tensor::squeeze(int dim) const {
   const int d = normalize_dim(dim, ndim(), "squeeze");
-  BG_CHECK(shape()[size_t(d)] == 1, "squeeze", "dim ", dim, " has size ", shape()[size_t(d)], ", not 1");
+  BG_CHECK(shape()[size_t(d)] == 1, "squeeze", "dim ", dim, " has size ", shape()[size_t(d)],
+           ", not 1");
   Shape sh = shape();
   sh.erase(sh.begin() + d);
   return view(sh);
@@ -163,9 +165,8 @@ Tensor Tensor::expand(const Shape& target) const {
   }
   Tensor out = make_view(*this, sh, st, impl()->offset);
   const Shape old_shape = shape();
-  record(out, "expand", {*this}, [old_shape](const Tensor& g) {
-    return std::vector<Tensor>{sum_to(g, old_shape)};
-  });
+  record(out, "expand", {*this},
+         [old_shape](const Tensor& g) { return std::vector<Tensor>{sum_to(g, old_shape)}; });
   return out;
 }
 
@@ -190,7 +191,8 @@ Tensor Tensor::to(DType dt) const {
   BG_DISPATCH(device(), copy, out.kview(), kview(), stream_for(device()));
   if (dtype_is_float(dt)) {
     const DType from = dtype();
-    record(out, "cast", {*this}, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
+    record(out, "cast", {*this},
+           [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
   }
   return out;
 }
@@ -209,7 +211,8 @@ Tensor Tensor::to(Device dev) const {
     if (dev.is_cpu()) synchronize(device());
   }
   const Device from = device();
-  record(out, "to_device", {*this}, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
+  record(out, "to_device", {*this},
+         [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
   return out;
 }
 

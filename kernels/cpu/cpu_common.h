@@ -54,6 +54,8 @@ template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 template <typename T>
-T* ptr(const KView& v) { return static_cast<T*>(v.data); }
+T* ptr(const KView& v) {
+  return static_cast<T*>(v.data);
+}
 
 }  // namespace bg::cpu

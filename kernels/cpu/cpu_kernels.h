@@ -2,10 +2,10 @@
 // Compute kernels take f32 or f64 views; core converts f16/bf16 to f32 around them.
 // The CUDA twins in kernels/cuda/cuda_kernels.h have the same names and signatures.
 #pragma once
-#include "../kernel_types.h"
-#include "../philox.h"
-#include "../optimizer_params.h"
 #include "../bide_values.h"
+#include "../kernel_types.h"
+#include "../optimizer_params.h"
+#include "../philox.h"
 
 namespace bg {
 
@@ -14,14 +14,15 @@ namespace cpu {
 // copy.cpp: dst <- src elementwise (same shape, any strides, any dtypes: converts).
 void copy(const KView& dst, const KView& src, StreamHandle stream);
 void fill(const KView& dst, double value, StreamHandle stream);
-// random.cpp: uniform(lo=p0, hi=p1) | normal(mean=p0, std=p1) | bernoulli(keep=p0, value p1 else 0).
+// random.cpp: uniform(lo=p0, hi=p1) | normal(mean=p0, std=p1) | bernoulli(keep=p0, value p1 else
+// 0).
 void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64_t seed,
                  uint64_t offset, StreamHandle stream);
 // unary.cpp: contiguous, same dtype.
 void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, double b,
                    StreamHandle stream);
-void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y,
-                    const KView& dy, double a, StreamHandle stream);
+void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y, const KView& dy,
+                    double a, StreamHandle stream);
 // binary.cpp: out contiguous; a, b strided views of out's shape (stride 0 = broadcast).
 // Comparisons write u8.
 void binary_forward(BinaryOp op, const KView& out, const KView& a, const KView& b,
@@ -52,15 +53,15 @@ void cross_entropy_backward(const KView& dlogits, const KView& logits, const KVi
 void embedding_forward(const KView& out, const KView& weight, const KView& idx,
                        StreamHandle stream);
 // dweight (V, C) is overwritten; rows summed in ascending token position.
-void embedding_backward(const KView& dweight, const KView& dout, const KView& idx,
-                        Scratch& scratch, StreamHandle stream);
+void embedding_backward(const KView& dweight, const KView& dout, const KView& idx, Scratch& scratch,
+                        StreamHandle stream);
 // layernorm.cpp (also RMSNorm when rms): x (N, C); weight/bias (C) may have data == nullptr.
 void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
                        const KView& weight, const KView& bias, double eps, bool rms,
                        StreamHandle stream);
-void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbias,
-                        const KView& dy, const KView& x, const KView& weight, const KView& mean,
-                        const KView& rstd, bool rms, Scratch& scratch, StreamHandle stream);
+void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbias, const KView& dy,
+                        const KView& x, const KView& weight, const KView& mean, const KView& rstd,
+                        bool rms, Scratch& scratch, StreamHandle stream);
 // optimizer.cpp: f32 contiguous buffers of equal length; grad_scale (f32 scalar) may be null.
 void adamw_step(const KView& param, const KView& grad, const KView& m, const KView& v,
                 const AdamWParams& p, const KView& grad_scale, StreamHandle stream);

@@ -9,8 +9,7 @@
 namespace bg::cpu {
 
 void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
-                       const KView& weight, const KView& bias, double eps, bool rms,
-                       StreamHandle) {
+                       const KView& weight, const KView& bias, double eps, bool rms, StreamHandle) {
   dispatch_float(x.dtype, "layernorm", [&](auto zero) {
     using T = decltype(zero);
     using Acc = acc_t<T>;

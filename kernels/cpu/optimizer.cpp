@@ -14,7 +14,8 @@ void adamw_step(const KView& param, const KView& grad, const KView& m, const KVi
   float* mm = ptr<float>(m);
   float* vv = ptr<float>(v);
   const float scale = grad_scale.data ? *ptr<float>(grad_scale) : 1.0f;
-  const float bc1 = p.hyper ? p.hyper[1] : p.bias_correction1, bc2 = p.hyper ? p.hyper[2] : p.bias_correction2;
+  const float bc1 = p.hyper ? p.hyper[1] : p.bias_correction1,
+              bc2 = p.hyper ? p.hyper[2] : p.bias_correction2;
   const float lr = p.hyper ? p.hyper[0] : p.lr;
   for (int64_t i = 0, n = param.numel(); i < n; ++i) {
     const float gi = g[i] * scale;

@@ -14,9 +14,15 @@ void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64
     for (int64_t i = 0; i < n; ++i) {
       const uint64_t c = offset + uint64_t(i);
       switch (kind) {
-        case RandomKind::uniform: out[i] = T(p0 + (p1 - p0) * double(philox_uniform(seed, c))); break;
-        case RandomKind::normal: out[i] = T(float(p0 + p1 * philox_normal(seed, c))); break;
-        case RandomKind::bernoulli: out[i] = philox_uniform(seed, c) < float(p0) ? T(p1) : T(0); break;
+        case RandomKind::uniform:
+          out[i] = T(p0 + (p1 - p0) * double(philox_uniform(seed, c)));
+          break;
+        case RandomKind::normal:
+          out[i] = T(float(p0 + p1 * philox_normal(seed, c)));
+          break;
+        case RandomKind::bernoulli:
+          out[i] = philox_uniform(seed, c) < float(p0) ? T(p1) : T(0);
+          break;
       }
     }
   });

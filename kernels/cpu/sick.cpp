@@ -146,25 +146,28 @@ void sick_fast_example(const SickArgs& a, int64_t n) {
   const int64_t full = int64_t(1) << bits, rows_lo = int64_t(1) << lb, rows_hi = int64_t(1) << hb;
   const bool want_grad = a.outputs & kSickGrad, want_stats = a.outputs & kSickStats,
              want_sample = a.outputs & kSickSample;
-  const int64_t lo = a.lo.data ? ptr<int64_t>(a.lo)[n] : 0, hi = a.hi.data ? ptr<int64_t>(a.hi)[n] : full;
+  const int64_t lo = a.lo.data ? ptr<int64_t>(a.lo)[n] : 0,
+                hi = a.hi.data ? ptr<int64_t>(a.hi)[n] : full;
   if (lo < 0 || hi > full || lo > hi) kernel_fail("sick", "pattern range outside [0, 2^bits)");
   const float* w = ptr<float>(a.w) + n * hid * bits;
   const float* r = ptr<float>(a.r) + n * hid;
   // Transposed tables: z1t[i][k_lo], z2t[i][k_hi], so inner loops run over patterns.
-  std::vector<float> z1t(static_cast<size_t>(hid * rows_lo)), z2t(static_cast<size_t>(hid * rows_hi));
-  for (int64_t i = 0; i < hid; ++i) {
-    for (int64_t k = 0; k < rows_lo; ++k) {
-      float z = 0.f;
-      for (int j = 0; j < lb; ++j) z += ((k >> j) & 1 ? 1.f : -1.f) * w[i * bits + j];
-      z1t[size_t(i * rows_lo + k)] = z;
-    }
-    for (int64_t k = 0; k < rows_hi; ++k) {
-      float z = 0.f;
-      for (int j = 0; j < hb; ++j) z += ((k >> j) & 1 ? 1.f : -1.f) * w[i * bits + lb + j];
-      z2t[size_t(i * rows_hi + k)] = z;
-    }
-  }
-  std::vector<float> qlo_t, qhi_t, gr, l(static_cast<size_t>(rows_lo)), e(static_cast<size_t>(rows_lo));
+  std::vector<float> z1t(static_cast<size_t>(hid * rows_lo)),
+      z2t(static_cast<size_t>(hid * rows_hi));
+  // table[i][k] = sum_j (+-1 by bit j of k) W[i][first + j] over `count` bits.
+  auto fill_table = [&](std::vector<float>& table, int first, int count) {
+    const int64_t rows = int64_t(1) << count;
+    for (int64_t i = 0; i < hid; ++i)
+      for (int64_t k = 0; k < rows; ++k) {
+        float z = 0.f;
+        for (int j = 0; j < count; ++j) z += ((k >> j) & 1 ? 1.f : -1.f) * w[i * bits + first + j];
+        table[size_t(i * rows + k)] = z;
+      }
+  };
+  fill_table(z1t, 0, lb);
+  fill_table(z2t, lb, hb);
+  std::vector<float> qlo_t, qhi_t, gr, l(static_cast<size_t>(rows_lo)),
+      e(static_cast<size_t>(rows_lo));
   if (want_grad) {
     qlo_t.assign(size_t(hid * rows_lo), 0.f);
     qhi_t.assign(size_t(hid * rows_hi), 0.f);
@@ -174,7 +177,8 @@ void sick_fast_example(const SickArgs& a, int64_t n) {
   int64_t best_k = lo;
   double st[4] = {0, 0, 0, 0};
   for (int64_t kh = lo >> lb; lo < hi && kh <= (hi - 1) >> lb; ++kh) {
-    const int64_t a0 = std::max(lo, kh << lb) - (kh << lb), a1 = std::min(hi, (kh + 1) << lb) - (kh << lb);
+    const int64_t a0 = std::max(lo, kh << lb) - (kh << lb),
+                  a1 = std::min(hi, (kh + 1) << lb) - (kh << lb);
     const int64_t cnt = a1 - a0;
     float* lp = l.data();
     std::fill_n(lp, cnt, 0.f);
@@ -193,7 +197,8 @@ void sick_fast_example(const SickArgs& a, int64_t n) {
       for (; k + 8 <= cnt; k += 8) {
         __m256 acc = _mm256_loadu_ps(lp + k);
         for (int u = 0; u < 4; ++u)
-          acc = _mm256_fmadd_ps(rv[u], _mm256_max_ps(_mm256_add_ps(_mm256_loadu_ps(z1[u] + k), z2v[u]), zero), acc);
+          acc = _mm256_fmadd_ps(
+              rv[u], _mm256_max_ps(_mm256_add_ps(_mm256_loadu_ps(z1[u] + k), z2v[u]), zero), acc);
         _mm256_storeu_ps(lp + k, acc);
       }
       for (; k < cnt; ++k)
@@ -241,7 +246,8 @@ void sick_fast_example(const SickArgs& a, int64_t n) {
         const __m256 z2v = _mm256_set1_ps(z2), zero = _mm256_setzero_ps();
         for (; k + 8 <= cnt; k += 8) {
           const __m256 z = _mm256_add_ps(_mm256_loadu_ps(z1 + k), z2v);
-          const __m256 q = _mm256_and_ps(_mm256_cmp_ps(z, zero, _CMP_GT_OQ), _mm256_loadu_ps(ep + k));
+          const __m256 q =
+              _mm256_and_ps(_mm256_cmp_ps(z, zero, _CMP_GT_OQ), _mm256_loadu_ps(ep + k));
           _mm256_storeu_ps(ql + k, _mm256_add_ps(_mm256_loadu_ps(ql + k), q));
           qv = _mm256_add_ps(qv, q);
           gv = _mm256_fmadd_ps(q, z, gv);
@@ -318,7 +324,8 @@ void sick_forward(const SickArgs& args, Scratch&, StreamHandle) {
     // Examples are independent: split them over the cores (each example's sums stay in one
     // thread, in a fixed order, so the result does not depend on the thread count).
     const int64_t n_ex = args.w.shape[0];
-    const int threads = int(std::min<int64_t>(n_ex, std::max(1u, std::thread::hardware_concurrency())));
+    const int threads =
+        int(std::min<int64_t>(n_ex, std::max(1u, std::thread::hardware_concurrency())));
     std::vector<std::thread> pool;
     std::exception_ptr error;
     std::mutex mu;
@@ -358,8 +365,10 @@ void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y,
           z += ((k >> j) & 1u ? 1.0 : -1.0) * double(ptr<T>(w)[(n * hid + i) * bits + j]);
         logit += double(ptr<T>(r)[n * hid + i]) * std::max(z, 0.0);
       }
-      if (logz.data) ptr<Acc>(logp)[n] = Acc(logit - double(ptr<Acc>(logz)[n]));
-      else ptr<T>(l)[n] = T(logit);
+      if (logz.data)
+        ptr<Acc>(logp)[n] = Acc(logit - double(ptr<Acc>(logz)[n]));
+      else
+        ptr<T>(l)[n] = T(logit);
     }
   });
 }
@@ -379,7 +388,8 @@ void bide_log_prob_backward(const KView& dw, const KView& dr, const KView& w, co
         double z = 0;
         for (int j = 0; j < bits; ++j) z += ((k >> j) & 1u ? 1.0 : -1.0) * double(wi[j]);
         const double ri = double(ptr<T>(r)[n * hid + i]);
-        ptr<T>(dr)[n * hid + i] = T(gn * (std::max(z, 0.0) - double(ptr<Acc>(gr)[n * hid + i]) * inv_s));
+        ptr<T>(dr)[n * hid + i] =
+            T(gn * (std::max(z, 0.0) - double(ptr<Acc>(gr)[n * hid + i]) * inv_s));
         for (int j = 0; j < bits; ++j) {
           const double by = (k >> j) & 1u ? 1.0 : -1.0;
           const double expect = double(ptr<Acc>(gw)[(n * hid + i) * bits + j]) * inv_s;

@@ -8,8 +8,8 @@ namespace bg::cuda {
 namespace {
 
 template <typename T, typename Out>
-__global__ void binary_kernel(BinaryOp op, Out* out, const T* a, const T* b, Indexer ia,
-                              Indexer ib, int64_t n) {
+__global__ void binary_kernel(BinaryOp op, Out* out, const T* a, const T* b, Indexer ia, Indexer ib,
+                              int64_t n) {
   BG_GRID_LOOP(i, n) {
     const float r = binary_scalar<float>(op, to_float(a[ia.offset(i)]), to_float(b[ib.offset(i)]));
     if constexpr (std::is_same_v<Out, uint8_t>) {

@@ -10,32 +10,62 @@ namespace {
 
 __device__ __forceinline__ double load(const void* base, DType t, int64_t i) {
   switch (t) {
-    case DType::f32: return static_cast<const float*>(base)[i];
-    case DType::f64: return static_cast<const double*>(base)[i];
-    case DType::f16: return __half2float(static_cast<const __half*>(base)[i]);
-    case DType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
-    case DType::i8: return static_cast<const int8_t*>(base)[i];
-    case DType::u8: return static_cast<const uint8_t*>(base)[i];
-    case DType::i16: return static_cast<const int16_t*>(base)[i];
-    case DType::u16: return static_cast<const uint16_t*>(base)[i];
-    case DType::i32: return static_cast<const int32_t*>(base)[i];
-    case DType::i64: return double(static_cast<const int64_t*>(base)[i]);
+    case DType::f32:
+      return static_cast<const float*>(base)[i];
+    case DType::f64:
+      return static_cast<const double*>(base)[i];
+    case DType::f16:
+      return __half2float(static_cast<const __half*>(base)[i]);
+    case DType::bf16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+    case DType::i8:
+      return static_cast<const int8_t*>(base)[i];
+    case DType::u8:
+      return static_cast<const uint8_t*>(base)[i];
+    case DType::i16:
+      return static_cast<const int16_t*>(base)[i];
+    case DType::u16:
+      return static_cast<const uint16_t*>(base)[i];
+    case DType::i32:
+      return static_cast<const int32_t*>(base)[i];
+    case DType::i64:
+      return double(static_cast<const int64_t*>(base)[i]);
   }
   return 0;
 }
 
 __device__ __forceinline__ void store(void* base, DType t, int64_t i, double x) {
   switch (t) {
-    case DType::f32: static_cast<float*>(base)[i] = float(x); break;
-    case DType::f64: static_cast<double*>(base)[i] = x; break;
-    case DType::f16: static_cast<__half*>(base)[i] = __float2half_rn(float(x)); break;
-    case DType::bf16: static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(float(x)); break;
-    case DType::i8: static_cast<int8_t*>(base)[i] = int8_t(x); break;
-    case DType::u8: static_cast<uint8_t*>(base)[i] = uint8_t(x); break;
-    case DType::i16: static_cast<int16_t*>(base)[i] = int16_t(x); break;
-    case DType::u16: static_cast<uint16_t*>(base)[i] = uint16_t(x); break;
-    case DType::i32: static_cast<int32_t*>(base)[i] = int32_t(x); break;
-    case DType::i64: static_cast<int64_t*>(base)[i] = int64_t(x); break;
+    case DType::f32:
+      static_cast<float*>(base)[i] = float(x);
+      break;
+    case DType::f64:
+      static_cast<double*>(base)[i] = x;
+      break;
+    case DType::f16:
+      static_cast<__half*>(base)[i] = __float2half_rn(float(x));
+      break;
+    case DType::bf16:
+      static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(float(x));
+      break;
+    case DType::i8:
+      static_cast<int8_t*>(base)[i] = int8_t(x);
+      break;
+    case DType::u8:
+      static_cast<uint8_t*>(base)[i] = uint8_t(x);
+      break;
+    case DType::i16:
+      static_cast<int16_t*>(base)[i] = int16_t(x);
+      break;
+    case DType::u16:
+      static_cast<uint16_t*>(base)[i] = uint16_t(x);
+      break;
+    case DType::i32:
+      static_cast<int32_t*>(base)[i] = int32_t(x);
+      break;
+    case DType::i64:
+      static_cast<int64_t*>(base)[i] = int64_t(x);
+      break;
   }
 }
 
@@ -68,14 +98,26 @@ void copy(const KView& dst, const KView& src, StreamHandle stream) {
   const unsigned grid = grid_for(n, 256);
   if (dst.dtype == src.dtype) {
     switch (dtype_size(dst.dtype)) {
-      case 1: copy_same_kernel<<<grid, 256, 0, s>>>((uint8_t*)dst.data, (const uint8_t*)src.data, Indexer(dst), Indexer(src), n); break;
-      case 2: copy_same_kernel<<<grid, 256, 0, s>>>((uint16_t*)dst.data, (const uint16_t*)src.data, Indexer(dst), Indexer(src), n); break;
-      case 4: copy_same_kernel<<<grid, 256, 0, s>>>((uint32_t*)dst.data, (const uint32_t*)src.data, Indexer(dst), Indexer(src), n); break;
-      default: copy_same_kernel<<<grid, 256, 0, s>>>((uint64_t*)dst.data, (const uint64_t*)src.data, Indexer(dst), Indexer(src), n); break;
+      case 1:
+        copy_same_kernel<<<grid, 256, 0, s>>>((uint8_t*)dst.data, (const uint8_t*)src.data,
+                                              Indexer(dst), Indexer(src), n);
+        break;
+      case 2:
+        copy_same_kernel<<<grid, 256, 0, s>>>((uint16_t*)dst.data, (const uint16_t*)src.data,
+                                              Indexer(dst), Indexer(src), n);
+        break;
+      case 4:
+        copy_same_kernel<<<grid, 256, 0, s>>>((uint32_t*)dst.data, (const uint32_t*)src.data,
+                                              Indexer(dst), Indexer(src), n);
+        break;
+      default:
+        copy_same_kernel<<<grid, 256, 0, s>>>((uint64_t*)dst.data, (const uint64_t*)src.data,
+                                              Indexer(dst), Indexer(src), n);
+        break;
     }
   } else {
-    copy_convert_kernel<<<grid, 256, 0, s>>>(dst.data, dst.dtype, src.data, src.dtype,
-                                             Indexer(dst), Indexer(src), n);
+    copy_convert_kernel<<<grid, 256, 0, s>>>(dst.data, dst.dtype, src.data, src.dtype, Indexer(dst),
+                                             Indexer(src), n);
   }
   BG_CUDA_LAUNCH_CHECK();
 }
@@ -83,7 +125,8 @@ void copy(const KView& dst, const KView& src, StreamHandle stream) {
 void fill(const KView& dst, double value, StreamHandle stream) {
   const int64_t n = dst.numel();
   if (n == 0) return;
-  fill_kernel<<<grid_for(n, 256), 256, 0, as_stream(stream)>>>(dst.data, dst.dtype, Indexer(dst), n, value);
+  fill_kernel<<<grid_for(n, 256), 256, 0, as_stream(stream)>>>(dst.data, dst.dtype, Indexer(dst), n,
+                                                               value);
   BG_CUDA_LAUNCH_CHECK();
 }
 

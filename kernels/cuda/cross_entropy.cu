@@ -9,8 +9,9 @@ namespace bg::cuda {
 namespace {
 
 template <typename T, typename I>
-__global__ void cross_entropy_forward_kernel(float* losses, float* lse, float* valid, const T* logits,
-                                             const I* targets, int64_t vocab, int64_t ignore) {
+__global__ void cross_entropy_forward_kernel(float* losses, float* lse, float* valid,
+                                             const T* logits, const I* targets, int64_t vocab,
+                                             int64_t ignore) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   const T* row = logits + r * vocab;
@@ -60,9 +61,9 @@ void cross_entropy_forward(const KView& losses, const KView& lse, const KView& v
     dispatch_index(targets.dtype, "cross_entropy", [&](auto izero) {
       using I = decltype(izero);
       cross_entropy_forward_kernel<T, I><<<unsigned(rows), 256, 0, as_stream(stream)>>>(
-          static_cast<float*>(losses.data), static_cast<float*>(lse.data), static_cast<float*>(valid.data),
-          static_cast<const T*>(logits.data), static_cast<const I*>(targets.data), vocab,
-          ignore_index);
+          static_cast<float*>(losses.data), static_cast<float*>(lse.data),
+          static_cast<float*>(valid.data), static_cast<const T*>(logits.data),
+          static_cast<const I*>(targets.data), vocab, ignore_index);
     });
   });
   BG_CUDA_LAUNCH_CHECK();

@@ -17,7 +17,8 @@ inline void check_cuda(cudaError_t err, const char* what, const char* file, int 
                             std::to_string(line));
 }
 #define BG_CUDA_CHECK(call) ::bg::cuda::check_cuda((call), #call, __FILE__, __LINE__)
-#define BG_CUDA_LAUNCH_CHECK() ::bg::cuda::check_cuda(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+#define BG_CUDA_LAUNCH_CHECK() \
+  ::bg::cuda::check_cuda(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
 
 inline cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
 
@@ -25,11 +26,15 @@ inline cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>
 template <typename F>
 void dispatch_float(DType t, const char* op, F&& f) {
   switch (t) {
-    case DType::f32: return f(float{});
-    case DType::f16: return f(__half{});
-    case DType::bf16: return f(__nv_bfloat16{});
+    case DType::f32:
+      return f(float{});
+    case DType::f16:
+      return f(__half{});
+    case DType::bf16:
+      return f(__nv_bfloat16{});
     default:
-      kernel_fail(op, std::string("CUDA compute kernels take f32, f16 or bf16, got ") + dtype_name(t));
+      kernel_fail(op,
+                  std::string("CUDA compute kernels take f32, f16 or bf16, got ") + dtype_name(t));
   }
 }
 
@@ -46,9 +51,13 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162f
 template <typename T>
 __device__ __forceinline__ T from_float(float x);
 template <>
-__device__ __forceinline__ float from_float<float>(float x) { return x; }
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
@@ -87,8 +96,8 @@ inline unsigned grid_for(int64_t n, int threads, int64_t max_blocks = 65536 * 8)
 }
 
 // Grid-stride loop over [0, n).
-#define BG_GRID_LOOP(i, n)                                                                  \
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);                \
+#define BG_GRID_LOOP(i, n)                                                  \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += int64_t(blockDim.x) * gridDim.x)
 
 __device__ __forceinline__ float warp_sum(float v) {

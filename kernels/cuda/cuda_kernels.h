@@ -2,10 +2,10 @@
 // Compute kernels take f32, f16 or bf16 views and accumulate in f32 (f64 is CPU-only).
 // All launches are asynchronous on the given stream; reductions use a fixed partition.
 #pragma once
-#include "../kernel_types.h"
-#include "../philox.h"
-#include "../optimizer_params.h"
 #include "../bide_values.h"
+#include "../kernel_types.h"
+#include "../optimizer_params.h"
+#include "../philox.h"
 
 namespace bg {
 
@@ -20,8 +20,8 @@ void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64
 // unary.cu: contiguous, same dtype.
 void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, double b,
                    StreamHandle stream);
-void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y,
-                    const KView& dy, double a, StreamHandle stream);
+void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y, const KView& dy,
+                    double a, StreamHandle stream);
 // binary.cu: out contiguous; a, b strided views of out's shape (stride 0 = broadcast).
 // Comparisons write u8.
 void binary_forward(BinaryOp op, const KView& out, const KView& a, const KView& b,
@@ -52,15 +52,15 @@ void cross_entropy_backward(const KView& dlogits, const KView& logits, const KVi
 void embedding_forward(const KView& out, const KView& weight, const KView& idx,
                        StreamHandle stream);
 // dweight (V, C) is overwritten; rows summed in ascending token position.
-void embedding_backward(const KView& dweight, const KView& dout, const KView& idx,
-                        Scratch& scratch, StreamHandle stream);
+void embedding_backward(const KView& dweight, const KView& dout, const KView& idx, Scratch& scratch,
+                        StreamHandle stream);
 // layernorm.cu (also RMSNorm when rms): x (N, C); weight/bias (C) may have data == nullptr.
 void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
                        const KView& weight, const KView& bias, double eps, bool rms,
                        StreamHandle stream);
-void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbias,
-                        const KView& dy, const KView& x, const KView& weight, const KView& mean,
-                        const KView& rstd, bool rms, Scratch& scratch, StreamHandle stream);
+void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbias, const KView& dy,
+                        const KView& x, const KView& weight, const KView& mean, const KView& rstd,
+                        bool rms, Scratch& scratch, StreamHandle stream);
 // optimizer.cu: f32 contiguous buffers of equal length; grad_scale (f32 scalar) may be null.
 void adamw_step(const KView& param, const KView& grad, const KView& m, const KView& v,
                 const AdamWParams& p, const KView& grad_scale, StreamHandle stream);

@@ -103,6 +103,8 @@ void graph_launch(void* exec, StreamHandle stream) {
   BG_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), as_stream(stream)));
 }
 
-void graph_destroy(void* exec) noexcept { (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec)); }
+void graph_destroy(void* exec) noexcept {
+  (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
+}
 
 }  // namespace bg::cuda

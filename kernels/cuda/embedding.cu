@@ -43,7 +43,8 @@ __global__ void embedding_backward_kernel(T* dweight, const T* dout, const I* so
 // Small vocabularies: one block per vocabulary row scans every token position in order and sums
 // the matching rows (also deterministic, and two launches instead of a radix sort's seven).
 template <typename T, typename I>
-__global__ void embedding_backward_scan_kernel(T* dweight, const T* dout, const I* idx, int64_t n, int64_t c) {
+__global__ void embedding_backward_scan_kernel(T* dweight, const T* dout, const I* idx, int64_t n,
+                                               int64_t c) {
   const int64_t row = blockIdx.x;
   for (int64_t col = threadIdx.x; col < c; col += blockDim.x) {
     float acc = 0.f;
@@ -73,8 +74,8 @@ void embedding_forward(const KView& out, const KView& weight, const KView& idx,
   BG_CUDA_LAUNCH_CHECK();
 }
 
-void embedding_backward(const KView& dweight, const KView& dout, const KView& idx,
-                        Scratch& scratch, StreamHandle stream) {
+void embedding_backward(const KView& dweight, const KView& dout, const KView& idx, Scratch& scratch,
+                        StreamHandle stream) {
   const int64_t n = idx.numel(), vocab = dweight.shape[0], c = dweight.shape[1];
   auto s = as_stream(stream);
   if (vocab * n <= kScanWork && vocab * c > 0) {
@@ -83,7 +84,8 @@ void embedding_backward(const KView& dweight, const KView& dout, const KView& id
       dispatch_index(idx.dtype, "embedding_backward", [&](auto izero) {
         using I = decltype(izero);
         embedding_backward_scan_kernel<T, I><<<unsigned(vocab), 128, 0, s>>>(
-            static_cast<T*>(dweight.data), static_cast<const T*>(dout.data), static_cast<const I*>(idx.data), n, c);
+            static_cast<T*>(dweight.data), static_cast<const T*>(dout.data),
+            static_cast<const I*>(idx.data), n, c);
       });
     });
     BG_CUDA_LAUNCH_CHECK();
@@ -111,9 +113,9 @@ void embedding_backward(const KView& dweight, const KView& dout, const KView& id
       const int threads = 128;
       const int64_t col_blocks = (c + threads - 1) / threads;
       dim3 grid(unsigned(n), unsigned(col_blocks < 65535 ? col_blocks : 65535));
-      embedding_backward_kernel<T, I><<<grid, threads, 0, s>>>(
-          static_cast<T*>(dweight.data), static_cast<const T*>(dout.data), sorted_ids,
-          sorted_pos, n, vocab, c);
+      embedding_backward_kernel<T, I><<<grid, threads, 0, s>>>(static_cast<T*>(dweight.data),
+                                                               static_cast<const T*>(dout.data),
+                                                               sorted_ids, sorted_pos, n, vocab, c);
     });
   });
   BG_CUDA_LAUNCH_CHECK();

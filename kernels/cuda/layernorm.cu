@@ -131,19 +131,25 @@ void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbia
     if (dx.data) {
       const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
       layernorm_dx_kernel<T><<<grid, 32 * kWarpsPerBlock, 0, s>>>(
-          static_cast<T*>(dx.data), pdy, px, static_cast<const T*>(weight.data), pmean, prstd,
-          rows, c, rms);
+          static_cast<T*>(dx.data), pdy, px, static_cast<const T*>(weight.data), pmean, prstd, rows,
+          c, rms);
       BG_CUDA_LAUNCH_CHECK();
     }
     if (!dweight.data && !dbias.data) return;
     const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
     auto* pw = static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c)));
-    auto* pb = dbias.data ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c))) : nullptr;
+    auto* pb =
+        dbias.data ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c))) : nullptr;
     dim3 grid(unsigned((c + 127) / 128), unsigned(chunks));
-    layernorm_param_partials_kernel<T><<<grid, 128, 0, s>>>(pw, pb, pdy, px, pmean, prstd, rows, c, rms);
+    layernorm_param_partials_kernel<T>
+        <<<grid, 128, 0, s>>>(pw, pb, pdy, px, pmean, prstd, rows, c, rms);
     BG_CUDA_LAUNCH_CHECK();
-    if (dweight.data) sum_chunks_kernel<T><<<grid_for(c, 256), 256, 0, s>>>(static_cast<T*>(dweight.data), pw, chunks, c);
-    if (dbias.data) sum_chunks_kernel<T><<<grid_for(c, 256), 256, 0, s>>>(static_cast<T*>(dbias.data), pb, chunks, c);
+    if (dweight.data)
+      sum_chunks_kernel<T>
+          <<<grid_for(c, 256), 256, 0, s>>>(static_cast<T*>(dweight.data), pw, chunks, c);
+    if (dbias.data)
+      sum_chunks_kernel<T>
+          <<<grid_for(c, 256), 256, 0, s>>>(static_cast<T*>(dbias.data), pb, chunks, c);
     BG_CUDA_LAUNCH_CHECK();
   });
 }

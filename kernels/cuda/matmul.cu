@@ -11,7 +11,8 @@ namespace {
 
 void check_cublas(cublasStatus_t st, const char* what) {
   if (st != CUBLAS_STATUS_SUCCESS)
-    kernel_fail("matmul", std::string(what) + " failed with cuBLAS status " + std::to_string(int(st)));
+    kernel_fail("matmul",
+                std::string(what) + " failed with cuBLAS status " + std::to_string(int(st)));
 }
 
 cublasHandle_t handle_for_current_device() {
@@ -24,10 +25,15 @@ cublasHandle_t handle_for_current_device() {
 
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::f16: return CUDA_R_16F;
-    case DType::bf16: return CUDA_R_16BF;
-    default: kernel_fail("matmul", std::string("CUDA matmul takes f32, f16 or bf16, got ") + dtype_name(t));
+    case DType::f32:
+      return CUDA_R_32F;
+    case DType::f16:
+      return CUDA_R_16F;
+    case DType::bf16:
+      return CUDA_R_16BF;
+    default:
+      kernel_fail("matmul",
+                  std::string("CUDA matmul takes f32, f16 or bf16, got ") + dtype_name(t));
   }
 }
 
@@ -68,11 +74,11 @@ void matmul(const KView& out, const KView& a, const KView& b, StreamHandle strea
   cublasHandle_t h = handle_for_current_device();
   check_cublas(cublasSetStream(h, as_stream(stream)), "cublasSetStream");
   const float alpha = 1.f, beta = 0.f;
-  check_cublas(cublasGemmStridedBatchedEx(
-                   h, op_b, op_a, int(n), int(m), int(k), &alpha, b.data, cuda_type(b.dtype),
-                   int(ld_b), b.strides[0], a.data, cuda_type(a.dtype), int(ld_a), a.strides[0],
-                   &beta, out.data, cuda_type(out.dtype), int(ld_c), out.strides[0], int(batch),
-                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  check_cublas(cublasGemmStridedBatchedEx(h, op_b, op_a, int(n), int(m), int(k), &alpha, b.data,
+                                          cuda_type(b.dtype), int(ld_b), b.strides[0], a.data,
+                                          cuda_type(a.dtype), int(ld_a), a.strides[0], &beta,
+                                          out.data, cuda_type(out.dtype), int(ld_c), out.strides[0],
+                                          int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx");
 }
 

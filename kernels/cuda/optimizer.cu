@@ -7,11 +7,12 @@
 namespace bg::cuda {
 namespace {
 
-__global__ void adamw_kernel(float* w, const float* g, float* m, float* v, int64_t n,
-                             AdamWParams p, const float* grad_scale) {
+__global__ void adamw_kernel(float* w, const float* g, float* m, float* v, int64_t n, AdamWParams p,
+                             const float* grad_scale) {
   const float scale = grad_scale ? *grad_scale : 1.f;
   const float lr = p.hyper ? p.hyper[0] : p.lr;
-  const float bc1 = p.hyper ? p.hyper[1] : p.bias_correction1, bc2 = p.hyper ? p.hyper[2] : p.bias_correction2;
+  const float bc1 = p.hyper ? p.hyper[1] : p.bias_correction1,
+              bc2 = p.hyper ? p.hyper[2] : p.bias_correction2;
   BG_GRID_LOOP(i, n) {
     const float gi = g[i] * scale;
     const float mi = p.beta1 * m[i] + (1.f - p.beta1) * gi;

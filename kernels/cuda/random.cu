@@ -14,9 +14,15 @@ __global__ void random_kernel(T* out, int64_t n, RandomKind kind, double p0, dou
     const uint64_t c = offset + uint64_t(i);
     float v;
     switch (kind) {
-      case RandomKind::uniform: v = float(p0 + (p1 - p0) * double(philox_uniform(seed, c))); break;
-      case RandomKind::normal: v = float(p0 + p1 * philox_normal(seed, c)); break;
-      default: v = philox_uniform(seed, c) < float(p0) ? float(p1) : 0.f; break;
+      case RandomKind::uniform:
+        v = float(p0 + (p1 - p0) * double(philox_uniform(seed, c)));
+        break;
+      case RandomKind::normal:
+        v = float(p0 + p1 * philox_normal(seed, c));
+        break;
+      default:
+        v = philox_uniform(seed, c) < float(p0) ? float(p1) : 0.f;
+        break;
     }
     out[i] = from_float<T>(v);
   }
@@ -31,8 +37,8 @@ void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64
   if (n == 0) return;
   dispatch_float(dst.dtype, "random", [&](auto zero) {
     using T = decltype(zero);
-    random_kernel<T><<<grid_for(n, 256), 256, 0, as_stream(stream)>>>(
-        static_cast<T*>(dst.data), n, kind, p0, p1, seed, offset);
+    random_kernel<T><<<grid_for(n, 256), 256, 0, as_stream(stream)>>>(static_cast<T*>(dst.data), n,
+                                                                      kind, p0, p1, seed, offset);
   });
   BG_CUDA_LAUNCH_CHECK();
 }

@@ -54,10 +54,12 @@ void launch_pass(Tout* out, const Tin* in, int64_t outer, int64_t extent, int64_
     const int64_t total = outer * segments;
     const int warps_per_block = 8;
     const unsigned grid = unsigned((total + warps_per_block - 1) / warps_per_block);
-    reduce_rows_kernel<kMax, Tin, Tout><<<grid, 32 * warps_per_block, 0, s>>>(out, in, total, segments, extent);
+    reduce_rows_kernel<kMax, Tin, Tout>
+        <<<grid, 32 * warps_per_block, 0, s>>>(out, in, total, segments, extent);
   } else {
     const int64_t total = outer * segments * inner;
-    reduce_cols_kernel<kMax, Tin, Tout><<<grid_for(total, 256), 256, 0, s>>>(out, in, outer, segments, extent, inner);
+    reduce_cols_kernel<kMax, Tin, Tout>
+        <<<grid_for(total, 256), 256, 0, s>>>(out, in, outer, segments, extent, inner);
   }
   BG_CUDA_LAUNCH_CHECK();
 }
@@ -72,7 +74,8 @@ void reduce_typed(T* out, const T* in, int64_t outer, int64_t extent, int64_t in
   int64_t segments = (extent + seg_len - 1) / seg_len;
   if (segments == 1) return launch_pass<kMax, T, T>(out, in, outer, extent, inner, 1, s);
   // First pass into f32 partials (O, segments, I), then reduce the partials.
-  float* partial = static_cast<float*>(scratch.get(sizeof(float) * size_t(outer * segments * inner)));
+  float* partial =
+      static_cast<float*>(scratch.get(sizeof(float) * size_t(outer * segments * inner)));
   launch_pass<kMax, T, float>(partial, in, outer, extent, inner, segments, s);
   int64_t len = segments;
   while (true) {

@@ -29,7 +29,8 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kTile = 32;  // patterns per warp step
 
-__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
@@ -43,7 +44,9 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 }
 
 template <typename T>
-__device__ __forceinline__ float load_f(const T* p, int64_t i) { return to_float(p[i]); }
+__device__ __forceinline__ float load_f(const T* p, int64_t i) {
+  return to_float(p[i]);
+}
 
 struct KernelArgs {
   const void* w;
@@ -63,21 +66,26 @@ struct KernelArgs {
 };
 
 // f16 accumulate: D (2 x half2) = A . B + C.
-__device__ __forceinline__ void mma16816_h(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+__device__ __forceinline__ void mma16816_h(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0,
+                                           uint32_t b1) {
   asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+      "{%0,%1};\n"
       : "+r"(d[0]), "+r"(d[1])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // The same with C = 0 (the zero register: no moves to clear accumulators).
-__device__ __forceinline__ void mma16816_h0(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+__device__ __forceinline__ void mma16816_h0(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0,
+                                            uint32_t b1) {
   asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%8};\n"
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+      "{%8,%8};\n"
       : "=r"(d[0]), "=r"(d[1])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0u));
 }
-__device__ __forceinline__ void mma16816_0(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+__device__ __forceinline__ void mma16816_0(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                           uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%10,%10,%10,%10};\n"
@@ -136,7 +144,8 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
   const int64_t s_begin = first_tile + min(tiles, slice * per_slice);
   const int64_t s_end = first_tile + min(tiles, (slice + 1) * per_slice);
   const int64_t per_warp = (s_end - s_begin + kWarps - 1) / kWarps;
-  const int64_t w_begin = min(s_end, s_begin + warp * per_warp), w_end = min(s_end, w_begin + per_warp);
+  const int64_t w_begin = min(s_end, s_begin + warp * per_warp),
+                w_end = min(s_end, w_begin + per_warp);
 
   // Precomputed tables z1 (2^lb x HP), z2 (2^hb x HP) in f32.
   const int lb = bits / 2, hb = bits - lb, zs = HP;
@@ -150,7 +159,8 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
       const int k = second ? row - rows1 : row, j0 = second ? lb : 0, nb = second ? hb : lb;
       float z = 0.f;
       if (i < hid)
-        for (int j = 0; j < nb; ++j) z += ((k >> j) & 1 ? 1.f : -1.f) * load_f(w, int64_t(i) * bits + j0 + j);
+        for (int j = 0; j < nb; ++j)
+          z += ((k >> j) & 1 ? 1.f : -1.f) * load_f(w, int64_t(i) * bits + j0 + j);
       (second ? z2 + size_t(k) * zs : z1 + size_t(row) * zs)[i] = z;
     }
     __syncthreads();
@@ -174,7 +184,8 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int i = 16 * ks + 2 * c + 8 * q;
-      split_pack(i < hid ? load_f(rv, i) : 0.f, i + 1 < hid ? load_f(rv, i + 1) : 0.f, rb[ks][q], rbl[ks][q]);
+      split_pack(i < hid ? load_f(rv, i) : 0.f, i + 1 < hid ? load_f(rv, i + 1) : 0.f, rb[ks][q],
+                 rbl[ks][q]);
     }
 
   float m = -INFINITY, s = 0.f;
@@ -187,7 +198,8 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
   // Bits 0..3 of a pattern come from the lane's row (g or g + 8): constants. Higher bit pairs
   // are the same for every lane of a tile, so each tile derives them from its base alone.
   constexpr bool kHalfZ = !kSplit;  // fp16 mode: z accumulates in f16, relu is one HMAX2
-  const uint32_t row_pair0 = pm_pair(uint32_t(g) >> (2 * c)), row_pair1 = pm_pair(uint32_t(g + 8) >> (2 * c));
+  const uint32_t row_pair0 = pm_pair(uint32_t(g) >> (2 * c)),
+                 row_pair1 = pm_pair(uint32_t(g + 8) >> (2 * c));
   const int tile_end = int(w_end);
   const uint32_t lo32 = uint32_t(lo), hi32 = uint32_t(hi);  // patterns < 2^24
   // Bit g (< 4) of patterns 2c, 2c+1 and 2c+8, 2c+9 of an m-tile: the gradient's b^T operand.
@@ -221,8 +233,10 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           const int i = 8 * nt + 2 * c;
-          const float2 x0 = *reinterpret_cast<const float2*>(za + i), y0 = *reinterpret_cast<const float2*>(zh0 + i);
-          const float2 x1 = *reinterpret_cast<const float2*>(zb + i), y1 = *reinterpret_cast<const float2*>(zh1 + i);
+          const float2 x0 = *reinterpret_cast<const float2*>(za + i),
+                       y0 = *reinterpret_cast<const float2*>(zh0 + i);
+          const float2 x1 = *reinterpret_cast<const float2*>(zb + i),
+                       y1 = *reinterpret_cast<const float2*>(zh1 + i);
           z[mt][nt][0] = x0.x + y0.x;
           z[mt][nt][1] = x0.y + y0.y;
           z[mt][nt][2] = x1.x + y1.x;
@@ -250,7 +264,8 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
           if (kHalfZ) {
             mma16816_h0(zh[mt][nt], ab[0], wb[nt][0][0], wb[nt][0][1]);
 #pragma unroll
-            for (int kb = 1; kb < KB; ++kb) mma16816_h(zh[mt][nt], ab[kb], wb[nt][kb][0], wb[nt][kb][1]);
+            for (int kb = 1; kb < KB; ++kb)
+              mma16816_h(zh[mt][nt], ab[kb], wb[nt][kb][0], wb[nt][kb][1]);
           } else {
             mma16816_0(z[mt][nt], ab[0], wb[nt][0][0], wb[nt][0][1]);
             mma16816(z[mt][nt], ab[0], wbl[nt][0][0], wbl[nt][0][1]);
@@ -336,11 +351,14 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
         const float e1 = __shfl_sync(0xffffffffu, e, g * 4 + 2 * mt + 1);
         uint32_t qb[NT][2], qbl[NT][2];
         if (kHalfZ) {  // q = e 1[z > 0] straight from the packed f16 z: two half2 ops a register
-          const __half2 e0h = __float2half2_rn(e0), e1h = __float2half2_rn(e1), zero = __float2half2_rn(0.f);
+          const __half2 e0h = __float2half2_rn(e0), e1h = __float2half2_rn(e1),
+                        zero = __float2half2_rn(0.f);
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
-            const __half2 q0 = __hmul2(__hgt2(*reinterpret_cast<const __half2*>(&zh[mt][nt][0]), zero), e0h);
-            const __half2 q1 = __hmul2(__hgt2(*reinterpret_cast<const __half2*>(&zh[mt][nt][1]), zero), e1h);
+            const __half2 q0 =
+                __hmul2(__hgt2(*reinterpret_cast<const __half2*>(&zh[mt][nt][0]), zero), e0h);
+            const __half2 q1 =
+                __hmul2(__hgt2(*reinterpret_cast<const __half2*>(&zh[mt][nt][1]), zero), e1h);
             // (patterns x hidden) 8x8 blocks transposed into the B operand (patterns = K).
             qb[nt][0] = movmatrix_trans(*reinterpret_cast<const uint32_t*>(&q0));
             qb[nt][1] = movmatrix_trans(*reinterpret_cast<const uint32_t*>(&q1));
@@ -459,7 +477,8 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
       __syncthreads();
       for (int i = threadIdx.x; i < hid; i += blockDim.x) {
         float acc = 0.f;
-        for (int j = 0; j < bits; ++j) acc += load_f(w, int64_t(i) * bits + j) * a.gw[(row * a.hid + i) * bits + j];
+        for (int j = 0; j < bits; ++j)
+          acc += load_f(w, int64_t(i) * bits + j) * a.gw[(row * a.hid + i) * bits + j];
         a.gr[row * a.hid + i] = acc;
       }
     }
@@ -513,7 +532,8 @@ __global__ void sick_merge_kernel(KernelArgs part, float* m, float* s, float* gr
     const T* w = static_cast<const T*>(part.w) + n * hid * bits;
     for (int i = threadIdx.x; i < hid; i += blockDim.x) {  // gr = sum_j W_ij gw_ij
       float acc = 0.f;
-      for (int j = 0; j < bits; ++j) acc += load_f(w, int64_t(i) * bits + j) * gw[(n * hid + i) * bits + j];
+      for (int j = 0; j < bits; ++j)
+        acc += load_f(w, int64_t(i) * bits + j) * gw[(n * hid + i) * bits + j];
       gr[n * hid + i] = acc;
     }
   }
@@ -524,7 +544,8 @@ void launch_typed(const KernelArgs& ka, int64_t grid, size_t smem, cudaStream_t 
   auto kernel = sick_kernel<T, NT, KB, kSplit, kGrad>;
   static size_t configured = 0;  // raise the dynamic shared-memory cap once per instantiation
   if (smem > 48 * 1024 && smem > configured) {
-    BG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    BG_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     configured = smem;
   }
   kernel<<<unsigned(grid), kWarps * 32, smem, stream>>>(ka);
@@ -532,13 +553,18 @@ void launch_typed(const KernelArgs& ka, int64_t grid, size_t smem, cudaStream_t 
 }
 
 template <typename T, int NT, int KB>
-void launch_mode(const KernelArgs& ka, int64_t grid, size_t smem, bool split, bool grad, cudaStream_t s) {
+void launch_mode(const KernelArgs& ka, int64_t grid, size_t smem, bool split, bool grad,
+                 cudaStream_t s) {
   if (split) {
-    if (grad) launch_typed<T, NT, KB, true, true>(ka, grid, smem, s);
-    else launch_typed<T, NT, KB, true, false>(ka, grid, smem, s);
+    if (grad)
+      launch_typed<T, NT, KB, true, true>(ka, grid, smem, s);
+    else
+      launch_typed<T, NT, KB, true, false>(ka, grid, smem, s);
   } else {
-    if (grad) launch_typed<T, NT, KB, false, true>(ka, grid, smem, s);
-    else launch_typed<T, NT, KB, false, false>(ka, grid, smem, s);
+    if (grad)
+      launch_typed<T, NT, KB, false, true>(ka, grid, smem, s);
+    else
+      launch_typed<T, NT, KB, false, false>(ka, grid, smem, s);
   }
 }
 
@@ -548,7 +574,8 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   const int64_t n_ex = args.w.shape[0], hid = args.w.shape[1];
   const int bits = args.code.bits;
   if (bits < 1 || bits > 24) kernel_fail("sick", "bits must be in [1, 24]");
-  if (hid < 1 || hid > 64) kernel_fail("sick", "the CUDA kernel supports hidden sizes 1..64, got " + std::to_string(hid));
+  if (hid < 1 || hid > 64)
+    kernel_fail("sick", "the CUDA kernel supports hidden sizes 1..64, got " + std::to_string(hid));
   if (n_ex == 0) return;
   const int nt = hid <= 32 ? 4 : 8, kb = bits <= 16 ? 1 : 2;
   const int hp = nt * 8, bp = kb * 16;
@@ -563,7 +590,8 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
     smem += ((size_t(1) << lb) + (size_t(1) << hb)) * size_t(hp) * sizeof(float);
     if (smem > 200 * 1024)
       kernel_fail("sick", "the precomputed variant's tables do not fit in shared memory for " +
-                              std::to_string(bits) + " bits and hidden " + std::to_string(hid) + "; use bruteforce");
+                              std::to_string(bits) + " bits and hidden " + std::to_string(hid) +
+                              "; use bruteforce");
   }
   KernelArgs ka{};
   ka.w = args.w.data;
@@ -607,19 +635,23 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
     using T = decltype(zero);
     // f32/bf16 weights keep ~22 bits via hi + lo halves unless fp16 compute was asked for.
     const bool split = !std::is_same_v<T, __half> && !args.half_compute;
-    if (nt == 4 && kb == 1) launch_mode<T, 4, 1>(ka, grid, smem, split, grad, s);
-    else if (nt == 4) launch_mode<T, 4, 2>(ka, grid, smem, split, grad, s);
-    else if (kb == 1) launch_mode<T, 8, 1>(ka, grid, smem, split, grad, s);
-    else launch_mode<T, 8, 2>(ka, grid, smem, split, grad, s);
+    if (nt == 4 && kb == 1)
+      launch_mode<T, 4, 1>(ka, grid, smem, split, grad, s);
+    else if (nt == 4)
+      launch_mode<T, 4, 2>(ka, grid, smem, split, grad, s);
+    else if (kb == 1)
+      launch_mode<T, 8, 1>(ka, grid, smem, split, grad, s);
+    else
+      launch_mode<T, 8, 2>(ka, grid, smem, split, grad, s);
   });
   if (slices > 1) {
     ka.logz = static_cast<float*>(args.logz.data);  // the merge writes it
     dispatch_float(args.w.dtype, "sick", [&](auto zero) {
       using T = decltype(zero);
       sick_merge_kernel<T><<<unsigned(n_ex), 128, 0, s>>>(
-          ka, static_cast<float*>(args.m.data), static_cast<float*>(args.s.data), static_cast<float*>(args.gr.data),
-          static_cast<float*>(args.gw.data), static_cast<float*>(args.stats.data), static_cast<int64_t*>(args.sample.data),
-          n_ex);
+          ka, static_cast<float*>(args.m.data), static_cast<float*>(args.s.data),
+          static_cast<float*>(args.gr.data), static_cast<float*>(args.gw.data),
+          static_cast<float*>(args.stats.data), static_cast<int64_t*>(args.sample.data), n_ex);
     });
     BG_CUDA_LAUNCH_CHECK();
   }
@@ -628,8 +660,8 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
 namespace {
 
 template <typename T>
-__global__ void bide_logits_kernel(T* l, const T* w, const T* r, const int64_t* y, int64_t n_ex, int hid, int bits,
-                                   const float* logz, float* logp) {
+__global__ void bide_logits_kernel(T* l, const T* w, const T* r, const int64_t* y, int64_t n_ex,
+                                   int hid, int bits, const float* logz, float* logp) {
   const int64_t n = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x & 31;
   if (n >= n_ex) return;
@@ -637,20 +669,24 @@ __global__ void bide_logits_kernel(T* l, const T* w, const T* r, const int64_t* 
   float acc = 0.f;
   for (int i = lane; i < hid; i += 32) {
     float z = 0.f;
-    for (int j = 0; j < bits; ++j) z += ((k >> j) & 1u ? 1.f : -1.f) * to_float(w[(n * hid + i) * bits + j]);
+    for (int j = 0; j < bits; ++j)
+      z += ((k >> j) & 1u ? 1.f : -1.f) * to_float(w[(n * hid + i) * bits + j]);
     acc += to_float(r[n * hid + i]) * fmaxf(z, 0.f);
   }
   acc = warp_sum(acc);
   if (lane == 0) {
-    if (logz) logp[n] = acc - logz[n];
-    else l[n] = from_float<T>(acc);
+    if (logz)
+      logp[n] = acc - logz[n];
+    else
+      l[n] = from_float<T>(acc);
   }
 }
 
 template <typename T>
-__global__ void bide_log_prob_backward_kernel(T* dw, T* dr, const T* w, const T* r, const int64_t* y,
-                                              const float* gw, const float* gr, const float* s,
-                                              const T* g, int64_t n_ex, int hid, int bits) {
+__global__ void bide_log_prob_backward_kernel(T* dw, T* dr, const T* w, const T* r,
+                                              const int64_t* y, const float* gw, const float* gr,
+                                              const float* s, const T* g, int64_t n_ex, int hid,
+                                              int bits) {
   BG_GRID_LOOP(t, n_ex * hid) {
     const int64_t n = t / hid;
     const uint64_t k = uint64_t(y[n]);
@@ -676,8 +712,8 @@ void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y,
     using T = decltype(zero);
     bide_logits_kernel<T><<<unsigned((n_ex + 7) / 8), 256, 0, as_stream(stream)>>>(
         static_cast<T*>(l.data), static_cast<const T*>(w.data), static_cast<const T*>(r.data),
-        static_cast<const int64_t*>(y.data), n_ex, int(w.shape[1]), bits, static_cast<const float*>(logz.data),
-        static_cast<float*>(logp.data));
+        static_cast<const int64_t*>(y.data), n_ex, int(w.shape[1]), bits,
+        static_cast<const float*>(logz.data), static_cast<float*>(logp.data));
   });
   BG_CUDA_LAUNCH_CHECK();
 }

@@ -42,8 +42,8 @@ void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y,
   dispatch_float(dy.dtype, "unary_backward", [&](auto zero) {
     using T = decltype(zero);
     unary_backward_kernel<T><<<grid_for(n, 256), 256, 0, as_stream(stream)>>>(
-        op, static_cast<T*>(dx.data), static_cast<const T*>(x.data),
-        static_cast<const T*>(y.data), static_cast<const T*>(dy.data), n, float(a));
+        op, static_cast<T*>(dx.data), static_cast<const T*>(x.data), static_cast<const T*>(y.data),
+        static_cast<const T*>(dy.data), n, float(a));
   });
   BG_CUDA_LAUNCH_CHECK();
 }
