@@ -94,10 +94,14 @@ OpCase div_case() {
       "div", bg::div, [](double a, double b) { return a / b; }, Kind::positive);
 }
 OpCase maximum_case() {
-  return binary_case("maximum", bg::maximum, [](double a, double b) { return std::max(a, b); });
+  OpCase c = binary_case("maximum", bg::maximum, [](double a, double b) { return std::max(a, b); });
+  c.half_grads_vs_f32 = false;  // half rounding creates ties between a and b
+  return c;
 }
 OpCase minimum_case() {
-  return binary_case("minimum", bg::minimum, [](double a, double b) { return std::min(a, b); });
+  OpCase c = binary_case("minimum", bg::minimum, [](double a, double b) { return std::min(a, b); });
+  c.half_grads_vs_f32 = false;  // half rounding creates ties between a and b
+  return c;
 }
 OpCase mul_strided_case() {
   OpCase c = mul_case();
@@ -138,6 +142,7 @@ OpCase reduce_case(const char* name, std::vector<int> dims, bool is_max, Shape s
   if (sorted.empty())
     for (int d = 0; d < int(shape.size()); ++d) sorted.push_back(d);
   c.reference = [sorted, is_max](const V& x) { return ref::reduce(x[0], sorted, is_max); };
+  c.half_grads_vs_f32 = !is_max;
   return c;
 }
 OpCase sum_mid_case() { return reduce_case("sum dim 1", {1}, false); }
