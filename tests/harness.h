@@ -35,8 +35,9 @@ struct OpCase {
   double fd_tol = 1e-6;        // finite-difference tolerance (relative to the grad's scale)
   double cuda_f32_tol = 1e-5;  // CUDA f32 vs CPU f32, forward and gradients
   bool half_on_cuda = true;    // also run f16/bf16 on CUDA
-  // Compare f16/bf16 gradients with f32 ones too. Off for ops whose gradient jumps at ties
-  // (max, maximum, minimum): rounding inputs to half precision creates ties f32 does not have.
+  // Compare f16/bf16 gradients with f32 ones too. Off for ops whose gradient jumps (ties in
+  // max/maximum/minimum, relu kinks of a sum as in BIDE): rounding inputs to half precision can
+  // land on the other side of the jump.
   // CUDA half is always checked against CPU half on the same rounded inputs.
   bool half_grads_vs_f32 = true;
   bool differentiable = true;
