@@ -12,6 +12,9 @@
 #include "cli.h"
 #include "core/bide.h"
 #include "kernels/cuda/device_runtime.h"
+#if BITGRAD_WITH_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 namespace bg::cli {
 namespace {
@@ -24,6 +27,23 @@ double time_ms(Device dev, const std::function<void()>& fn) {
   auto call = [](void* ctx) { (*static_cast<const std::function<void()>*>(ctx))(); };
   return cuda::time_on_stream_ms(stream_for(dev), call, const_cast<std::function<void()>*>(&fn));
 }
+
+// Scratch from one preallocated buffer, so kernel-only timings contain no allocator work.
+class BumpScratch : public Scratch {
+ public:
+  BumpScratch(Device dev, size_t bytes) : buf_(empty({int64_t(bytes)}, DType::u8, dev)) {}
+  void* get(size_t bytes) override {
+    const size_t at = used_;
+    used_ += (bytes + 255) / 256 * 256;
+    BG_CHECK(used_ <= size_t(buf_.numel()), "bench", "scratch buffer too small");
+    return static_cast<char*>(buf_.data_ptr()) + at;
+  }
+  void reset() { used_ = 0; }
+
+ private:
+  Tensor buf_;
+  size_t used_ = 0;
+};
 
 struct Stat {
   double median, min;
@@ -54,8 +74,8 @@ int run_bench(const Args& args) {
        << ", \"bits\": " << bits << ", \"reps\": " << reps
        << ",\n  \"ceilings\": {\"tensor_tflops\": " << kTensorFlops / 1e12
        << ", \"cuda_core_tflops\": " << kCudaCoreFlops / 1e12 << "},\n  \"results\": [\n";
-  std::printf("%-9s %6s %5s %-12s %10s %10s %10s %9s\n", "op", "batch", "dtype", "variant",
-              "median_ms", "min_ms", "floor_ms", "peak_MB");
+  std::printf("%-9s %6s %5s %-12s %10s %10s %10s %10s %9s\n", "op", "batch", "dtype", "variant",
+              "median_ms", "kernel_ms", "min_ms", "floor_ms", "peak_MB");
   bool first = true;
   for (int64_t batch : {int64_t(64), int64_t(16384)})
     for (const char* dtype : {"fp32", "fp16"})
@@ -88,7 +108,34 @@ int run_bench(const Args& args) {
             1e3 * std::max(2 * flops_z / kTensorFlops, 1.6 * core_ops / kCudaCoreFlops);
         const double floor_bwd =
             1e3 * double(batch) * hid * (bits + 1) * 4 * 6 / 4.25e12;  // memory-bound
-        std::vector<double> t_norm, t_fwd, t_bwd;
+        std::vector<double> t_norm, t_fwd, t_bwd, k_norm, k_fwd;
+        // Kernel-only: the SICK pass alone on preallocated outputs (what Triton timings measure).
+        Tensor km = empty({batch}, DType::f32, dev), ks = empty({batch}, DType::f32, dev),
+               kz = empty({batch}, DType::f32, dev), kgr = empty({batch, hid}, DType::f32, dev),
+               kgw = empty({batch, hid, bits}, DType::f32, dev);
+        BumpScratch bump(dev, size_t(64) << 20);
+        auto kernel_ms = [&](int i, bool grad) {
+#if BITGRAD_WITH_CUDA
+          SickArgs a;
+          a.w = ws[size_t(i)].kview();
+          a.r = rs[size_t(i)].kview();
+          a.m = km.kview();
+          a.s = ks.kview();
+          a.logz = kz.kview();
+          a.gr = kgr.kview();
+          a.gw = kgw.kview();
+          a.code = opt.code;
+          a.outputs = grad ? kSickGrad : 0;
+          a.precomputed = std::string(variant) == "precomputed";
+          a.half_compute = half;
+          bump.reset();
+          return time_ms(dev, [&] { cuda::sick_forward(a, bump, stream_for(dev)); });
+#else
+          (void)i;
+          (void)grad;
+          return 0.0;
+#endif
+        };
         synchronize(dev);
         cuda_reset_peak(0);
         const size_t base = cuda_allocator_stats(0).allocated;
@@ -101,28 +148,33 @@ int run_bench(const Args& args) {
           Tensor loss;
           const double tf = time_ms(dev, [&] { loss = bide_nll(w, r, ys[size_t(i)], opt); });
           const double tb = time_ms(dev, [&] { loss.backward(); });
+          const double kn = kernel_ms(i, false), kf = kernel_ms(i, true);
           if (it >= 3) {
             t_norm.push_back(tn);
             t_fwd.push_back(tf);
             t_bwd.push_back(tb);
+            k_norm.push_back(kn);
+            k_fwd.push_back(kf);
           }
         }
         const double peak_mb = double(cuda_allocator_stats(0).peak_allocated - base) / 1e6;
         struct Row {
           const char* op;
           Stat st;
-          double floor;
+          double floor, kernel;  // kernel: median of the SICK pass alone (< 0: not applicable)
         };
-        for (const Row& row : {Row{"normalizer", summarize(t_norm), floor_norm},
-                               Row{"nll_fwd", summarize(t_fwd), floor_fwd},
-                               Row{"nll_bwd", summarize(t_bwd), floor_bwd}}) {
-          std::printf("%-9s %6lld %5s %-12s %10.4f %10.4f %10.4f %9.1f\n", row.op, (long long)batch,
-                      dtype, variant, row.st.median, row.st.min, row.floor, peak_mb);
+        for (const Row& row :
+             {Row{"normalizer", summarize(t_norm), floor_norm, summarize(k_norm).median},
+              Row{"nll_fwd", summarize(t_fwd), floor_fwd, summarize(k_fwd).median},
+              Row{"nll_bwd", summarize(t_bwd), floor_bwd, -1.0}}) {
+          std::printf("%-9s %6lld %5s %-12s %10.4f %10.4f %10.4f %10.4f %9.1f\n", row.op,
+                      (long long)batch, dtype, variant, row.st.median, row.kernel, row.st.min,
+                      row.floor, peak_mb);
           json << (first ? "" : ",\n") << "    {\"op\": \"" << row.op << "\", \"batch\": " << batch
                << ", \"dtype\": \"" << dtype << "\", \"variant\": \"" << variant
                << "\", \"median_ms\": " << row.st.median << ", \"min_ms\": " << row.st.min
-               << ", \"floor_ms\": " << row.floor << ", \"peak_mb\": " << peak_mb
-               << ", \"input_sets\": " << sets << "}";
+               << ", \"floor_ms\": " << row.floor << ", \"kernel_ms\": " << row.kernel
+               << ", \"peak_mb\": " << peak_mb << ", \"input_sets\": " << sets << "}";
           first = false;
         }
       }

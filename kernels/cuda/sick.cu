@@ -610,9 +610,10 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
     ka.logz = static_cast<float*>(args.logz.data);
     ka.m = static_cast<float*>(args.m.data);
     ka.s = static_cast<float*>(args.s.data);
-    ka.gr = static_cast<float*>(args.gr.data);
-    ka.gw = static_cast<float*>(args.gw.data);
-    ka.stats = static_cast<float*>(args.stats.data);
+    // Only the outputs asked for: the kernels test these pointers.
+    ka.gr = grad ? static_cast<float*>(args.gr.data) : nullptr;
+    ka.gw = grad ? static_cast<float*>(args.gw.data) : nullptr;
+    ka.stats = stats ? static_cast<float*>(args.stats.data) : nullptr;
     if (sample) {
       ka.best = static_cast<float*>(scratch.get(sizeof(float) * size_t(n_ex)));
       ka.best_idx = static_cast<int64_t*>(args.sample.data);
@@ -650,8 +651,10 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
       using T = decltype(zero);
       sick_merge_kernel<T><<<unsigned(n_ex), 128, 0, s>>>(
           ka, static_cast<float*>(args.m.data), static_cast<float*>(args.s.data),
-          static_cast<float*>(args.gr.data), static_cast<float*>(args.gw.data),
-          static_cast<float*>(args.stats.data), static_cast<int64_t*>(args.sample.data), n_ex);
+          grad ? static_cast<float*>(args.gr.data) : nullptr,
+          grad ? static_cast<float*>(args.gw.data) : nullptr,
+          stats ? static_cast<float*>(args.stats.data) : nullptr,
+          sample ? static_cast<int64_t*>(args.sample.data) : nullptr, n_ex);
     });
     BG_CUDA_LAUNCH_CHECK();
   }
