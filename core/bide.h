@@ -33,8 +33,10 @@ Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, c
                            const BideOptions& opt);
 // log density of float values: log p(y) - log(bucket width of y).
 Tensor bide_log_density(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt);
-// P(X <= x_n) over finite values in their natural order (x given as patterns, i64).
+// P(X <= x_n) over finite values in their natural order (x given as patterns, i64), and its
+// logarithm computed in log space (exact for far tails where the CDF underflows).
 Tensor bide_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOptions& opt);
+Tensor bide_log_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOptions& opt);
 // The smallest finite pattern (in value order) whose CDF reaches q_n; q (N) f64 in (0, 1].
 Tensor bide_quantile(const Tensor& w, const Tensor& r, const Tensor& q, const BideOptions& opt);
 // One exact sample per example (Gumbel-max over all patterns in the fused pass), as patterns.

@@ -164,6 +164,17 @@ TEST_CASE("cpu: float16 CDF is monotone in value order and quantile inverts it")
   const int64_t top = opt.code.from_order_key(0xFBFF);  // the largest finite float16
   CHECK(bide_cdf(w, r, from_vector(std::vector<int64_t>{top}, {1}), opt).item() ==
         doctest::Approx(1.0 - mom.nonfinite_mass.item()).epsilon(1e-12));
+  // log_cdf agrees with log(cdf), and keeps far-tail values that cdf rounds to 0 in f32.
+  const std::vector<double> lc =
+      bide_log_cdf(wm, rm, from_vector(xs, {m}), opt).to_vector<double>();
+  for (size_t i = 0; i < c.size(); ++i)
+    if (c[i] > 1e-300) CHECK(lc[i] == doctest::Approx(std::log(c[i])).epsilon(1e-9));
+  const Tensor w_sharp = (w * 8.0).contiguous(), r_sharp = (r * 8.0).contiguous();
+  const std::vector<int64_t> lowest{opt.code.from_order_key(0x0400)};  // the most negative finite
+  const double tail =
+      bide_log_cdf(w_sharp.to(DType::f32), r_sharp.to(DType::f32), from_vector(lowest, {1}), opt)
+          .item();
+  CHECK(std::isfinite(tail));
   // quantile(cdf(x)) == x.
   const std::vector<int64_t> back =
       bide_quantile(wm, rm, from_vector(c, {m}), opt).to_vector<int64_t>();

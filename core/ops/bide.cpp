@@ -254,10 +254,10 @@ Tensor logaddexp(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-Tensor bide_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOptions& opt) {
+Tensor bide_log_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOptions& opt) {
   NoGradGuard ng;
   const int64_t n = w.size(0);
-  BG_CHECK(x.numel() == n && x.dtype() == DType::i64, "bide_cdf", "x must be (", n,
+  BG_CHECK(x.numel() == n && x.dtype() == DType::i64, "bide_log_cdf", "x must be (", n,
            ",) i64 patterns");
   const std::vector<int64_t> xs = x.to_vector<int64_t>();
   const size_t count = static_cast<size_t>(n);
@@ -265,7 +265,7 @@ Tensor bide_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOpt
   for (int64_t i = 0; i < n; ++i) {
     BG_CHECK(xs[size_t(i)] >= 0 && xs[size_t(i)] < (int64_t(1) << opt.code.bits) &&
                  opt.code.finite(uint32_t(xs[size_t(i)])),
-             "bide_cdf", "x[", i, "] = ", xs[size_t(i)], " is not a finite ", opt.code.bits,
+             "bide_log_cdf", "x[", i, "] = ", xs[size_t(i)], " is not a finite ", opt.code.bits,
              "-bit pattern");
     int64_t rg[4];
     cdf_ranges(opt.code, uint32_t(xs[size_t(i)]), rg);
@@ -279,7 +279,12 @@ Tensor bide_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOpt
       bide_range_log_mass(w, r, from_vector(a0, {n}, dev), from_vector(a1, {n}, dev), opt);
   const Tensor lb =
       bide_range_log_mass(w, r, from_vector(b0, {n}, dev), from_vector(b1, {n}, dev), opt);
-  return exp(logaddexp(la, lb) - bide_log_normalizer(w, r, opt));
+  return logaddexp(la, lb) - bide_log_normalizer(w, r, opt);
+}
+
+Tensor bide_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOptions& opt) {
+  NoGradGuard ng;
+  return exp(bide_log_cdf(w, r, x, opt));
 }
 
 Tensor bide_quantile(const Tensor& w, const Tensor& r, const Tensor& q, const BideOptions& opt) {
