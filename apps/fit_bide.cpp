@@ -506,21 +506,18 @@ int run_fit_bide(const Args& args) {
       std::printf("  %s: skipped %lld value(s), first: %s\n", r.name.c_str(),
                   (long long)data[d].skipped, data[d].skip_note.c_str());
   }
+  // One pass: the debiased EMA curve feeds both metrics.csv and loss.svg.
   std::ostringstream metrics;
   metrics << "step,loss,ema_loss,lr\n";
-  double e = 0;
-  for (size_t s = 0; s < host_losses.size(); ++s) {
-    e = cfg.ema * e + (1 - cfg.ema) * host_losses[s];
-    metrics << s + 1 << "," << host_losses[s] << "," << e / (1 - std::pow(cfg.ema, double(s + 1)))
-            << "," << cfg.schedule.at(int64_t(s)) << "\n";
-  }
   std::vector<double> steps_x, loss_y, ema_y;
-  e = 0;
+  double e = 0;
   for (size_t s = 0; s < host_losses.size(); ++s) {
     e = cfg.ema * e + (1 - cfg.ema) * host_losses[s];
     steps_x.push_back(double(s + 1));
     loss_y.push_back(host_losses[s]);
     ema_y.push_back(e / (1 - std::pow(cfg.ema, double(s + 1))));
+    metrics << s + 1 << "," << host_losses[s] << "," << ema_y.back() << ","
+            << cfg.schedule.at(int64_t(s)) << "\n";
   }
   const std::string& out = cfg.out_dir;
   write_file_atomic(out + "/config.yaml", reader.effective_yaml());

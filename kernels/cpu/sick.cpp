@@ -350,6 +350,14 @@ void sick_forward(const SickArgs& args, Scratch&, StreamHandle) {
   dispatch_float(args.w.dtype, "sick", [&](auto zero) { sick_typed<decltype(zero)>(args); });
 }
 
+// z = sum_j (+-1 by bit j of k) w[j]: one hidden unit's pre-activation at pattern k.
+template <typename T>
+double pattern_z(const T* w, uint64_t k, int bits) {
+  double z = 0;
+  for (int j = 0; j < bits; ++j) z += ((k >> j) & 1u ? 1.0 : -1.0) * double(w[j]);
+  return z;
+}
+
 void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y, int bits,
                  const KView& logz, const KView& logp, StreamHandle) {
   dispatch_float(w.dtype, "bide_logits", [&](auto zero) {
@@ -359,12 +367,9 @@ void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y,
     for (int64_t n = 0; n < n_ex; ++n) {
       const uint64_t k = uint64_t(ptr<int64_t>(y)[n]);
       double logit = 0;
-      for (int64_t i = 0; i < hid; ++i) {
-        double z = 0;
-        for (int j = 0; j < bits; ++j)
-          z += ((k >> j) & 1u ? 1.0 : -1.0) * double(ptr<T>(w)[(n * hid + i) * bits + j]);
-        logit += double(ptr<T>(r)[n * hid + i]) * std::max(z, 0.0);
-      }
+      for (int64_t i = 0; i < hid; ++i)
+        logit += double(ptr<T>(r)[n * hid + i]) *
+                 std::max(pattern_z(ptr<T>(w) + (n * hid + i) * bits, k, bits), 0.0);
       if (logz.data)
         ptr<Acc>(logp)[n] = Acc(logit - double(ptr<Acc>(logz)[n]));
       else
@@ -385,8 +390,7 @@ void bide_log_prob_backward(const KView& dw, const KView& dr, const KView& w, co
       const double gn = double(ptr<T>(g)[n]), inv_s = 1.0 / double(ptr<Acc>(s)[n]);
       for (int64_t i = 0; i < hid; ++i) {
         const T* wi = ptr<T>(w) + (n * hid + i) * bits;
-        double z = 0;
-        for (int j = 0; j < bits; ++j) z += ((k >> j) & 1u ? 1.0 : -1.0) * double(wi[j]);
+        const double z = pattern_z(wi, k, bits);
         const double ri = double(ptr<T>(r)[n * hid + i]);
         ptr<T>(dr)[n * hid + i] =
             T(gn * (std::max(z, 0.0) - double(ptr<Acc>(gr)[n * hid + i]) * inv_s));
