@@ -136,12 +136,14 @@ void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const 
 
 std::string bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden) {
   if (opt.variant != "auto") return opt.variant;
-  // The precomputed tables must fit in shared memory (B <= 16); bruteforce runs on tensor cores.
-  // Measured choice: see bench/results/sick_*.json and docs/sick.md.
-  (void)n;
+  // Measured choice (bench/results/sick_h200.json, docs/sick.md). CPU: the vectorised
+  // precomputed path from 8 bits. CUDA: precomputed once each warp has enough tiles to amortise
+  // its table set-up (about N * 2^B >= 2^24 patterns, N >= 256 at 16 bits); below that the
+  // bruteforce kernel, which needs no set-up, is faster (batch 64: 35 vs 43 us).
   (void)hidden;
   if (device.is_cpu()) return opt.code.bits >= 8 ? "precomputed" : "bruteforce";
-  return "bruteforce";
+  return double(n) * std::ldexp(1.0, opt.code.bits) >= std::ldexp(1.0, 24) ? "precomputed"
+                                                                           : "bruteforce";
 }
 
 Tensor bide_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt) {

@@ -1,97 +1,26 @@
-// sick.cu: the SICK fused pass on tensor cores.
+// sick.cu: the SICK fused pass, bruteforce variant, and the entry point for both variants.
 //
-// Per example n, patterns k are visited in tiles of 32 by one warp. For a tile:
-//   1. Z^T (H x 32) = W_n (H x B) . b^T (B x 32) with mma.sync m16n8k16 (f16 in, f32 accumulate);
-//      the +-1 bit fragments are generated in registers from the pattern index. In "fp32" mode
-//      W is split into two f16 halves (hi + lo) and both are multiplied: b is exact, so z keeps
-//      ~22 bits. The precomputed variant instead reads z = z1[k_lo] + z2[k_hi] from f32 tables
-//      built in shared memory per example.
-//   2. l_k = r . relu(z_k): each thread holds 4 hidden rows x 8 patterns; a reduce-scatter over
-//      the 8 lanes of a column group leaves lane (g, c) with the full logit of one pattern, so
-//      each exp is computed once.
-//   3. Online softmax over the warp: running max m (warp-uniform), e = exp(l - m), s += e.
-//   4. With gradients: e is gathered back to the fragment layout; q = e * 1[z > 0] is already
-//      the A operand of the next mma (the accumulator layout of two n8 tiles is the A layout of
-//      one k16 step), so gw (H x B) += q (H x 32) . b (32 x B) runs on tensor cores too;
-//      gr (H) += sum_k q * z in registers.
-// Each CTA (4 warps) covers a fixed slice of one example's range; warps and CTA slices are merged
-// in a fixed order (no atomics), and the slice count depends only on N and the range size, never
-// on the GPU: the bits repeat on any Hopper part and run to run.
+// Per example n, patterns k are visited in tiles of 32 by one warp (patterns are the M dimension
+// of two m16 tiles). For a tile:
+//   1. Z (32 x H) = b (32 x B) . W^T with mma.sync m16n8k16; the +-1 bit fragments come from the
+//      pattern index in registers. fp16 mode accumulates z in f16 (relu is one HMAX2); fp32 mode
+//      splits W into hi + lo f16 halves (b is exact, so z keeps ~22 bits) and accumulates in f32.
+//   2. l = relu(Z) . r on tensor cores: two hidden n8 tiles of Z's accumulators are the A operand
+//      of one k16 step (the FlashAttention-2 register trick).
+//   3. Online softmax over the warp (WarpState::add): lane (g, c) owns one pattern, one exp each.
+//   4. With gradients: q = e 1[z > 0] transposed into the B operand with movmatrix, and
+//      gw^T (bits x H) += b^T q on tensor cores.
+// The precomputed variant (sick_precomputed.cu) replaces step 1 by register and shared-memory
+// tables. Each CTA (4 warps) covers a fixed slice of one example's range; warps and CTA slices
+// are merged in a fixed order (no atomics), and the slice count depends only on N and the range
+// size, never on the GPU: the bits repeat on any GPU and run to run.
 #include <cuda_fp16.h>
 
-#include "../bide_values.h"
-#include "cuda_common.cuh"
 #include "cuda_kernels.h"
+#include "sick_common.cuh"
 
-namespace bg::cuda {
+namespace bg::cuda::sick {
 namespace {
-
-constexpr int kWarps = 4;
-constexpr int kTile = 32;  // patterns per warp step
-
-__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-template <typename T>
-__device__ __forceinline__ float load_f(const T* p, int64_t i) {
-  return to_float(p[i]);
-}
-
-struct KernelArgs {
-  const void* w;
-  const void* r;
-  const int64_t* lo;
-  const int64_t* hi;
-  int64_t n_ex, hid, slices;
-  BideCode code;
-  uint32_t outputs;
-  uint64_t seed;
-  bool precomputed;
-  // Outputs when slices == 1, else per-(example, slice) partials in the same layout with
-  // n * slices + slice as the row.
-  float *m, *s, *gr, *gw, *stats, *best;
-  int64_t* best_idx;
-  float* logz;  // optional: m + log s (final outputs only)
-};
-
-// f16 accumulate: D (2 x half2) = A . B + C.
-__device__ __forceinline__ void mma16816_h(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0,
-                                           uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
-      "{%0,%1};\n"
-      : "+r"(d[0]), "+r"(d[1])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// The same with C = 0 (the zero register: no moves to clear accumulators).
-__device__ __forceinline__ void mma16816_h0(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0,
-                                            uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
-      "{%8,%8};\n"
-      : "=r"(d[0]), "=r"(d[1])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0u));
-}
-__device__ __forceinline__ void mma16816_0(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                           uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%10,%10,%10,%10};\n"
-      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.f));
-}
 
 __device__ __forceinline__ uint32_t hmax2_zero(uint32_t x) {
   const __half2 h = __hmax2(*reinterpret_cast<const __half2*>(&x), __float2half2_rn(0.f));
@@ -103,68 +32,25 @@ __device__ __forceinline__ uint32_t pm_pair(uint32_t x) {
   return 0xBC00BC00u ^ ((x & 1u) << 15) ^ ((x & 2u) << 30);
 }
 
-// 2^x with denormal outputs flushed (no fix-up code around MUFU.EX2): e = exp(l - m) <= e^8.
-__device__ __forceinline__ float exp_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
-  return y;
-}
-
 __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
   uint32_t y;
   asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
   return y;
 }
 
-// hi/lo f16 split of a float pair: hi + lo carries ~22 bits.
-__device__ __forceinline__ void split_pack(float a, float b, uint32_t& hi, uint32_t& lo) {
-  const __half ha = __float2half_rn(a), hb = __float2half_rn(b);
-  hi = pack_half2(__half2float(ha), __half2float(hb));
-  lo = pack_half2(a - __half2float(ha), b - __half2float(hb));
-}
-
-constexpr float kSlack = 8.f;  // the running max moves only when exceeded by this much
-
 // NT: 8-wide tiles of hidden units (H <= 8 NT); KB: 16-bit steps of B (B <= 16 KB).
-// Tile = 32 patterns = two m16 tiles; lane (g, c) owns pattern base + 16 (c >> 1) + g + 8 (c & 1).
+// Lane (g, c) owns pattern base + 16 (c >> 1) + g + 8 (c & 1) of a tile.
 template <typename T, int NT, int KB, bool kSplit, bool kGrad>
-__global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
+__global__ void __launch_bounds__(kWarps * 32) sick_bruteforce_kernel(KernelArgs a) {
   extern __shared__ float smem[];
-  constexpr int HP = NT * 8, BP = KB * 16, KL = NT / 2;  // KL: k16 steps over hidden units
+  constexpr int KL = NT / 2;  // k16 steps over hidden units
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int64_t n = blockIdx.x / a.slices, slice = blockIdx.x % a.slices;
   const int bits = a.code.bits;
   const int hid = int(a.hid);
   const T* w = static_cast<const T*>(a.w) + n * a.hid * bits;
   const T* rv = static_cast<const T*>(a.r) + n * a.hid;
-
-  const int64_t lo = a.lo ? a.lo[n] : 0, hi = a.hi ? a.hi[n] : (int64_t(1) << bits);
-  const int64_t first_tile = lo / kTile, tiles = (hi + kTile - 1) / kTile - first_tile;
-  const int64_t per_slice = (tiles + a.slices - 1) / a.slices;
-  const int64_t s_begin = first_tile + min(tiles, slice * per_slice);
-  const int64_t s_end = first_tile + min(tiles, (slice + 1) * per_slice);
-  const int64_t per_warp = (s_end - s_begin + kWarps - 1) / kWarps;
-  const int64_t w_begin = min(s_end, s_begin + warp * per_warp),
-                w_end = min(s_end, w_begin + per_warp);
-
-  // Precomputed tables z1 (2^lb x HP), z2 (2^hb x HP) in f32.
-  const int lb = bits / 2, hb = bits - lb, zs = HP;
-  float* z1 = smem;
-  float* z2 = smem + (a.precomputed ? (size_t(1) << lb) * zs : 0);
-  if (a.precomputed) {
-    const int rows1 = 1 << lb, rows2 = 1 << hb;
-    for (int t = threadIdx.x; t < (rows1 + rows2) * HP; t += blockDim.x) {
-      const int row = t / HP, i = t % HP;
-      const bool second = row >= rows1;
-      const int k = second ? row - rows1 : row, j0 = second ? lb : 0, nb = second ? hb : lb;
-      float z = 0.f;
-      if (i < hid)
-        for (int j = 0; j < nb; ++j)
-          z += ((k >> j) & 1 ? 1.f : -1.f) * load_f(w, int64_t(i) * bits + j0 + j);
-      (second ? z2 + size_t(k) * zs : z1 + size_t(row) * zs)[i] = z;
-    }
-    __syncthreads();
-  }
+  const WarpRange range = warp_range(a, n, slice, warp);
 
   // B operands, loaded once: W^T (bits x hidden) for z, and r replicated for l = relu(z) r.
   uint32_t wb[NT][KB][2], wbl[NT][KB][2], rb[KL][2], rbl[KL][2];
@@ -179,34 +65,20 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
         const float v1 = (i < hid && j + 1 < bits) ? load_f(w, int64_t(i) * bits + j + 1) : 0.f;
         split_pack(v0, v1, wb[nt][kb][q], wbl[nt][kb][q]);
       }
-#pragma unroll
-  for (int ks = 0; ks < KL; ++ks)
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      const int i = 16 * ks + 2 * c + 8 * q;
-      split_pack(i < hid ? load_f(rv, i) : 0.f, i + 1 < hid ? load_f(rv, i + 1) : 0.f, rb[ks][q],
-                 rbl[ks][q]);
-    }
+  load_r_operand<T, KL>(rv, hid, c, rb, rbl);
 
-  float m = -INFINITY, s = 0.f;
-  float gwa[KB][NT][4] = {};
-  float st[4] = {0.f, 0.f, 0.f, 0.f};
-  float best = -INFINITY;
-  int64_t best_k = -1;
-  const bool want_stats = a.outputs & kSickStats, want_sample = a.outputs & kSickSample;
-
+  WarpState<NT, KB, kGrad> ws;
   // Bits 0..3 of a pattern come from the lane's row (g or g + 8): constants. Higher bit pairs
   // are the same for every lane of a tile, so each tile derives them from its base alone.
   constexpr bool kHalfZ = !kSplit;  // fp16 mode: z accumulates in f16, relu is one HMAX2
   const uint32_t row_pair0 = pm_pair(uint32_t(g) >> (2 * c)),
                  row_pair1 = pm_pair(uint32_t(g + 8) >> (2 * c));
-  const int tile_end = int(w_end);
-  const uint32_t lo32 = uint32_t(lo), hi32 = uint32_t(hi);  // patterns < 2^24
+  const uint32_t lo32 = uint32_t(range.lo), hi32 = uint32_t(range.hi);  // patterns < 2^24
   // Bit g (< 4) of patterns 2c, 2c+1 and 2c+8, 2c+9 of an m-tile: the gradient's b^T operand.
   auto pm1 = [](uint32_t p, int j) { return ((p >> j) & 1u) ? 0x3C00u : 0xBC00u; };
   const uint32_t lo_bits_a = pm1(2 * c, g & 3) | (pm1(2 * c + 1, g & 3) << 16);
   const uint32_t lo_bits_b = pm1(2 * c + 8, g & 3) | (pm1(2 * c + 9, g & 3) << 16);
-  for (int tile = int(w_begin); tile < tile_end; ++tile) {
+  for (int tile = range.begin; tile < range.end; ++tile) {
     const uint32_t base = uint32_t(tile) * kTile;
     // Bit pairs above bit 3, shared by both m-tiles (base is a multiple of 32, so the second
     // m-tile differs only in bit 4: lane c == 2 of k-step 0 flips its low half).
@@ -222,63 +94,36 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
     float lg[2][2];         // logits of rows g, g+8 per m-tile
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
-      const uint32_t u = base + 16 * mt;  // the bits above bit 3 of every row of this m-tile
-      if (a.precomputed) {
-        const uint32_t p0 = u + g, p1 = p0 + 8;
-        const uint32_t mask = (1u << lb) - 1u;
-        const float* za = z1 + (p0 & mask) * zs;
-        const float* zb = z1 + (p1 & mask) * zs;
-        const float* zh0 = z2 + (p0 >> lb) * zs;
-        const float* zh1 = z2 + (p1 >> lb) * zs;
+      uint32_t ab[KB][4];
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const int i = 8 * nt + 2 * c;
-          const float2 x0 = *reinterpret_cast<const float2*>(za + i),
-                       y0 = *reinterpret_cast<const float2*>(zh0 + i);
-          const float2 x1 = *reinterpret_cast<const float2*>(zb + i),
-                       y1 = *reinterpret_cast<const float2*>(zh1 + i);
-          z[mt][nt][0] = x0.x + y0.x;
-          z[mt][nt][1] = x0.y + y0.y;
-          z[mt][nt][2] = x1.x + y1.x;
-          z[mt][nt][3] = x1.y + y1.y;
-          if (kHalfZ) {
-            zh[mt][nt][0] = pack_half2(z[mt][nt][0], z[mt][nt][1]);
-            zh[mt][nt][1] = pack_half2(z[mt][nt][2], z[mt][nt][3]);
-          }
+      for (int kb = 0; kb < KB; ++kb) {
+        if (kb == 0) {
+          const uint32_t mid = (mt == 1 && c == 2) ? mid_pair[0] ^ 0x8000u : mid_pair[0];
+          ab[kb][0] = c < 2 ? row_pair0 : mid;
+          ab[kb][1] = c < 2 ? row_pair1 : mid;
+        } else {
+          ab[kb][0] = ab[kb][1] = mid_pair[kb];
         }
-      } else {
-        uint32_t ab[KB][4];
+        ab[kb][2] = ab[kb][3] = high_pair[kb];
+      }
 #pragma unroll
-        for (int kb = 0; kb < KB; ++kb) {
-          if (kb == 0) {
-            const uint32_t mid = (mt == 1 && c == 2) ? mid_pair[0] ^ 0x8000u : mid_pair[0];
-            ab[kb][0] = c < 2 ? row_pair0 : mid;
-            ab[kb][1] = c < 2 ? row_pair1 : mid;
-          } else {
-            ab[kb][0] = ab[kb][1] = mid_pair[kb];
-          }
-          ab[kb][2] = ab[kb][3] = high_pair[kb];
-        }
+      for (int nt = 0; nt < NT; ++nt) {
+        if (kHalfZ) {
+          mma16816_h0(zh[mt][nt], ab[0], wb[nt][0][0], wb[nt][0][1]);
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          if (kHalfZ) {
-            mma16816_h0(zh[mt][nt], ab[0], wb[nt][0][0], wb[nt][0][1]);
+          for (int kb = 1; kb < KB; ++kb)
+            mma16816_h(zh[mt][nt], ab[kb], wb[nt][kb][0], wb[nt][kb][1]);
+        } else {
+          mma16816_0(z[mt][nt], ab[0], wb[nt][0][0], wb[nt][0][1]);
+          mma16816(z[mt][nt], ab[0], wbl[nt][0][0], wbl[nt][0][1]);
 #pragma unroll
-            for (int kb = 1; kb < KB; ++kb)
-              mma16816_h(zh[mt][nt], ab[kb], wb[nt][kb][0], wb[nt][kb][1]);
-          } else {
-            mma16816_0(z[mt][nt], ab[0], wb[nt][0][0], wb[nt][0][1]);
-            mma16816(z[mt][nt], ab[0], wbl[nt][0][0], wbl[nt][0][1]);
-#pragma unroll
-            for (int kb = 1; kb < KB; ++kb) {
-              mma16816(z[mt][nt], ab[kb], wb[nt][kb][0], wb[nt][kb][1]);
-              mma16816(z[mt][nt], ab[kb], wbl[nt][kb][0], wbl[nt][kb][1]);
-            }
+          for (int kb = 1; kb < KB; ++kb) {
+            mma16816(z[mt][nt], ab[kb], wb[nt][kb][0], wb[nt][kb][1]);
+            mma16816(z[mt][nt], ab[kb], wbl[nt][kb][0], wbl[nt][kb][1]);
           }
         }
       }
-      // l = relu(z) . r on tensor cores: two hidden n8 tiles of z's accumulators are the A
-      // operand of one k16 step.
+      // l = relu(z) . r on tensor cores.
       float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int ks = 0; ks < KL; ++ks) {
@@ -308,41 +153,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
     const float l_raw = own_mt ? (own_h ? lg[1][1] : lg[1][0]) : (own_h ? lg[0][1] : lg[0][0]);
     const uint32_t my_k = base + 16 * own_mt + g + 8 * own_h;
     const bool inside = interior || (my_k >= lo32 && my_k < hi32);
-    const float logit = inside ? l_raw : -INFINITY;
-    if (__any_sync(0xffffffffu, logit > m + kSlack)) {  // rare: move the reference point
-      const float new_m = warp_max(logit);
-      const float scale = m == -INFINITY ? 0.f : __expf(m - new_m);
-      s *= scale;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) st[q] *= scale;
-      if (kGrad) {
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int kb = 0; kb < KB; ++kb)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) gwa[kb][nt][q] *= scale;
-      }
-      m = new_m;
-    }
-    const float e = inside ? exp_ftz(logit - m) : 0.f;
-    s += e;
-    if (want_stats && inside) {
-      st[0] += e * logit;
-      if (a.code.finite(my_k)) {
-        const float v = float(a.code.value(my_k));
-        st[1] += e;
-        st[2] += e * v;
-        st[3] += e * v * v;
-      }
-    }
-    if (want_sample && inside) {
-      const float key = logit + sick_gumbel(a.seed, uint64_t(n), my_k);
-      if (key > best) {
-        best = key;
-        best_k = my_k;
-      }
-    }
+    const float e = ws.template add<true, true>(a, n, l_raw, my_k, inside);
     if (kGrad) {
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
@@ -392,97 +203,15 @@ __global__ void __launch_bounds__(kWarps * 32) sick_kernel(KernelArgs a) {
           ab[1] = ab[3] = both((u >> j1) & 1u);
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
-            mma16816(gwa[kb][nt], ab, qb[nt][0], qb[nt][1]);
-            if (kSplit) mma16816(gwa[kb][nt], ab, qbl[nt][0], qbl[nt][1]);
+            mma16816(ws.gw[kb][nt], ab, qb[nt][0], qb[nt][1]);
+            if (kSplit) mma16816(ws.gw[kb][nt], ab, qbl[nt][0], qbl[nt][1]);
           }
         }
       }
     }
   }
-
-  // Warp totals: s and stats over lanes; sample argmax.
-  s = warp_sum(s);
-#pragma unroll
-  for (int q = 0; q < 4; ++q) st[q] = warp_sum(st[q]);
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ob = __shfl_xor_sync(0xffffffffu, best, o);
-    const int64_t ok = __shfl_xor_sync(0xffffffffu, best_k, o);
-    if (ob > best || (ob == best && ok >= 0 && (best_k < 0 || ok < best_k))) {
-      best = ob;
-      best_k = ok;
-    }
-  }
-
-  // Merge the 4 warps in a fixed order through shared memory.
-  float* merge = smem + (a.precomputed ? ((size_t(1) << lb) + (size_t(1) << hb)) * zs : 0);
-  constexpr int kRec = 8 + HP + HP * BP;  // m, s, stats[4], best, best_k | (unused) | gw
-  float* rec = merge + warp * kRec;
-  if (lane == 0) {
-    rec[0] = m;
-    rec[1] = s;
-    for (int q = 0; q < 4; ++q) rec[2 + q] = st[q];
-    rec[6] = best;
-    rec[7] = __int_as_float(int(best_k));
-  }
-  if (kGrad) {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-      for (int kb = 0; kb < KB; ++kb)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int j = 16 * kb + g + ((q & 2) ? 8 : 0), i = 8 * nt + 2 * c + (q & 1);
-          rec[8 + HP + i * BP + j] = gwa[kb][nt][q];
-        }
-    }
-  }
-  __syncthreads();
-  float mm = -INFINITY;
-  for (int wi = 0; wi < kWarps; ++wi) mm = fmaxf(mm, merge[wi * kRec]);
-  float scale[kWarps];
-  for (int wi = 0; wi < kWarps; ++wi) {
-    const float mw = merge[wi * kRec];
-    scale[wi] = mw == -INFINITY ? 0.f : __expf(mw - mm);
-  }
-  const int64_t row = n * a.slices + slice;
-  if (threadIdx.x == 0) {
-    float ss = 0.f, sts[4] = {0.f, 0.f, 0.f, 0.f}, bb = -INFINITY;
-    int bk = -1;
-    for (int wi = 0; wi < kWarps; ++wi) {
-      const float* rw = merge + wi * kRec;
-      ss += rw[1] * scale[wi];
-      for (int q = 0; q < 4; ++q) sts[q] += rw[2 + q] * scale[wi];
-      const int k = __float_as_int(rw[7]);
-      if (k >= 0 && (rw[6] > bb || (rw[6] == bb && k < bk))) {
-        bb = rw[6];
-        bk = k;
-      }
-    }
-    a.m[row] = mm;
-    a.s[row] = ss;
-    if (a.logz) a.logz[row] = mm + logf(ss);
-    if (a.stats)
-      for (int q = 0; q < 4; ++q) a.stats[row * 4 + q] = sts[q];
-    if (a.best) a.best[row] = bb;
-    if (a.best_idx) a.best_idx[row] = bk;
-  }
-  if (kGrad) {
-    for (int t = threadIdx.x; t < hid * bits; t += blockDim.x) {
-      const int i = t / bits, j = t % bits;
-      float acc = 0.f;
-      for (int wi = 0; wi < kWarps; ++wi) acc += merge[wi * kRec + 8 + HP + i * BP + j] * scale[wi];
-      a.gw[(row * a.hid + i) * bits + j] = acc;
-    }
-    if (a.slices == 1) {  // gr = sum_k e relu(z) = sum_j W_ij gw_ij (z is linear in the bits)
-      __syncthreads();
-      for (int i = threadIdx.x; i < hid; i += blockDim.x) {
-        float acc = 0.f;
-        for (int j = 0; j < bits; ++j)
-          acc += load_f(w, int64_t(i) * bits + j) * a.gw[(row * a.hid + i) * bits + j];
-        a.gr[row * a.hid + i] = acc;
-      }
-    }
-  }
+  finish_cta<NT, KB, kGrad>(a, smem, n, slice, ws,
+                            [&](int i, int j) { return load_f(w, int64_t(i) * bits + j); });
 }
 
 // Combines the slices of each example in slice order (fixed: deterministic).
@@ -540,35 +269,33 @@ __global__ void sick_merge_kernel(KernelArgs part, float* m, float* s, float* gr
 }
 
 template <typename T, int NT, int KB, bool kSplit, bool kGrad>
-void launch_typed(const KernelArgs& ka, int64_t grid, size_t smem, cudaStream_t stream) {
-  auto kernel = sick_kernel<T, NT, KB, kSplit, kGrad>;
-  static size_t configured = 0;  // raise the dynamic shared-memory cap once per instantiation
-  if (smem > 48 * 1024 && smem > configured) {
-    BG_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    configured = smem;
-  }
-  kernel<<<unsigned(grid), kWarps * 32, smem, stream>>>(ka);
-  BG_CUDA_LAUNCH_CHECK();
-}
-
-template <typename T, int NT, int KB>
-void launch_mode(const KernelArgs& ka, int64_t grid, size_t smem, bool split, bool grad,
-                 cudaStream_t s) {
-  if (split) {
-    if (grad)
-      launch_typed<T, NT, KB, true, true>(ka, grid, smem, s);
-    else
-      launch_typed<T, NT, KB, true, false>(ka, grid, smem, s);
-  } else {
-    if (grad)
-      launch_typed<T, NT, KB, false, true>(ka, grid, smem, s);
-    else
-      launch_typed<T, NT, KB, false, false>(ka, grid, smem, s);
-  }
+void launch_bruteforce_typed(const KernelArgs& ka, int64_t grid, cudaStream_t stream) {
+  static size_t configured = 0;  // the dynamic shared-memory cap, raised once per instantiation
+  launch_sick_kernel(sick_bruteforce_kernel<T, NT, KB, kSplit, kGrad>, configured, ka, grid,
+                     sick_bruteforce_smem(NT, KB), stream);
 }
 
 }  // namespace
+
+size_t sick_bruteforce_smem(int nt, int kb) { return merge_floats(nt, kb) * sizeof(float); }
+
+void launch_sick_bruteforce(const KernelArgs& ka, DType dtype, int nt, int kb, bool split,
+                            bool grad, int64_t grid, cudaStream_t stream) {
+  dispatch_float(dtype, "sick", [&](auto zero) {
+    using T = decltype(zero);
+    dispatch_sick_shape<T>(
+        nt, kb, split, grad, [&](auto nt_c, auto kb_c, auto split_c, auto grad_c) {
+          launch_bruteforce_typed<T, nt_c(), kb_c(), split_c(), grad_c()>(ka, grid, stream);
+        });
+  });
+}
+
+}  // namespace bg::cuda::sick
+
+namespace bg::cuda {
+
+using sick::KernelArgs;
+using sick::kTile;
 
 void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   const int64_t n_ex = args.w.shape[0], hid = args.w.shape[1];
@@ -578,21 +305,11 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
     kernel_fail("sick", "the CUDA kernel supports hidden sizes 1..64, got " + std::to_string(hid));
   if (n_ex == 0) return;
   const int nt = hid <= 32 ? 4 : 8, kb = bits <= 16 ? 1 : 2;
-  const int hp = nt * 8, bp = kb * 16;
   const bool grad = args.outputs & kSickGrad;
   // Fixed by the shape alone: about 1024 CTAs of work for small batches, one slice per example
   // for large ones, and at least 64 tiles per slice.
   const int64_t tiles = ((int64_t(1) << bits) + kTile - 1) / kTile;
   int64_t slices = std::max<int64_t>(1, std::min<int64_t>((1024 + n_ex - 1) / n_ex, tiles / 64));
-  size_t smem = size_t(kWarps) * (8 + hp + hp * bp) * sizeof(float);
-  if (args.precomputed) {
-    const int lb = bits / 2, hb = bits - lb;
-    smem += ((size_t(1) << lb) + (size_t(1) << hb)) * size_t(hp) * sizeof(float);
-    if (smem > 200 * 1024)
-      kernel_fail("sick", "the precomputed variant's tables do not fit in shared memory for " +
-                              std::to_string(bits) + " bits and hidden " + std::to_string(hid) +
-                              "; use bruteforce");
-  }
   KernelArgs ka{};
   ka.w = args.w.data;
   ka.r = args.r.data;
@@ -604,7 +321,7 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   ka.code = args.code;
   ka.outputs = args.outputs;
   ka.seed = args.seed;
-  ka.precomputed = args.precomputed;
+  ka.wtype = args.w.dtype;
   const bool stats = args.outputs & kSickStats, sample = args.outputs & kSickSample;
   if (slices == 1) {
     ka.logz = static_cast<float*>(args.logz.data);
@@ -632,24 +349,17 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   }
   auto s = as_stream(stream);
   const int64_t grid = n_ex * slices;
-  dispatch_float(args.w.dtype, "sick", [&](auto zero) {
-    using T = decltype(zero);
-    // f32/bf16 weights keep ~22 bits via hi + lo halves unless fp16 compute was asked for.
-    const bool split = !std::is_same_v<T, __half> && !args.half_compute;
-    if (nt == 4 && kb == 1)
-      launch_mode<T, 4, 1>(ka, grid, smem, split, grad, s);
-    else if (nt == 4)
-      launch_mode<T, 4, 2>(ka, grid, smem, split, grad, s);
-    else if (kb == 1)
-      launch_mode<T, 8, 1>(ka, grid, smem, split, grad, s);
-    else
-      launch_mode<T, 8, 2>(ka, grid, smem, split, grad, s);
-  });
+  // f32/bf16 weights keep ~22 bits via hi + lo halves unless fp16 compute was asked for.
+  const bool split = args.w.dtype != DType::f16 && !args.half_compute;
+  if (args.precomputed)
+    sick::launch_sick_precomputed(ka, nt, kb, split, grad, grid, s);
+  else
+    sick::launch_sick_bruteforce(ka, args.w.dtype, nt, kb, split, grad, grid, s);
   if (slices > 1) {
     ka.logz = static_cast<float*>(args.logz.data);  // the merge writes it
     dispatch_float(args.w.dtype, "sick", [&](auto zero) {
       using T = decltype(zero);
-      sick_merge_kernel<T><<<unsigned(n_ex), 128, 0, s>>>(
+      sick::sick_merge_kernel<T><<<unsigned(n_ex), 128, 0, s>>>(
           ka, static_cast<float*>(args.m.data), static_cast<float*>(args.s.data),
           grad ? static_cast<float*>(args.gr.data) : nullptr,
           grad ? static_cast<float*>(args.gw.data) : nullptr,

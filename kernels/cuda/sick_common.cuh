@@ -1,0 +1,363 @@
+// sick_common.cuh: what the two SICK kernels (bruteforce in sick.cu, precomputed in
+// sick_precomputed.cu) share: launch arguments, the mma.sync wrappers, the per-pattern online
+// softmax step and the CTA epilogue that merges warps in a fixed order.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
+#include "../bide_values.h"
+#include "cuda_common.cuh"
+
+namespace bg::cuda::sick {
+
+constexpr int kWarps = 4;
+constexpr int kTile = 32;      // patterns per warp step: two m16 tiles
+constexpr float kSlack = 8.f;  // the running max moves only when exceeded by this much
+
+struct KernelArgs {
+  const void* w;
+  const void* r;
+  const int64_t* lo;
+  const int64_t* hi;
+  int64_t n_ex, hid, slices;
+  DType wtype;  // W and r element type (the precomputed kernel converts at load)
+  BideCode code;
+  uint32_t outputs;
+  uint64_t seed;
+  // Outputs when slices == 1, else per-(example, slice) partials in the same layout with
+  // n * slices + slice as the row.
+  float *m, *s, *gr, *gw, *stats, *best;
+  int64_t* best_idx;
+  float* logz;  // optional: m + log s (final outputs only)
+};
+
+template <typename T>
+__device__ __forceinline__ float load_f(const T* p, int64_t i) {
+  return to_float(p[i]);
+}
+
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// hi/lo f16 split of a float pair: hi + lo carries ~22 bits.
+__device__ __forceinline__ void split_pack(float a, float b, uint32_t& hi, uint32_t& lo) {
+  const __half ha = __float2half_rn(a), hb = __float2half_rn(b);
+  hi = pack_half2(__half2float(ha), __half2float(hb));
+  lo = pack_half2(a - __half2float(ha), b - __half2float(hb));
+}
+
+// D (f32) += A . B on mma.sync m16n8k16, f16 inputs.
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// D (f32) = A . B with C = 0 (the zero register: no moves to clear accumulators).
+__device__ __forceinline__ void mma16816_0(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                           uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%10,%10,%10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.f));
+}
+
+// f16 accumulate: D (2 x half2) = A . B + C.
+__device__ __forceinline__ void mma16816_h(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0,
+                                           uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+      "{%0,%1};\n"
+      : "+r"(d[0]), "+r"(d[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The same with C = 0.
+__device__ __forceinline__ void mma16816_h0(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0,
+                                            uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+      "{%8,%8};\n"
+      : "=r"(d[0]), "=r"(d[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0u));
+}
+
+// The r operand of l = relu(z) . r, replicated over the 8 columns of B (hi and lo f16 halves).
+template <typename T, int KL>
+__device__ __forceinline__ void load_r_operand(const T* rv, int hid, int c, uint32_t (&rb)[KL][2],
+                                               uint32_t (&rbl)[KL][2]) {
+#pragma unroll
+  for (int ks = 0; ks < KL; ++ks)
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int i = 16 * ks + 2 * c + 8 * q;
+      split_pack(i < hid ? load_f(rv, i) : 0.f, i + 1 < hid ? load_f(rv, i + 1) : 0.f, rb[ks][q],
+                 rbl[ks][q]);
+    }
+}
+
+// The tiles [begin, end) of the example's pattern range [lo, hi) that a warp visits.
+struct WarpRange {
+  int64_t lo, hi;
+  int begin, end;
+};
+
+__device__ __forceinline__ WarpRange warp_range(const KernelArgs& a, int64_t n, int64_t slice,
+                                                int warp) {
+  WarpRange r;
+  r.lo = a.lo ? a.lo[n] : 0;
+  r.hi = a.hi ? a.hi[n] : (int64_t(1) << a.code.bits);
+  const int64_t first_tile = r.lo / kTile, tiles = (r.hi + kTile - 1) / kTile - first_tile;
+  const int64_t per_slice = (tiles + a.slices - 1) / a.slices;
+  const int64_t s_begin = first_tile + min(tiles, slice * per_slice);
+  const int64_t s_end = first_tile + min(tiles, (slice + 1) * per_slice);
+  const int64_t per_warp = (s_end - s_begin + kWarps - 1) / kWarps;
+  const int64_t w_begin = min(s_end, s_begin + warp * per_warp);
+  r.begin = int(w_begin);
+  r.end = int(min(s_end, w_begin + per_warp));
+  return r;
+}
+
+// A warp's running state: online softmax (m, s), moment sums, the sample's best Gumbel key, and
+// (with gradients) the K-sum gw^T as mma accumulators: rows bits 16 kb + g (+8), columns hidden
+// units 8 nt + 2c (+1).
+template <int NT, int KB, bool kGrad>
+struct WarpState {
+  float m = -INFINITY, s = 0.f;
+  float m_log2 = -INFINITY;  // m * log2(e): e = 2^(l log2(e) - m_log2) is one FFMA and MUFU.EX2
+  float st[4] = {0.f, 0.f, 0.f, 0.f};
+  float best = -INFINITY;
+  int64_t best_k = -1;
+  float gw[KB][NT][4] = {};
+
+  // Moves the reference point when a logit exceeds it by more than the slack (rare).
+  __device__ __forceinline__ void raise_max(float logit_max) {
+    if (__any_sync(0xffffffffu, logit_max > m + kSlack)) {
+      const float new_m = warp_max(logit_max);
+      const float scale = m == -INFINITY ? 0.f : __expf(m - new_m);
+      s *= scale;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) st[q] *= scale;
+      if (kGrad) {
+#pragma unroll
+        for (int kb = 0; kb < KB; ++kb)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) gw[kb][nt][q] *= scale;
+      }
+      m = new_m;
+      m_log2 = new_m * 1.4426950408889634f;
+    }
+  }
+
+  __device__ __forceinline__ float exp_rel(float logit) const {
+    float e;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(fmaf(logit, 1.4426950408889634f, -m_log2)));
+    return e;
+  }
+
+  // Moment sums and the sample's running argmax for pattern k (only where asked for).
+  __device__ __forceinline__ void extras(const KernelArgs& a, int64_t n, float logit, uint32_t k,
+                                         float e) {
+    if (a.outputs & kSickStats) {
+      st[0] += e * logit;
+      if (a.code.finite(k)) {
+        const float v = float(a.code.value(k));
+        st[1] += e;
+        st[2] += e * v;
+        st[3] += e * v * v;
+      }
+    }
+    if (a.outputs & kSickSample) {
+      const float key = logit + sick_gumbel(a.seed, uint64_t(n), k);
+      if (key > best) {
+        best = key;
+        best_k = k;
+      }
+    }
+  }
+
+  // One pattern per lane: folds its logit in and returns e = exp(l - m) (0 outside the range).
+  // kCheck: the tile may hold patterns outside the range; kExtras: stats or sampling may be on.
+  template <bool kCheck, bool kExtras>
+  __device__ __forceinline__ float add(const KernelArgs& a, int64_t n, float logit_raw, uint32_t k,
+                                       bool inside) {
+    const float logit = !kCheck || inside ? logit_raw : -INFINITY;
+    raise_max(logit);
+    float e = exp_rel(logit);
+    if (kCheck) e = inside ? e : 0.f;
+    s += e;
+    if (kExtras && (!kCheck || inside)) extras(a, n, logit, k, e);
+    return e;
+  }
+
+  // Two patterns per lane, both inside the range: one vote for the pair.
+  template <bool kExtras>
+  __device__ __forceinline__ void add_pair(const KernelArgs& a, int64_t n, float l0, uint32_t k0,
+                                           float l1, uint32_t k1, float& e0, float& e1) {
+    raise_max(fmaxf(l0, l1));
+    e0 = exp_rel(l0);
+    e1 = exp_rel(l1);
+    s += e0;
+    s += e1;
+    if (kExtras) {
+      extras(a, n, l0, k0, e0);
+      extras(a, n, l1, k1, e1);
+    }
+  }
+};
+
+// Shared memory the epilogue needs after the kernel's own tables.
+__host__ __device__ constexpr size_t merge_floats(int nt, int kb) {
+  return size_t(kWarps) * (8 + nt * 8 + nt * 8 * kb * 16);
+}
+
+// Warp totals, then the CTA's warps merged in a fixed order through shared memory `merge`;
+// writes the (example, slice) row of every requested output. Every thread of the CTA calls it.
+// w_at(i, j) reads W_n[i][j] as a float.
+template <int NT, int KB, bool kGrad, typename WAt>
+__device__ void finish_cta(const KernelArgs& a, float* merge, int64_t n, int64_t slice,
+                           WarpState<NT, KB, kGrad>& ws, WAt w_at) {
+  constexpr int HP = NT * 8, BP = KB * 16;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int bits = a.code.bits, hid = int(a.hid);
+  float s = warp_sum(ws.s), st[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) st[q] = warp_sum(ws.st[q]);
+  float best = ws.best;
+  int64_t best_k = ws.best_k;
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ob = __shfl_xor_sync(0xffffffffu, best, o);
+    const int64_t ok = __shfl_xor_sync(0xffffffffu, best_k, o);
+    if (ob > best || (ob == best && ok >= 0 && (best_k < 0 || ok < best_k))) {
+      best = ob;
+      best_k = ok;
+    }
+  }
+  constexpr int kRec = 8 + HP + HP * BP;  // m, s, stats[4], best, best_k | (unused) | gw
+  float* rec = merge + warp * kRec;
+  if (lane == 0) {
+    rec[0] = ws.m;
+    rec[1] = s;
+    for (int q = 0; q < 4; ++q) rec[2 + q] = st[q];
+    rec[6] = best;
+    rec[7] = __int_as_float(int(best_k));
+  }
+  if (kGrad) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int kb = 0; kb < KB; ++kb)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int j = 16 * kb + g + ((q & 2) ? 8 : 0), i = 8 * nt + 2 * c + (q & 1);
+          rec[8 + HP + i * BP + j] = ws.gw[kb][nt][q];
+        }
+  }
+  __syncthreads();
+  float mm = -INFINITY;
+  for (int wi = 0; wi < kWarps; ++wi) mm = fmaxf(mm, merge[wi * kRec]);
+  float scale[kWarps];
+  for (int wi = 0; wi < kWarps; ++wi) {
+    const float mw = merge[wi * kRec];
+    scale[wi] = mw == -INFINITY ? 0.f : __expf(mw - mm);
+  }
+  const int64_t row = n * a.slices + slice;
+  if (threadIdx.x == 0) {
+    float ss = 0.f, sts[4] = {0.f, 0.f, 0.f, 0.f}, bb = -INFINITY;
+    int bk = -1;
+    for (int wi = 0; wi < kWarps; ++wi) {
+      const float* rw = merge + wi * kRec;
+      ss += rw[1] * scale[wi];
+      for (int q = 0; q < 4; ++q) sts[q] += rw[2 + q] * scale[wi];
+      const int k = __float_as_int(rw[7]);
+      if (k >= 0 && (rw[6] > bb || (rw[6] == bb && k < bk))) {
+        bb = rw[6];
+        bk = k;
+      }
+    }
+    a.m[row] = mm;
+    a.s[row] = ss;
+    if (a.logz) a.logz[row] = mm + logf(ss);
+    if (a.stats)
+      for (int q = 0; q < 4; ++q) a.stats[row * 4 + q] = sts[q];
+    if (a.best) a.best[row] = bb;
+    if (a.best_idx) a.best_idx[row] = bk;
+  }
+  if (kGrad) {
+    for (int t = threadIdx.x; t < hid * bits; t += blockDim.x) {
+      const int i = t / bits, j = t % bits;
+      float acc = 0.f;
+      for (int wi = 0; wi < kWarps; ++wi) acc += merge[wi * kRec + 8 + HP + i * BP + j] * scale[wi];
+      a.gw[(row * a.hid + i) * bits + j] = acc;
+    }
+    if (a.slices == 1) {  // gr = sum_k e relu(z) = sum_j W_ij gw_ij (z is linear in the bits)
+      __syncthreads();
+      for (int i = threadIdx.x; i < hid; i += blockDim.x) {
+        float acc = 0.f;
+        for (int j = 0; j < bits; ++j) acc += w_at(i, j) * a.gw[(row * a.hid + i) * bits + j];
+        a.gr[row * a.hid + i] = acc;
+      }
+    }
+  }
+}
+
+// Raises the dynamic shared-memory cap of a kernel once, then launches it.
+template <typename Kernel>
+void launch_sick_kernel(Kernel kernel, size_t& configured, const KernelArgs& ka, int64_t grid,
+                        size_t smem, cudaStream_t stream) {
+  if (smem > 48 * 1024 && smem > configured) {
+    BG_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    configured = smem;
+  }
+  kernel<<<unsigned(grid), kWarps * 32, smem, stream>>>(ka);
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+// Runtime shape flags to template constants: NT 4 or 8 hidden n8 tiles, KB 1 or 2 bit k16 steps,
+// hi/lo split (never for f16 weights), gradients. f(nt, kb, split, grad) gets integral_constants.
+template <typename T, typename F>
+void dispatch_sick_shape(int nt, int kb, bool split, bool grad, F&& f) {
+  auto with_grad = [&](auto nt_c, auto kb_c, auto split_c) {
+    if (grad)
+      f(nt_c, kb_c, split_c, std::true_type{});
+    else
+      f(nt_c, kb_c, split_c, std::false_type{});
+  };
+  auto with_split = [&](auto nt_c, auto kb_c) {
+    if constexpr (std::is_same_v<T, __half>)
+      with_grad(nt_c, kb_c, std::false_type{});
+    else if (split)
+      with_grad(nt_c, kb_c, std::true_type{});
+    else
+      with_grad(nt_c, kb_c, std::false_type{});
+  };
+  using N4 = std::integral_constant<int, 4>;
+  using N8 = std::integral_constant<int, 8>;
+  using K1 = std::integral_constant<int, 1>;
+  using K2 = std::integral_constant<int, 2>;
+  if (nt == 4)
+    kb == 1 ? with_split(N4{}, K1{}) : with_split(N4{}, K2{});
+  else
+    kb == 1 ? with_split(N8{}, K1{}) : with_split(N8{}, K2{});
+}
+
+// The two kernels' launchers (sick_forward picks one and sizes the grid).
+size_t sick_bruteforce_smem(int nt, int kb);
+void launch_sick_bruteforce(const KernelArgs& ka, DType dtype, int nt, int kb, bool split,
+                            bool grad, int64_t grid, cudaStream_t stream);
+size_t sick_precomputed_smem(int nt, int kb, bool split, bool grad);
+void launch_sick_precomputed(const KernelArgs& ka, int nt, int kb, bool split, bool grad,
+                             int64_t grid, cudaStream_t stream);
+
+}  // namespace bg::cuda::sick
