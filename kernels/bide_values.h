@@ -101,7 +101,7 @@ struct SickArgs {
   BideCode code;
   uint32_t outputs = 0;       // SickOutputs flags
   uint64_t seed = 0;          // kSickSample
-  bool precomputed = false;   // z = z1[k_lo] + z2[k_hi] instead of b . W^T
+  bool precomputed = false;   // z from tables over bit groups instead of b . W^T
   bool half_compute = false;  // CUDA: round W and r to f16 in registers (sick.dtype fp16)
   KView logz;                 // optional (N): log Z = m + log s, written by the pass itself
 };
