@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_bruteforce_kernel(KernelArgs
         const float v1 = (i < hid && j + 1 < bits) ? load_f(w, int64_t(i) * bits + j + 1) : 0.f;
         split_pack(v0, v1, wb[nt][kb][q], wbl[nt][kb][q]);
       }
-  load_r_operand<T, KL>(rv, hid, c, rb, rbl);
+  load_r_operand<KL>([&](int i) { return load_f(rv, i); }, hid, c, rb, rbl);
 
   WarpState<NT, KB, kGrad> ws;
   // Bits 0..3 of a pattern come from the lane's row (g or g + 8): constants. Higher bit pairs

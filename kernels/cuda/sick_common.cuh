@@ -90,17 +90,17 @@ __device__ __forceinline__ void mma16816_h0(uint32_t (&d)[2], const uint32_t (&a
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0u));
 }
 
-// The r operand of l = relu(z) . r, replicated over the 8 columns of B (hi and lo f16 halves).
-template <typename T, int KL>
-__device__ __forceinline__ void load_r_operand(const T* rv, int hid, int c, uint32_t (&rb)[KL][2],
+// The r operand of l = relu(z) . r, replicated over the 8 columns of B (hi and lo f16 halves);
+// r_at(i) reads r_n[i] as a float.
+template <int KL, typename RAt>
+__device__ __forceinline__ void load_r_operand(RAt r_at, int hid, int c, uint32_t (&rb)[KL][2],
                                                uint32_t (&rbl)[KL][2]) {
 #pragma unroll
   for (int ks = 0; ks < KL; ++ks)
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int i = 16 * ks + 2 * c + 8 * q;
-      split_pack(i < hid ? load_f(rv, i) : 0.f, i + 1 < hid ? load_f(rv, i + 1) : 0.f, rb[ks][q],
-                 rbl[ks][q]);
+      split_pack(i < hid ? r_at(i) : 0.f, i + 1 < hid ? r_at(i + 1) : 0.f, rb[ks][q], rbl[ks][q]);
     }
 }
 

@@ -140,19 +140,17 @@ __global__ void __launch_bounds__(kWarps * 32) sick_precomputed_kernel(KernelArg
   // m-tile: m-tile 0 feeds columns 0..3 (lanes c < 2), m-tile 1 columns 4..7 (lanes c >= 2).
   uint32_t rb[2][KL][2], rbl[2][KL][2];
   {
-    const int64_t r0 = n * a.hid;
+    uint32_t hi[KL][2], lo[KL][2];
+    load_r_operand<KL>([&](int i) { return load_any(a.r, a.wtype, n * a.hid + i); }, hid, c, hi,
+                       lo);
 #pragma unroll
     for (int ks = 0; ks < KL; ++ks)
 #pragma unroll
       for (int q = 0; q < 2; ++q) {
-        const int i = 16 * ks + 2 * c + 8 * q;
-        uint32_t hi, lo;
-        split_pack(i < hid ? load_any(a.r, a.wtype, r0 + i) : 0.f,
-                   i + 1 < hid ? load_any(a.r, a.wtype, r0 + i + 1) : 0.f, hi, lo);
-        rb[0][ks][q] = g < 4 ? hi : 0u;
-        rbl[0][ks][q] = g < 4 ? lo : 0u;
-        rb[1][ks][q] = g < 4 ? 0u : hi;
-        rbl[1][ks][q] = g < 4 ? 0u : lo;
+        rb[0][ks][q] = g < 4 ? hi[ks][q] : 0u;
+        rbl[0][ks][q] = g < 4 ? lo[ks][q] : 0u;
+        rb[1][ks][q] = g < 4 ? 0u : hi[ks][q];
+        rbl[1][ks][q] = g < 4 ? 0u : lo[ks][q];
       }
   }
 
