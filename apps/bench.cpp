@@ -1,7 +1,8 @@
 // bench.cpp: `bitgrad bench sick`: the paper's two settings (batch 64 and the LLM-head batch
 // 16384 = 32 x 512; H = 32, 16 bits) for both variants and both dtypes: median milliseconds of
-// the normalisation constant, the fused NLL forward (which also produces the gradient K-sums)
-// and its backward; peak device memory; and the floor for the same work on this device.
+// the normalisation constant, the fused NLL forward (which also produces the gradient K-sums),
+// its backward, and the NLL forward with no gradients wanted (inference: no K-sums); peak
+// device memory; and the floor for the same work on this device.
 // Inputs rotate through enough copies to exceed the L2 cache. Writes JSON.
 #include <algorithm>
 #include <cmath>
@@ -108,7 +109,7 @@ int run_bench(const Args& args) {
             1e3 * std::max(2 * flops_z / kTensorFlops, 1.6 * core_ops / kCudaCoreFlops);
         const double floor_bwd =
             1e3 * double(batch) * hid * (bits + 1) * 4 * 6 / 4.25e12;  // memory-bound
-        std::vector<double> t_norm, t_fwd, t_bwd, k_norm, k_fwd;
+        std::vector<double> t_norm, t_fwd, t_bwd, t_infer, k_norm, k_fwd;
         // Kernel-only: the SICK pass alone on preallocated outputs (what Triton timings measure).
         Tensor km = empty({batch}, DType::f32, dev), ks = empty({batch}, DType::f32, dev),
                kz = empty({batch}, DType::f32, dev), kgr = empty({batch, hid}, DType::f32, dev),
@@ -149,10 +150,16 @@ int run_bench(const Args& args) {
           const double tf = time_ms(dev, [&] { loss = bide_nll(w, r, ys[size_t(i)], opt); });
           const double tb = time_ms(dev, [&] { loss.backward(); });
           const double kn = kernel_ms(i, false), kf = kernel_ms(i, true);
+          // Inference: the NLL value alone (no gradients wanted: no K-sums).
+          const double ti = time_ms(dev, [&] {
+            NoGradGuard no_grad;
+            loss = bide_nll(ws[size_t(i)], rs[size_t(i)], ys[size_t(i)], opt);
+          });
           if (it >= 3) {
             t_norm.push_back(tn);
             t_fwd.push_back(tf);
             t_bwd.push_back(tb);
+            t_infer.push_back(ti);
             k_norm.push_back(kn);
             k_fwd.push_back(kf);
           }
@@ -166,7 +173,8 @@ int run_bench(const Args& args) {
         for (const Row& row :
              {Row{"normalizer", summarize(t_norm), floor_norm, summarize(k_norm).median},
               Row{"nll_fwd", summarize(t_fwd), floor_fwd, summarize(k_fwd).median},
-              Row{"nll_bwd", summarize(t_bwd), floor_bwd, -1.0}}) {
+              Row{"nll_bwd", summarize(t_bwd), floor_bwd, -1.0},
+              Row{"nll_infer", summarize(t_infer), floor_norm, -1.0}}) {
           std::printf("%-9s %6lld %5s %-12s %10.4f %10.4f %10.4f %10.4f %9.1f\n", row.op,
                       (long long)batch, dtype, variant, row.st.median, row.kernel, row.st.min,
                       row.floor, peak_mb);

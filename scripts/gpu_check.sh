@@ -6,6 +6,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu_out}
 mkdir -p "$out"
+if [ -f .bundle.tgz ]; then  # always the bundle that travelled with this call
+  rm -rf .bundle && mkdir -p .bundle && tar xzf .bundle.tgz -C .bundle
+fi
 export LD_LIBRARY_PATH=$PWD/.bundle/lib:${LD_LIBRARY_PATH:-}
 bin=.bundle
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make_device_bundle.sh: builds bitgrad for sm_90 and packs the binaries plus the non-system
 # shared libraries they need (HDF5, yaml-cpp and their dependencies) into .bundle/, for a GPU
-# machine that has the CUDA runtime and cuBLAS but not Debian's -dev libraries. Run there as:
+# machine that has the CUDA runtime and cuBLAS but not Debian's -dev libraries, and gzips it to
+# .bundle.tgz (what travels to the device: the carry limit is 64 MiB). Run there as:
+#   mkdir -p .bundle && tar xzf .bundle.tgz -C .bundle
 #   LD_LIBRARY_PATH=.bundle/lib .bundle/bitgrad_tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +20,5 @@ ldd .bundle/bitgrad .bundle/bitgrad_tests | awk '/=> \//{print $3}' | sort -u | 
   while read -r lib; do cp -L "$lib" .bundle/lib/; done
 strip --strip-unneeded .bundle/lib/* 2>/dev/null || true
 du -sh .bundle
+tar -C .bundle -czf .bundle.tgz .
+ls -l .bundle.tgz

@@ -294,8 +294,8 @@ TEST_CASE("cuda: SICK is deterministic and restricted ranges and sampling match 
 TEST_CASE("cuda: the SICK launcher writes only the requested outputs") {
   BG_REQUIRE_CUDA();
 #if BITGRAD_WITH_CUDA
-  // Batch 64 splits each example over several CTAs, so the merge kernel runs too. Output views
-  // for gradients and stats are passed but not requested: they must stay untouched.
+  // Batch 64 splits each example over several CTAs, so the in-kernel slice merge runs too. Output
+  // views for gradients and stats are passed but not requested: they must stay untouched.
   Generator gen(test_seed() + 7);
   const Device gpu = Device::cuda(0);
   const int bits = 16;

@@ -137,12 +137,13 @@ void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const 
 std::string bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden) {
   if (opt.variant != "auto") return opt.variant;
   // Measured choice (bench/results/sick_h200.json, docs/sick.md). CPU: the vectorised
-  // precomputed path from 8 bits. CUDA: precomputed once each warp has enough tiles to amortise
-  // its table set-up (about N * 2^B >= 2^24 patterns, N >= 256 at 16 bits); below that the
-  // bruteforce kernel, which needs no set-up, is faster (batch 64: 35 vs 43 us).
+  // precomputed path from 8 bits. CUDA: precomputed from N * 2^B >= 2^22 patterns (batch 64 at
+  // 16 bits: 30 vs 40 us for the normaliser, 59 vs 64 us for the fused pass; batch 16384: 2.3
+  // vs 5.3 ms); below that each warp has too few tiles to amortise its table set-up, and the
+  // bruteforce kernel, which needs none, is kept.
   (void)hidden;
   if (device.is_cpu()) return opt.code.bits >= 8 ? "precomputed" : "bruteforce";
-  return double(n) * std::ldexp(1.0, opt.code.bits) >= std::ldexp(1.0, 24) ? "precomputed"
+  return double(n) * std::ldexp(1.0, opt.code.bits) >= std::ldexp(1.0, 22) ? "precomputed"
                                                                            : "bruteforce";
 }
 

@@ -12,8 +12,9 @@
 //      gw^T (bits x H) += b^T q on tensor cores.
 // The precomputed variant (sick_precomputed.cu) replaces step 1 by register and shared-memory
 // tables. Each CTA (4 warps) covers a fixed slice of one example's range; warps and CTA slices
-// are merged in a fixed order (no atomics), and the slice count depends only on N and the range
-// size, never on the GPU: the bits repeat on any GPU and run to run.
+// are merged in a fixed order (no floating-point atomics: the last CTA of an example, found by an
+// integer arrival counter, merges its slices in slice order), and the slice count depends only on N
+// and the range size, never on the GPU: the bits repeat on any GPU and run to run.
 #include <cuda_fp16.h>
 
 #include "cuda_kernels.h"
@@ -214,60 +215,6 @@ __global__ void __launch_bounds__(kWarps * 32) sick_bruteforce_kernel(KernelArgs
                             [&](int i, int j) { return load_f(w, int64_t(i) * bits + j); });
 }
 
-// Combines the slices of each example in slice order (fixed: deterministic).
-template <typename T>
-__global__ void sick_merge_kernel(KernelArgs part, float* m, float* s, float* gr, float* gw,
-                                  float* stats, int64_t* sample, int64_t n_ex) {
-  const int64_t n = blockIdx.x;
-  const int64_t sl = part.slices;
-  const int hid = int(part.hid), bits = part.code.bits;
-  float mm = -INFINITY;
-  for (int64_t k = 0; k < sl; ++k) mm = fmaxf(mm, part.m[n * sl + k]);
-  auto scale = [&](int64_t k) {
-    const float mk = part.m[n * sl + k];
-    return mk == -INFINITY ? 0.f : __expf(mk - mm);
-  };
-  if (threadIdx.x == 0) {
-    float ss = 0.f, st[4] = {0.f, 0.f, 0.f, 0.f}, bb = -INFINITY;
-    int64_t bk = -1;
-    for (int64_t k = 0; k < sl; ++k) {
-      const float f = scale(k);
-      ss += part.s[n * sl + k] * f;
-      if (stats)
-        for (int q = 0; q < 4; ++q) st[q] += part.stats[(n * sl + k) * 4 + q] * f;
-      if (sample) {
-        const int64_t kk = part.best_idx[n * sl + k];
-        const float bv = part.best[n * sl + k];
-        if (kk >= 0 && (bv > bb || (bv == bb && kk < bk))) {
-          bb = bv;
-          bk = kk;
-        }
-      }
-    }
-    m[n] = mm;
-    s[n] = ss;
-    if (part.logz) part.logz[n] = mm + logf(ss);
-    if (stats)
-      for (int q = 0; q < 4; ++q) stats[n * 4 + q] = st[q];
-    if (sample) sample[n] = bk;
-  }
-  if (gr) {
-    for (int t = threadIdx.x; t < hid * bits; t += blockDim.x) {
-      float acc = 0.f;
-      for (int64_t k = 0; k < sl; ++k) acc += part.gw[(n * sl + k) * hid * bits + t] * scale(k);
-      gw[n * hid * bits + t] = acc;
-    }
-    __syncthreads();
-    const T* w = static_cast<const T*>(part.w) + n * hid * bits;
-    for (int i = threadIdx.x; i < hid; i += blockDim.x) {  // gr = sum_j W_ij gw_ij
-      float acc = 0.f;
-      for (int j = 0; j < bits; ++j)
-        acc += load_f(w, int64_t(i) * bits + j) * gw[(n * hid + i) * bits + j];
-      gr[n * hid + i] = acc;
-    }
-  }
-}
-
 template <typename T, int NT, int KB, bool kSplit, bool kGrad>
 void launch_bruteforce_typed(const KernelArgs& ka, int64_t grid, cudaStream_t stream) {
   static size_t configured = 0;  // the dynamic shared-memory cap, raised once per instantiation
@@ -336,6 +283,17 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
       ka.best_idx = static_cast<int64_t*>(args.sample.data);
     }
   } else {
+    // Partials per (example, slice); the last CTA of an example merges them into the outputs.
+    if (n_ex > sick::kMaxSlicedExamples) kernel_fail("sick", "slice counters overflow");
+    ka.logz = static_cast<float*>(args.logz.data);
+    ka.out_m = static_cast<float*>(args.m.data);
+    ka.out_s = static_cast<float*>(args.s.data);
+    if (grad) {
+      ka.out_gr = static_cast<float*>(args.gr.data);
+      ka.out_gw = static_cast<float*>(args.gw.data);
+    }
+    if (stats) ka.out_stats = static_cast<float*>(args.stats.data);
+    if (sample) ka.out_sample = static_cast<int64_t*>(args.sample.data);
     const size_t rows = size_t(n_ex * slices);
     auto f = [&](size_t count) { return static_cast<float*>(scratch.get(sizeof(float) * count)); };
     ka.m = f(rows);
@@ -355,19 +313,6 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
     sick::launch_sick_precomputed(ka, nt, kb, split, grad, grid, s);
   else
     sick::launch_sick_bruteforce(ka, args.w.dtype, nt, kb, split, grad, grid, s);
-  if (slices > 1) {
-    ka.logz = static_cast<float*>(args.logz.data);  // the merge writes it
-    dispatch_float(args.w.dtype, "sick", [&](auto zero) {
-      using T = decltype(zero);
-      sick::sick_merge_kernel<T><<<unsigned(n_ex), 128, 0, s>>>(
-          ka, static_cast<float*>(args.m.data), static_cast<float*>(args.s.data),
-          grad ? static_cast<float*>(args.gr.data) : nullptr,
-          grad ? static_cast<float*>(args.gw.data) : nullptr,
-          stats ? static_cast<float*>(args.stats.data) : nullptr,
-          sample ? static_cast<int64_t*>(args.sample.data) : nullptr, n_ex);
-    });
-    BG_CUDA_LAUNCH_CHECK();
-  }
 }
 
 namespace {

@@ -31,7 +31,19 @@ struct KernelArgs {
   float *m, *s, *gr, *gw, *stats, *best;
   int64_t* best_idx;
   float* logz;  // optional: m + log s (final outputs only)
+  // With slices > 1: the final outputs, written by the last CTA of each example to finish.
+  float *out_m, *out_s, *out_gr, *out_gw, *out_stats;
+  int64_t* out_sample;
 };
+
+// Slices may split an example only while N < kMaxSlicedExamples (sick_forward's rule).
+constexpr int kMaxSlicedExamples = 1024;
+// Per-example arrival counters of the slice merge: zero between launches (the merging CTA
+// resets its own), one array per kernel file. bitgrad issues a device's work on one stream,
+// so two SICK launches never overlap on the same counters.
+namespace {
+__device__ unsigned int g_slice_tickets[kMaxSlicedExamples];
+}
 
 template <typename T>
 __device__ __forceinline__ float load_f(const T* p, int64_t i) {
@@ -217,8 +229,81 @@ struct WarpState {
 };
 
 // Shared memory the epilogue needs after the kernel's own tables.
+// (the warp records of finish_cta, then the slice scales and gradient sums of the merge).
 __host__ __device__ constexpr size_t merge_floats(int nt, int kb) {
-  return size_t(kWarps) * (8 + nt * 8 + nt * 8 * kb * 16);
+  const size_t warp_records = size_t(kWarps) * (8 + nt * 8 + nt * 8 * kb * 16);
+  const size_t slice_merge = size_t(kMaxSlicedExamples) + nt * 8 * kb * 16;
+  return warp_records > slice_merge ? warp_records : slice_merge;
+}
+
+// The slices of example n combined in slice order (fixed: deterministic) by the CTA that
+// finishes last, after every CTA published its partial row (threadfence + arrival counter).
+// merge: shared memory for max(slices, 1024) scales and the H x B gradient sums.
+template <typename WAt>
+__device__ void merge_slices_if_last(const KernelArgs& a, float* merge, int64_t n, WAt w_at) {
+  __shared__ bool last;
+  __threadfence();  // this CTA's partial row is visible before it is counted
+  __syncthreads();
+  const int sl = int(a.slices);
+  if (threadIdx.x == 0) {
+    last = atomicAdd(&g_slice_tickets[n], 1u) == unsigned(sl - 1);
+    if (last) g_slice_tickets[n] = 0;  // every slice has arrived: ready for the next launch
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const int hid = int(a.hid), bits = a.code.bits;
+  const int64_t row0 = n * sl;
+  float mm = -INFINITY;
+  for (int k = 0; k < sl; ++k) mm = fmaxf(mm, __ldcg(a.m + row0 + k));
+  float* scale = merge;
+  float* gw_sum = merge + max(sl, kMaxSlicedExamples);
+  for (int k = threadIdx.x; k < sl; k += blockDim.x) {
+    const float mk = __ldcg(a.m + row0 + k);
+    scale[k] = mk == -INFINITY ? 0.f : __expf(mk - mm);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float ss = 0.f, st[4] = {0.f, 0.f, 0.f, 0.f}, bb = -INFINITY;
+    int64_t bk = -1;
+    for (int k = 0; k < sl; ++k) {
+      const float f = scale[k];
+      ss += __ldcg(a.s + row0 + k) * f;
+      if (a.out_stats)
+        for (int q = 0; q < 4; ++q) st[q] += __ldcg(a.stats + (row0 + k) * 4 + q) * f;
+      if (a.out_sample) {
+        const int64_t kk = __ldcg(a.best_idx + row0 + k);
+        const float bv = __ldcg(a.best + row0 + k);
+        if (kk >= 0 && (bv > bb || (bv == bb && kk < bk))) {
+          bb = bv;
+          bk = kk;
+        }
+      }
+    }
+    a.out_m[n] = mm;
+    a.out_s[n] = ss;
+    if (a.logz) a.logz[n] = mm + logf(ss);
+    if (a.out_stats)
+      for (int q = 0; q < 4; ++q) a.out_stats[n * 4 + q] = st[q];
+    if (a.out_sample) a.out_sample[n] = bk;
+  }
+  if (a.out_gw) {
+    const int hb = hid * bits;
+    for (int t = threadIdx.x; t < hb; t += blockDim.x) {
+      const float* part = a.gw + row0 * hb + t;
+      float acc = 0.f;
+#pragma unroll 4
+      for (int k = 0; k < sl; ++k) acc += __ldcg(part + int64_t(k) * hb) * scale[k];
+      a.out_gw[n * hb + t] = acc;
+      gw_sum[t] = acc;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < hid; i += blockDim.x) {  // gr = sum_j W_ij gw_ij
+      float acc = 0.f;
+      for (int j = 0; j < bits; ++j) acc += w_at(i, j) * gw_sum[i * bits + j];
+      a.out_gr[n * hid + i] = acc;
+    }
+  }
 }
 
 // Warp totals, then the CTA's warps merged in a fixed order through shared memory `merge`;
@@ -287,7 +372,7 @@ __device__ void finish_cta(const KernelArgs& a, float* merge, int64_t n, int64_t
     }
     a.m[row] = mm;
     a.s[row] = ss;
-    if (a.logz) a.logz[row] = mm + logf(ss);
+    if (a.logz && a.slices == 1) a.logz[row] = mm + logf(ss);
     if (a.stats)
       for (int q = 0; q < 4; ++q) a.stats[row * 4 + q] = sts[q];
     if (a.best) a.best[row] = bb;
@@ -309,8 +394,8 @@ __device__ void finish_cta(const KernelArgs& a, float* merge, int64_t n, int64_t
       }
     }
   }
+  if (a.slices > 1) merge_slices_if_last(a, merge, n, w_at);
 }
-
 // Raises the dynamic shared-memory cap of a kernel once, then launches it.
 template <typename Kernel>
 void launch_sick_kernel(Kernel kernel, size_t& configured, const KernelArgs& ka, int64_t grid,

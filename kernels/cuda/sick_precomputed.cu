@@ -42,6 +42,8 @@ constexpr int kHiBit0 = kLoBits + kMidBits;
 
 __device__ __forceinline__ float pm(uint32_t p, int j) { return (p >> j) & 1u ? 1.f : -1.f; }
 
+constexpr int ilog2(int x) { return x <= 1 ? 0 : 1 + ilog2(x / 2); }
+
 __device__ __forceinline__ uint32_t as_u32(__half2 h) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
@@ -114,24 +116,49 @@ __global__ void __launch_bounds__(kWarps * 32) sick_precomputed_kernel(KernelArg
   }
   __syncthreads();
   // z_mid rows. Forward layout: row, lane column group c, n-tile, pair (hidden 8 nt + 2c + q);
-  // transposed layout: row, lane row group g, n-tile (hidden 8 nt + g).
-  for (int t = threadIdx.x; t < kRows * HP; t += blockDim.x) {
-    const int row = t / HP, i = t % HP;
-    float v = 0.f;
+  // transposed layout: row, lane row group g, n-tile (hidden 8 nt + g). Thread t owns hidden
+  // unit t % HP and the kRowsPer rows whose high bits are t / HP: a prefix tree over the low row
+  // bits gives every row in one FADD, summed in bit order like a plain loop would.
+  {
+    constexpr int kRowsPer = kRows * HP / (kWarps * 32), kTreeBits = ilog2(kRowsPer);
+    static_assert(kRowsPer * (kWarps * 32) == kRows * HP, "rows split evenly over threads");
+    const int i = threadIdx.x % HP, row_hi = threadIdx.x / HP;
+    const float* wi = wsm + i * BP + kLoBits;
+    float v[kRowsPer];
+    v[0] = -wi[0];
+    v[1] = wi[0];
 #pragma unroll
-    for (int q = 0; q < kMidBits; ++q) v += pm(uint32_t(row), q) * wsm[i * BP + kLoBits + q];
+    for (int q = 1; q < kTreeBits; ++q) {
+      const float wq = wi[q];
+#pragma unroll
+      for (int x = 0; x < kRowsPer / 2; ++x)
+        if (x < (1 << q)) {
+          v[x + (1 << q)] = v[x] + wq;
+          v[x] = v[x] - wq;
+        }
+    }
+#pragma unroll
+    for (int q = kTreeBits; q < kMidBits; ++q) {
+      const float t = (row_hi >> (q - kTreeBits)) & 1 ? wi[q] : -wi[q];
+#pragma unroll
+      for (int x = 0; x < kRowsPer; ++x) v[x] = v[x] + t;
+    }
     const int nt = i >> 3, cc = (i & 7) >> 1, half = i & 1, gg = i & 7;
-    const int fwd = ((row * 4 + cc) * NT + nt) * 2 + half;
-    if (kSplit)
-      reinterpret_cast<float*>(tab_fwd)[fwd] = v;
-    else
-      reinterpret_cast<__half*>(tab_fwd)[fwd] = __float2half_rn(v);
-    if (kGrad) {
-      const int tr = (row * 8 + gg) * NT + nt;
+#pragma unroll
+    for (int x = 0; x < kRowsPer; ++x) {
+      const int row = row_hi * kRowsPer + x;
+      const int fwd = ((row * 4 + cc) * NT + nt) * 2 + half;
       if (kSplit)
-        reinterpret_cast<float*>(tab_tr)[tr] = v;
+        reinterpret_cast<float*>(tab_fwd)[fwd] = v[x];
       else
-        tab_tr[tr] = neg_dup(v);
+        reinterpret_cast<__half*>(tab_fwd)[fwd] = __float2half_rn(v[x]);
+      if (kGrad) {
+        const int tr = (row * 8 + gg) * NT + nt;
+        if (kSplit)
+          reinterpret_cast<float*>(tab_tr)[tr] = v[x];
+        else
+          tab_tr[tr] = neg_dup(v[x]);
+      }
     }
   }
   __syncthreads();
@@ -154,13 +181,18 @@ __global__ void __launch_bounds__(kWarps * 32) sick_precomputed_kernel(KernelArg
       }
   }
 
-  // z_lo of row p (bits 0..4 of the pattern) at hidden unit i; one summation order for both
-  // layouts, so both hold the same numbers.
-  auto lo_sum = [&](uint32_t p, int i) {
-    float v = 0.f;
+  // z_lo of the rows p3 + 8 h + 16 mt (bits 0..2 of the pattern fixed, bits 3 and 4 from h and
+  // mt) at hidden unit i, out[mt][h]. Summed in bit order, the same for both layouts, so both
+  // hold the same numbers; the bits 0..2 prefix is shared by the four rows.
+  auto lo_sums = [&](uint32_t p3, int i, float(&out)[2][2]) {
+    const float* wi = wsm + i * BP;
+    const float s3 = (pm(p3, 0) * wi[0] + pm(p3, 1) * wi[1]) + pm(p3, 2) * wi[2];
 #pragma unroll
-    for (int j = 0; j < kLoBits; ++j) v += pm(p, j) * wsm[i * BP + j];
-    return v;
+    for (int h = 0; h < 2; ++h) {
+      const float s4 = s3 + (h ? wi[3] : -wi[3]);
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) out[mt][h] = s4 + (mt ? wi[4] : -wi[4]);
+    }
   };
   // z_lo + z_hi of the current block, in registers. Accumulator layout: [mt][nt][h] = rows
   // 16 mt + g + 8 h, hidden 8 nt + 2c (+1). Transposed (gradient B operand) layout:
@@ -174,27 +206,34 @@ __global__ void __launch_bounds__(kWarps * 32) sick_precomputed_kernel(KernelArg
   auto base_at = [&](int w) -> uint32_t& { return lane_base[32 * w]; };
   auto fbase_at = [&](int w) -> float& { return reinterpret_cast<float&>(lane_base[32 * w]); };
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
+  for (int nt = 0; nt < NT; ++nt) {
+    float a0[2][2], a1[2][2];  // accumulator layout: hidden 8 nt + 2c and + 1, rows g + ...
+    lo_sums(uint32_t(g), 8 * nt + 2 * c, a0);
+    lo_sums(uint32_t(g), 8 * nt + 2 * c + 1, a1);
+    float t0[2][2], t1[2][2];  // transposed layout: hidden 8 nt + g, rows 2c and 2c + 1 + ...
+    if (kGrad) {
+      lo_sums(uint32_t(2 * c), 8 * nt + g, t0);
+      lo_sums(uint32_t(2 * c + 1), 8 * nt + g, t1);
+    }
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const uint32_t p = 16 * mt + g + 8 * h, pt = 16 * mt + 2 * c + 8 * h;
-        const int i = 8 * nt + 2 * c, it = 8 * nt + g;
         if (kSplit) {
           const int w = (mt * NT + nt) * 4 + 2 * h;
-          fbase_at(w) = lo_sum(p, i);
-          fbase_at(w + 1) = lo_sum(p, i + 1);
+          fbase_at(w) = a0[mt][h];
+          fbase_at(w + 1) = a1[mt][h];
           if (kGrad) {
-            fbase_at(kT + w) = lo_sum(pt, it);
-            fbase_at(kT + w + 1) = lo_sum(pt + 1, it);
+            fbase_at(kT + w) = t0[mt][h];
+            fbase_at(kT + w + 1) = t1[mt][h];
           }
         } else {
           const int w = (mt * NT + nt) * 2 + h;
-          base_at(w) = pack_half2(lo_sum(p, i), lo_sum(p, i + 1));
-          if (kGrad) base_at(kT + w) = pack_half2(lo_sum(pt, it), lo_sum(pt + 1, it));
+          base_at(w) = pack_half2(a0[mt][h], a1[mt][h]);
+          if (kGrad) base_at(kT + w) = pack_half2(t0[mt][h], t1[mt][h]);
         }
       }
+  }
   // Gradient A operand signs (half2 masks, set = bit clear = -1) for row bit g of the column
   // pairs (2c, 2c+1) and (2c+8, 2c+9): lane constants for g < 4, the m-tile for g == 4, and the
   // tile base for g >= 5 (hi_sel keeps only those).
