@@ -1,25 +1,33 @@
 // train.cpp: `bitgrad train CONFIG`: reads the config, builds data, model and optimizer, and
 // runs the training loop with periodic evaluation, a progress line and a metrics file.
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "cli.h"
+#include "core/checkpoint.h"
 #include "core/config.h"
 #include "core/optim.h"
 #include "data/text.h"
 #include "models/char_mlp.h"
+#include "models/gpt.h"
 
 namespace bg::cli {
 namespace {
 
 struct TrainConfig {
-  std::string out_dir, device, data_path;
+  std::string out_dir, device, data_path, model_type;
   uint64_t seed = 0;
+  bool resume = false;
+  int64_t stop_after = 0;  // 0: run to train.steps
   double val_fraction = 0.1;
   CharMLPConfig model;
-  int64_t steps = 0, batch = 0, eval_interval = 0, eval_iters = 0, log_interval = 0;
+  GPTConfig gpt;
+  int64_t steps = 0, batch = 0, grad_accum = 1, eval_interval = 0, eval_iters = 0, log_interval = 0;
   double grad_clip = 0;
   std::string optimizer;
   double momentum = 0;
@@ -33,16 +41,34 @@ TrainConfig read_config(ConfigReader& r) {
   c.out_dir = r.string("run.out_dir", "runs/" + name);
   c.seed = uint64_t(r.integer("run.seed", 1337, 0, INT64_MAX));
   c.device = r.string("run.device", "auto");
+  c.resume = r.boolean("run.resume", false);
+  // Stop (saving last.h5, as on SIGINT) after this many steps of this invocation: time-boxed
+  // jobs, and the interrupted-and-resumed test.
+  c.stop_after = r.integer("run.stop_after_steps", 0, 0, int64_t(1) << 40);
   c.data_path = r.string("data.path");
   c.val_fraction = r.number("data.val_fraction", 0.1, 0.0, 0.5);
-  r.choice("model.type", "char_mlp", {"char_mlp"});
-  c.model.context = r.integer("model.context", 16, 1, 4096);
-  c.model.n_embd = r.integer("model.n_embd", 32, 1, 65536);
-  c.model.n_hidden = r.integer("model.n_hidden", 256, 1, 1 << 20);
-  c.model.n_layer = r.integer("model.n_layer", 2, 0, 64);
-  c.model.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
+  c.model_type = r.choice("model.type", "char_mlp", {"char_mlp", "gpt"});
+  if (c.model_type == "char_mlp") {
+    c.model.context = r.integer("model.context", 16, 1, 4096);
+    c.model.n_embd = r.integer("model.n_embd", 32, 1, 65536);
+    c.model.n_hidden = r.integer("model.n_hidden", 256, 1, 1 << 20);
+    c.model.n_layer = r.integer("model.n_layer", 2, 0, 64);
+    c.model.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
+  } else {
+    c.gpt.block_size = r.integer("model.block_size", 256, 1, 1 << 20);
+    c.gpt.n_layer = r.integer("model.n_layer", 6, 1, 256);
+    c.gpt.n_head = r.integer("model.n_head", 6, 1, 1024);
+    c.gpt.n_embd = r.integer("model.n_embd", 384, 1, 1 << 16);
+    if (c.gpt.n_embd % c.gpt.n_head != 0)
+      r.fail_at("model.n_head", "n_embd " + std::to_string(c.gpt.n_embd) +
+                                    " is not divisible by n_head " + std::to_string(c.gpt.n_head));
+    c.gpt.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
+    c.gpt.bias = r.boolean("model.bias", false);
+    c.model.context = c.gpt.block_size;
+  }
   c.steps = r.integer("train.steps", 1000, 1, int64_t(1) << 40);
   c.batch = r.integer("train.batch_size", 64, 1, 1 << 24);
+  c.grad_accum = r.integer("train.grad_accum", 1, 1, 1 << 16);
   c.eval_interval = r.integer("train.eval_interval", 250, 1, int64_t(1) << 40);
   c.eval_iters = r.integer("train.eval_iters", 20, 1, 1 << 20);
   c.log_interval = r.integer("train.log_interval", 100, 1, int64_t(1) << 40);
@@ -77,6 +103,18 @@ std::string format_duration(double s) {
   return buf;
 }
 
+// SIGINT / SIGTERM ask the loop to save a checkpoint and stop after the current step.
+std::atomic<int> g_stop_signal{0};
+extern "C" void request_stop(int sig) { g_stop_signal = sig; }
+
+// The training state a checkpoint holds besides the parameters.
+struct RunState {
+  int64_t step = 0;  // steps completed
+  double best_val = INFINITY;
+  uint64_t data_offset = 0, dropout_offset = 0;
+  std::string metrics;  // the metrics CSV so far
+};
+
 }  // namespace
 
 int run_train(const Args& args) {
@@ -92,19 +130,33 @@ int run_train(const Args& args) {
   const std::string text = read_text_file(cfg.data_path);
   const CharVocab vocab(text);
   const TokenSplit split = split_tokens(vocab.encode(text), cfg.val_fraction);
-  BG_CHECK(int64_t(split.val.size()) > cfg.model.context, "train", cfg.data_path,
-           ": validation split has ", split.val.size(),
-           " tokens, fewer than context + 1 = ", cfg.model.context + 1);
-  CharMLPConfig mcfg = cfg.model;
-  mcfg.vocab_size = vocab.size();
-  Generator init(cfg.seed), data_gen(cfg.seed + 1), dropout_gen(cfg.seed + 2),
-      eval_gen(cfg.seed + 3);
-  CharMLP model(mcfg, init);
-  FlatParameters params(model.named_parameters(), device);
+  const int64_t context = cfg.model.context;
+  BG_CHECK(int64_t(split.val.size()) > context, "train", cfg.data_path, ": validation split has ",
+           split.val.size(), " tokens, fewer than context + 1 = ", context + 1);
+  BG_CHECK(int64_t(split.train.size()) > context, "train", cfg.data_path, ": training split has ",
+           split.train.size(), " tokens, fewer than context + 1 = ", context + 1);
+  Generator init(cfg.seed), data_gen(cfg.seed + 1), dropout_gen(cfg.seed + 2);
+  const bool is_gpt = cfg.model_type == "gpt";
+  std::unique_ptr<CharMLP> mlp;
+  std::unique_ptr<GPT> gpt;
+  Module* model = nullptr;
+  if (is_gpt) {
+    GPTConfig g = cfg.gpt;
+    g.vocab_size = vocab.size();
+    gpt = std::make_unique<GPT>(g, init);
+    model = gpt.get();
+  } else {
+    CharMLPConfig m = cfg.model;
+    m.vocab_size = vocab.size();
+    mlp = std::make_unique<CharMLP>(m, init);
+    model = mlp.get();
+  }
+  const auto named = model->named_parameters();
+  FlatParameters params(named, device);
   std::printf(
-      "data: %zu train / %zu val tokens, vocab %lld | model: %lld parameters | device: %s\n",
-      split.train.size(), split.val.size(), (long long)vocab.size(), (long long)params.numel(),
-      device.str().c_str());
+      "data: %zu train / %zu val tokens, vocab %lld | model: %s, %lld parameters | device: %s\n",
+      split.train.size(), split.val.size(), (long long)vocab.size(), cfg.model_type.c_str(),
+      (long long)params.numel(), device.str().c_str());
   std::unique_ptr<AdamW> adamw;
   std::unique_ptr<SGD> sgd;
   if (cfg.optimizer == "adamw")
@@ -112,32 +164,102 @@ int run_train(const Args& args) {
   else
     sgd = std::make_unique<SGD>(params, cfg.momentum, cfg.adamw.weight_decay);
 
+  // Checkpoints: last.h5 (every evaluation, the end, a signal: what resume reads) and best.h5
+  // (the best validation loss so far). Parameters use the model's state_dict names; the tied
+  // LM head is also stored as lm_head.weight so PyTorch's load_state_dict finds every key.
+  const std::string last_path = cfg.out_dir + "/last.h5", best_path = cfg.out_dir + "/best.h5";
+  auto save = [&](const std::string& path, const RunState& st) {
+    CheckpointWriter ck(path);
+    for (const auto& [name, t] : named) ck.tensor(name, t);
+    if (is_gpt)
+      for (const auto& [name, t] : named)
+        if (name == "transformer.wte.weight") ck.tensor("lm_head.weight", t);
+    if (adamw) {
+      ck.tensor("optimizer.exp_avg", adamw->exp_avg());
+      ck.tensor("optimizer.exp_avg_sq", adamw->exp_avg_sq());
+    } else {
+      ck.tensor("optimizer.momentum_buffer", sgd->momentum_buffer());
+    }
+    ck.attr("format", std::string("bitgrad-train-1"));
+    ck.attr("model_type", cfg.model_type);
+    ck.attr("config", reader.effective_yaml());
+    ck.attr("vocab_chars", vocab.chars());
+    ck.attr("step", st.step);
+    ck.attr("optimizer_steps", adamw ? adamw->steps() : st.step);
+    char best[32];
+    std::snprintf(best, sizeof best, "%.17g", st.best_val);
+    ck.attr("best_val_loss", std::string(best));
+    ck.attr("data_rng_offset", int64_t(st.data_offset));
+    ck.attr("dropout_rng_offset", int64_t(st.dropout_offset));
+    ck.attr("metrics_csv", st.metrics);
+    ck.commit();
+  };
+  RunState state;
+  state.metrics = "step,train_loss,val_loss,lr,ms_per_step\n";
+  if (cfg.resume && std::filesystem::exists(last_path)) {
+    CheckpointReader ck(last_path);
+    BG_CHECK(ck.str_attr("model_type") == cfg.model_type, "train", last_path, " holds a ",
+             ck.str_attr("model_type"), " model, the config asks for ", cfg.model_type);
+    BG_CHECK(ck.str_attr("vocab_chars") == vocab.chars(), "train", last_path,
+             " was trained on another vocabulary than ", cfg.data_path);
+    for (const auto& [name, t] : named) t.copy_(ck.tensor(name, DType::f32, t.shape()));
+    if (adamw) {
+      adamw->exp_avg().copy_(ck.tensor("optimizer.exp_avg", DType::f32, adamw->exp_avg().shape()));
+      adamw->exp_avg_sq().copy_(
+          ck.tensor("optimizer.exp_avg_sq", DType::f32, adamw->exp_avg_sq().shape()));
+      adamw->set_steps(ck.int_attr("optimizer_steps"));
+    } else {
+      sgd->momentum_buffer().copy_(
+          ck.tensor("optimizer.momentum_buffer", DType::f32, sgd->momentum_buffer().shape()));
+    }
+    state.step = ck.int_attr("step");
+    state.best_val = std::stod(ck.str_attr("best_val_loss"));
+    data_gen.offset = uint64_t(ck.int_attr("data_rng_offset"));
+    dropout_gen.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
+    state.metrics = ck.str_attr("metrics_csv");
+    BG_CHECK(state.step <= cfg.steps, "train", last_path, " is at step ", state.step,
+             ", past train.steps = ", cfg.steps);
+    std::printf("resumed from %s at step %lld\n", last_path.c_str(), (long long)state.step);
+  }
+
   auto batch_loss = [&](const std::vector<int32_t>& tokens, Generator& gen) {
     Tensor x, y;
-    sample_windows(tokens, cfg.batch, mcfg.context, gen, device, &x, &y);
-    const Tensor target = y.slice(1, mcfg.context - 1, mcfg.context).reshape({cfg.batch});
-    return cross_entropy(model.forward(x, dropout_gen), target);
+    sample_windows(tokens, cfg.batch, context, gen, device, &x, &y);
+    if (is_gpt) return gpt->loss(x, y, dropout_gen);
+    const Tensor target = y.slice(1, context - 1, context).reshape({cfg.batch});
+    return cross_entropy(mlp->forward(x, dropout_gen), target);
   };
   auto evaluate = [&](const std::vector<int32_t>& tokens) {
     NoGradGuard no_grad;
-    model.train(false);
+    model->train(false);
     Generator gen(cfg.seed + 3);  // the same eval batches every time
     double total = 0;
     for (int64_t i = 0; i < cfg.eval_iters; ++i) total += batch_loss(tokens, gen).item();
-    model.train(true);
+    model->train(true);
     return total / double(cfg.eval_iters);
   };
 
-  std::ostringstream metrics;
-  metrics << "step,train_loss,val_loss,lr,ms_per_step\n";
+  g_stop_signal = 0;
+  auto old_int = std::signal(SIGINT, request_stop);
+  auto old_term = std::signal(SIGTERM, request_stop);
   const auto t_start = std::chrono::steady_clock::now();
   auto t_last = t_start;
-  double last_loss = NAN, best_val = INFINITY;
-  for (int64_t step = 0; step < cfg.steps; ++step) {
+  const int64_t first_step = state.step;
+  double last_loss = NAN;
+  int64_t step = first_step;
+  bool stopped_early = false;
+  for (; step < cfg.steps && !g_stop_signal; ++step) {
+    if (cfg.stop_after > 0 && step - first_step == cfg.stop_after) {
+      stopped_early = true;
+      break;
+    }
     const double lr = cfg.schedule.at(step);
     params.zero_grad();
-    Tensor loss = batch_loss(split.train, data_gen);
-    loss.backward();
+    Tensor loss;
+    for (int64_t micro = 0; micro < cfg.grad_accum; ++micro) {
+      loss = batch_loss(split.train, data_gen);
+      (cfg.grad_accum > 1 ? loss / double(cfg.grad_accum) : loss).backward();
+    }
     Tensor scale;
     if (cfg.grad_clip > 0) scale = clip_grad_norm(params, cfg.grad_clip).scale;
     if (adamw)
@@ -149,39 +271,79 @@ int run_train(const Args& args) {
     if (!log && !eval) continue;
     last_loss = loss.item();  // syncs the device
     BG_CHECK(std::isfinite(last_loss), "train", "loss is ", last_loss, " at step ", step + 1,
-             "; stopping");
+             "; stopping (the last checkpoint, ", last_path, ", is kept as it was)");
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - t_start).count();
-    const double ms = std::chrono::duration<double, std::milli>(now - t_last).count() /
-                      double(step == 0 ? 1 : std::min<int64_t>(cfg.log_interval, step + 1));
+    const double ms =
+        std::chrono::duration<double, std::milli>(now - t_last).count() /
+        double(step == first_step ? 1 : std::min<int64_t>(cfg.log_interval, step + 1 - first_step));
     t_last = now;
     double val = NAN;
     if (eval) {
       val = evaluate(split.val);
-      best_val = std::min(best_val, val);
+      BG_CHECK(std::isfinite(val), "train", "validation loss is ", val, " at step ", step + 1,
+               "; stopping (the last checkpoint, ", last_path, ", is kept as it was)");
     }
-    std::printf("step %6lld/%lld | loss %.4f | %s | lr %.2e | %.2f ms/step | %.0f tok/s | ETA %s\n",
-                (long long)(step + 1), (long long)cfg.steps, last_loss,
-                eval ? ("val " + std::to_string(val).substr(0, 6)).c_str() : "          ", lr, ms,
-                double(cfg.batch * mcfg.context) * 1000.0 / ms,
-                format_duration(elapsed / double(step + 1) * double(cfg.steps - step - 1)).c_str());
+    const double tokens_per_step = double(cfg.batch * cfg.grad_accum * context);
+    std::printf(
+        "step %6lld/%lld | loss %.4f | %s | lr %.2e | %.2f ms/step | %.0f tok/s | ETA %s\n",
+        (long long)(step + 1), (long long)cfg.steps, last_loss,
+        eval ? ("val " + std::to_string(val).substr(0, 6)).c_str() : "          ", lr, ms,
+        tokens_per_step * 1000.0 / ms,
+        format_duration(elapsed / double(step + 1 - first_step) * double(cfg.steps - step - 1))
+            .c_str());
     std::fflush(stdout);
-    metrics << step + 1 << "," << last_loss << "," << (eval ? std::to_string(val) : "") << "," << lr
-            << "," << ms << "\n";
+    state.metrics += std::to_string(step + 1) + "," + std::to_string(last_loss) + "," +
+                     (eval ? std::to_string(val) : "") + "," + std::to_string(lr) + "," +
+                     std::to_string(ms) + "\n";
+    if (eval) {
+      state.step = step + 1;
+      state.data_offset = data_gen.offset;
+      state.dropout_offset = dropout_gen.offset;
+      const bool improved = val < state.best_val;
+      if (improved) state.best_val = val;
+      save(last_path, state);
+      if (improved) save(best_path, state);
+      write_file_atomic(cfg.out_dir + "/metrics.csv", state.metrics);
+    }
   }
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  if (g_stop_signal || stopped_early) {
+    state.step = step;
+    state.data_offset = data_gen.offset;
+    state.dropout_offset = dropout_gen.offset;
+    save(last_path, state);
+    write_file_atomic(cfg.out_dir + "/metrics.csv", state.metrics);
+    if (stopped_early) {
+      std::printf(
+          "stopped after step %lld (run.stop_after_steps): checkpoint %s (resume with "
+          "--set run.resume=true)\n",
+          (long long)step, last_path.c_str());
+      return 0;
+    }
+    std::printf(
+        "stopped by signal %d after step %lld: checkpoint %s (resume with --set "
+        "run.resume=true)\n",
+        int(g_stop_signal), (long long)step, last_path.c_str());
+    return 130;
+  }
+  write_file_atomic(cfg.out_dir + "/config.yaml", reader.effective_yaml());
 
   // A short sample from the trained model, seeded by the first validation window.
-  model.train(false);
+  model->train(false);
   NoGradGuard no_grad;
-  std::vector<int32_t> ctx(split.val.begin(), split.val.begin() + mcfg.context);
+  std::vector<int32_t> ctx(split.val.begin(), split.val.begin() + std::min<int64_t>(context, 16));
   std::string sample = vocab.decode(ctx);
   Generator sample_gen(cfg.seed + 4);
   for (int i = 0; i < 200; ++i) {
-    std::vector<int64_t> window(ctx.end() - mcfg.context, ctx.end());
-    const Tensor logits =
-        model.forward(from_vector(window, {1, mcfg.context}, device), dropout_gen);
+    const int64_t n = is_gpt ? std::min<int64_t>(int64_t(ctx.size()), context) : context;
+    std::vector<int64_t> window(ctx.end() - n, ctx.end());
+    Tensor logits = is_gpt ? gpt->forward(from_vector(window, {1, n}, device), dropout_gen)
+                           : mlp->forward(from_vector(window, {1, n}, device), dropout_gen);
+    if (is_gpt) logits = logits.slice(1, n - 1, n).reshape({1, vocab.size()});
     const std::vector<double> p = softmax(logits, -1).to_vector<double>();
     const double u = rand({1}, sample_gen, 0, 1, DType::f64).item();
     double acc = 0;
@@ -194,11 +356,9 @@ int run_train(const Args& args) {
     ctx.push_back(next);
     sample += vocab.decode({next});
   }
-  write_file_atomic(cfg.out_dir + "/config.yaml", reader.effective_yaml());
-  write_file_atomic(cfg.out_dir + "/metrics.csv", metrics.str());
   std::printf(
       "done: %lld steps in %.1f s | final train loss %.4f | best val loss %.4f | outputs in %s\n",
-      (long long)cfg.steps, seconds, last_loss, best_val, cfg.out_dir.c_str());
+      (long long)cfg.steps, seconds, last_loss, state.best_val, cfg.out_dir.c_str());
   std::printf("sample:\n%s\n", sample.c_str());
   return 0;
 }

@@ -34,4 +34,35 @@ echo "$msg" | grep -q "bad.txt:3: 'abc' is not a number" || fail "unexpected mes
 # Bad config key.
 "$bin" fit-bide "$dir/fit.yaml" --set train.stpes=3 > /dev/null 2> "$dir/err" && fail "unknown key accepted"
 grep -q "unknown key 'train.stpes'" "$dir/err" || fail "unexpected message: $(cat "$dir/err")"
+# GPT training: an interrupted-and-resumed run logs the same losses as an uninterrupted one.
+printf 'First Citizen:\nBefore we proceed any further, hear me speak.\n' > "$dir/line.txt"
+for i in $(seq 1 200); do cat "$dir/line.txt"; done > "$dir/corpus.txt"
+cat > "$dir/gpt.yaml" <<YAML
+run: {out_dir: $dir/gpt, device: cpu, seed: 3}
+data: {path: $dir/corpus.txt, val_fraction: 0.1}
+model: {type: gpt, block_size: 16, n_layer: 2, n_head: 2, n_embd: 16, dropout: 0.1}
+train: {steps: 30, batch_size: 4, eval_interval: 10, eval_iters: 2, log_interval: 5}
+optimizer: {lr: 0.01, betas: [0.9, 0.99], weight_decay: 0.1}
+schedule: {type: cosine, warmup_steps: 3, min_lr: 0.001}
+YAML
+"$bin" train "$dir/gpt.yaml" > "$dir/gpt.log" 2>&1 || { cat "$dir/gpt.log"; fail "train exited non-zero"; }
+for f in last.h5 best.h5 metrics.csv config.yaml; do [ -s "$dir/gpt/$f" ] || fail "missing train output $f"; done
+"$bin" train "$dir/gpt.yaml" --set run.out_dir="$dir/gpt2" --set run.stop_after_steps=13 > /dev/null 2>&1 || fail "stop_after_steps run failed"
+"$bin" train "$dir/gpt.yaml" --set run.out_dir="$dir/gpt2" --set run.resume=true > "$dir/gpt2.log" 2>&1 || fail "resume failed"
+grep -q "resumed from .*at step 13" "$dir/gpt2.log" || fail "resume did not start at step 13"
+cut -d, -f1-4 "$dir/gpt/metrics.csv" > "$dir/a.csv"   # step, train loss, val loss, lr (not timings)
+cut -d, -f1-4 "$dir/gpt2/metrics.csv" > "$dir/b.csv"
+cmp -s "$dir/a.csv" "$dir/b.csv" || fail "resumed run differs: $(diff "$dir/a.csv" "$dir/b.csv" | head -4)"
+# SIGINT saves a checkpoint and exits cleanly (130); resuming finishes the same run.
+"$bin" train "$dir/gpt.yaml" --set run.out_dir="$dir/gpt3" --set train.steps=100000 > "$dir/gpt3.log" 2>&1 &
+pid=$!
+for i in $(seq 1 100); do [ -s "$dir/gpt3/last.h5" ] && break; sleep 0.1; done
+kill -INT $pid; wait $pid; rc=$?
+[ $rc -eq 130 ] || fail "SIGINT exit code $rc, expected 130"
+grep -q "stopped by signal 2" "$dir/gpt3.log" || fail "no signal message: $(tail -2 "$dir/gpt3.log")"
+# Bad input: a missing data file.
+msg=$("$bin" train "$dir/gpt.yaml" --set data.path="$dir/nope.txt" --set run.out_dir="$dir/gpt4" 2>&1 >/dev/null)
+[ $? -ne 0 ] || fail "missing data file accepted"
+[ "$(echo "$msg" | wc -l)" -eq 1 ] || fail "error is not one line: $msg"
+echo "$msg" | grep -q "nope.txt" || fail "unexpected message: $msg"
 echo "cli_test: all checks passed"

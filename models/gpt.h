@@ -1,0 +1,50 @@
+// gpt.h: nanoGPT's GPT (Radford et al. 2019 as in Karpathy's model.py): token + position
+// embeddings, n_layer pre-LayerNorm blocks (causal multi-head self-attention, MLP 4x with
+// GELU), a final LayerNorm and an LM head tied to the token embedding. Parameter names and
+// layouts are model.py's state_dict keys (transformer.h.0.attn.c_attn.weight, (out, in)), so
+// checkpoints load into PyTorch directly; the tied lm_head.weight is transformer.wte.weight.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "layers/layers.h"
+
+namespace bg {
+
+struct GPTConfig {
+  int64_t vocab_size = 0, block_size = 256, n_layer = 6, n_head = 6, n_embd = 384;
+  double dropout = 0.0;
+  bool bias = false;
+};
+
+// x + attn(ln_1(x)), then x + mlp(ln_2(x)).
+class Block : public Module {
+ public:
+  Block(const GPTConfig& cfg, Generator& init);
+  Tensor forward(const Tensor& x, Generator& gen) const;
+  std::shared_ptr<LayerNorm> ln_1, ln_2;
+  std::shared_ptr<CausalSelfAttention> attn;
+  std::shared_ptr<MLP> mlp;
+};
+
+class GPT : public Module {
+ public:
+  // GPT-2 initialisation: N(0, 0.02) weights, residual projections (c_proj) N(0, 0.02 /
+  // sqrt(2 n_layer)), zero biases, unit LayerNorm scales; all drawn from `init` in module order.
+  GPT(const GPTConfig& cfg, Generator& init);
+  // idx (B, T) token ids with T <= block_size -> logits (B, T, vocab_size).
+  Tensor forward(const Tensor& idx, Generator& gen) const;
+  // Mean cross-entropy of forward(idx) against targets (B, T).
+  Tensor loss(const Tensor& idx, const Tensor& targets, Generator& gen) const;
+  const GPTConfig& config() const { return cfg_; }
+  // Parameters excluding position embeddings (what nanoGPT reports as the model size).
+  int64_t non_embedding_parameters() const;
+
+ private:
+  GPTConfig cfg_;
+  std::shared_ptr<Embedding> wte_, wpe_;
+  std::vector<std::shared_ptr<Block>> blocks_;
+  std::shared_ptr<LayerNorm> ln_f_;
+};
+
+}  // namespace bg

@@ -1,0 +1,165 @@
+// test_gpt.cpp: the GPT model. nanoGPT's parameter names, shapes and initialisation; causality;
+// a 2-layer model learns a tiny corpus, two runs are bitwise identical; CUDA and CPU agree on
+// the loss and on every gradient.
+#include <cmath>
+#include <cstring>
+
+#include "core/optim.h"
+#include "data/text.h"
+#include "harness.h"
+#include "models/gpt.h"
+
+namespace bg::test {
+namespace {
+
+GPTConfig tiny_config(int64_t vocab, bool bias) {
+  GPTConfig c;
+  c.vocab_size = vocab;
+  c.block_size = 12;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  c.dropout = 0.1;
+  c.bias = bias;
+  return c;
+}
+
+std::string gpt_corpus() {
+  std::string s;
+  const char* words[] = {"the cat sat. ", "a dog ran. ", "to be or not. "};
+  for (int i = 0; i < 200; ++i) s += words[(i * 5 + i / 4) % 3];
+  return s;
+}
+
+double std_of(const Tensor& t) {
+  const std::vector<double> v = t.to_vector<double>();
+  double s = 0, s2 = 0;
+  for (double x : v) s += x, s2 += x * x;
+  const double m = s / double(v.size());
+  return std::sqrt(s2 / double(v.size()) - m * m);
+}
+
+}  // namespace
+
+TEST_CASE("cpu: gpt parameters carry nanoGPT names and shapes and GPT-2 init") {
+  for (bool bias : {false, true}) {
+    Generator init(1);
+    const GPTConfig c = tiny_config(11, bias);
+    GPT model(c, init);
+    std::vector<std::pair<std::string, Shape>> want = {{"transformer.wte.weight", {11, 16}},
+                                                       {"transformer.wpe.weight", {12, 16}}};
+    for (int l = 0; l < 2; ++l) {
+      const std::string h = "transformer.h." + std::to_string(l) + ".";
+      auto add = [&](const std::string& n, Shape w, Shape b) {
+        want.push_back({h + n + ".weight", w});
+        if (bias) want.push_back({h + n + ".bias", b});
+      };
+      add("ln_1", {16}, {16});
+      add("attn.c_attn", {48, 16}, {48});
+      add("attn.c_proj", {16, 16}, {16});
+      add("ln_2", {16}, {16});
+      add("mlp.c_fc", {64, 16}, {64});
+      add("mlp.c_proj", {16, 64}, {16});
+    }
+    want.push_back({"transformer.ln_f.weight", {16}});
+    if (bias) want.push_back({"transformer.ln_f.bias", {16}});
+    const auto named = model.named_parameters();
+    REQUIRE(named.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      CHECK(named[i].first == want[i].first);
+      CHECK(named[i].second.shape() == want[i].second);
+    }
+  }
+  // Init: N(0, 0.02) weights, residual projections N(0, 0.02 / sqrt(2 n_layer)), zero biases.
+  GPTConfig big = tiny_config(97, true);
+  big.n_embd = 64;
+  big.n_layer = 4;
+  Generator init(2);
+  GPT model(big, init);
+  for (const auto& [name, t] : model.named_parameters()) {
+    if (name.find("c_proj.weight") != std::string::npos)
+      CHECK(std_of(t) == doctest::Approx(0.02 / std::sqrt(8.0)).epsilon(0.03));
+    else if (name.find("ln_") != std::string::npos && name.find(".weight") != std::string::npos)
+      CHECK(std_of(t) == 0.0);
+    else if (name.find(".bias") != std::string::npos)
+      CHECK(std_of(t) == 0.0);
+    else
+      CHECK(std_of(t) == doctest::Approx(0.02).epsilon(0.05));
+  }
+}
+
+TEST_CASE("cpu: gpt logits at a position ignore later tokens") {
+  Generator init(3), gen(4);
+  GPT model(tiny_config(9, true), init);
+  model.train(false);
+  std::vector<int64_t> a = {1, 4, 2, 8, 0, 3, 3, 7}, b = a;
+  b[5] = 6;
+  b[7] = 1;
+  const Tensor la = model.forward(from_vector(a, {1, 8}), gen);
+  const Tensor lb = model.forward(from_vector(b, {1, 8}), gen);
+  CHECK(rel_err(la.slice(1, 0, 5), lb.slice(1, 0, 5)) == 0.0);
+  CHECK(rel_err(la.slice(1, 5, 8), lb.slice(1, 5, 8)) > 1e-3);
+  CHECK_THROWS_WITH(model.forward(zeros({1, 13}, DType::i64), gen),
+                    doctest::Contains("outside [1, block_size = 12]"));
+}
+
+namespace {
+
+struct GptRun {
+  std::vector<double> losses;
+  std::vector<float> params, grads;
+};
+
+// `steps` AdamW steps of a 2-layer GPT on the tiny corpus (dropout on); grads after the last.
+GptRun train_gpt(Device device, int steps) {
+  const std::string text = gpt_corpus();
+  const CharVocab vocab(text);
+  const std::vector<int32_t> tokens = vocab.encode(text);
+  Generator init(5), data(6), drop(7);
+  GPT model(tiny_config(vocab.size(), false), init);
+  FlatParameters params(model.named_parameters(), device);
+  AdamW opt(params, {0.9, 0.99, 1e-8, 0.1});
+  GptRun r;
+  for (int s = 0; s < steps; ++s) {
+    params.zero_grad();
+    Tensor x, y;
+    sample_windows(tokens, 8, 12, data, device, &x, &y);
+    Tensor loss = model.loss(x, y, drop);
+    loss.backward();
+    r.grads = params.grads().to_vector<float>();
+    opt.step(3e-3, clip_grad_norm(params, 1.0).scale);
+    r.losses.push_back(loss.item());
+  }
+  r.params = params.values().to_vector<float>();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("cpu: a 2-layer gpt learns a tiny corpus and two runs are bitwise identical") {
+  const GptRun a = train_gpt(Device::cpu(), 150), b = train_gpt(Device::cpu(), 150);
+  double first = 0, last = 0;
+  for (int i = 0; i < 10; ++i) first += a.losses[size_t(i)] / 10;
+  for (int i = 140; i < 150; ++i) last += a.losses[size_t(i)] / 10;
+  CHECK(first > 2.0);         // ~log(vocab) at the start
+  CHECK(last < 0.5 * first);  // the corpus is three phrases
+  CHECK(a.losses == b.losses);
+  CHECK(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("cuda: a 2-layer gpt agrees with the CPU on the loss and every gradient") {
+  BG_REQUIRE_CUDA();
+  const GptRun c = train_gpt(Device::cpu(), 1), g = train_gpt(Device::cuda(0), 1);
+  CHECK(g.losses[0] == doctest::Approx(c.losses[0]).epsilon(1e-5));
+  const Tensor gc = from_vector(c.grads, {int64_t(c.grads.size())});
+  const Tensor gg = from_vector(g.grads, {int64_t(g.grads.size())});
+  CHECK(rel_err(gg, gc) < 1e-4);
+  // Same seeds, same batches and dropout masks: 20 steps follow the same trajectory.
+  const GptRun c20 = train_gpt(Device::cpu(), 20), g20 = train_gpt(Device::cuda(0), 20);
+  for (size_t i = 0; i < 20; ++i)
+    CHECK(g20.losses[i] == doctest::Approx(c20.losses[i]).epsilon(1e-3));
+  const GptRun g20b = train_gpt(Device::cuda(0), 20);
+  CHECK(std::memcmp(g20.params.data(), g20b.params.data(), g20.params.size() * sizeof(float)) == 0);
+}
+
+}  // namespace bg::test
