@@ -15,6 +15,7 @@
 #include "data/text.h"
 #include "models/char_mlp.h"
 #include "models/gpt.h"
+#include "plot.h"
 
 namespace bg::cli {
 namespace {
@@ -106,6 +107,30 @@ std::string format_duration(double s) {
 // SIGINT / SIGTERM ask the loop to save a checkpoint and stop after the current step.
 std::atomic<int> g_stop_signal{0};
 extern "C" void request_stop(int sig) { g_stop_signal = sig; }
+
+// Train and validation loss against step, from the metrics CSV (resumed runs included).
+std::string loss_plot(const std::string& metrics_csv) {
+  plot::Series train{"train", "#1f77b4", {}, {}}, val{"val", "#d62728", {}, {}};
+  std::istringstream in(metrics_csv);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    std::string step, loss, val_loss;
+    std::getline(row, step, ',');
+    std::getline(row, loss, ',');
+    std::getline(row, val_loss, ',');
+    if (step.empty()) continue;
+    train.x.push_back(std::stod(step));
+    train.y.push_back(std::stod(loss));
+    if (!val_loss.empty()) {
+      val.x.push_back(std::stod(step));
+      val.y.push_back(std::stod(val_loss));
+    }
+  }
+  return plot::svg({{"loss (cross-entropy, nats per token)", "step", "loss", {train, val}}}, 1, 640,
+                   360);
+}
 
 // The training state a checkpoint holds besides the parameters.
 struct RunState {
@@ -331,6 +356,7 @@ int run_train(const Args& args) {
     return 130;
   }
   write_file_atomic(cfg.out_dir + "/config.yaml", reader.effective_yaml());
+  write_file_atomic(cfg.out_dir + "/loss.svg", loss_plot(state.metrics));
 
   // A short sample from the trained model, seeded by the first validation window.
   model->train(false);

@@ -46,7 +46,7 @@ optimizer: {lr: 0.01, betas: [0.9, 0.99], weight_decay: 0.1}
 schedule: {type: cosine, warmup_steps: 3, min_lr: 0.001}
 YAML
 "$bin" train "$dir/gpt.yaml" > "$dir/gpt.log" 2>&1 || { cat "$dir/gpt.log"; fail "train exited non-zero"; }
-for f in last.h5 best.h5 metrics.csv config.yaml; do [ -s "$dir/gpt/$f" ] || fail "missing train output $f"; done
+for f in last.h5 best.h5 metrics.csv config.yaml loss.svg; do [ -s "$dir/gpt/$f" ] || fail "missing train output $f"; done
 "$bin" train "$dir/gpt.yaml" --set run.out_dir="$dir/gpt2" --set run.stop_after_steps=13 > /dev/null 2>&1 || fail "stop_after_steps run failed"
 "$bin" train "$dir/gpt.yaml" --set run.out_dir="$dir/gpt2" --set run.resume=true > "$dir/gpt2.log" 2>&1 || fail "resume failed"
 grep -q "resumed from .*at step 13" "$dir/gpt2.log" || fail "resume did not start at step 13"
