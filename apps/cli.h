@@ -4,6 +4,12 @@
 #include <utility>
 #include <vector>
 
+namespace bg {
+class ConfigReader;
+struct AdamWConfig;
+struct LrSchedule;
+}  // namespace bg
+
 namespace bg::cli {
 
 // Positional arguments and the "--set key=value" overrides of a subcommand.
@@ -19,6 +25,19 @@ Args parse_args(int argc, char** argv, int first);
 
 // Writes `text` to `path` atomically (temporary file + rename); creates parent folders.
 void write_file_atomic(const std::string& path, const std::string& text);
+
+// Per-command defaults of the shared optimizer.* and schedule.* keys.
+struct OptimizerDefaults {
+  double lr;
+  std::vector<double> betas;
+  double weight_decay;
+  std::string schedule;
+  double min_lr;
+};
+// optimizer.{lr, betas, eps, weight_decay} and schedule.{type, warmup_steps, min_lr}, checked;
+// the schedule spans `steps`.
+void read_adamw_and_schedule(ConfigReader& r, const OptimizerDefaults& defaults, int64_t steps,
+                             AdamWConfig* adamw, LrSchedule* schedule);
 
 int run_train(const Args& args);
 int run_info(const Args& args);

@@ -142,21 +142,8 @@ FitConfig read_fit_config(ConfigReader& r) {
   c.log_interval = r.integer("train.log_interval", 100, 1, 100000000);
   c.ema = r.number("train.ema", 0.99, 0.0, 0.99999);
   c.cuda_graph = r.boolean("train.cuda_graph", true);
-  c.schedule.lr = r.number("optimizer.lr", 0.1, 0.0, 10.0);
-  const std::vector<double> betas = r.numbers("optimizer.betas", {0.9, 0.96}, 2);
-  for (double b : betas)
-    if (b < 0 || b >= 1) r.fail_at("optimizer.betas", "each beta must be in [0, 1)");
-  c.adamw.beta1 = betas[0];
-  c.adamw.beta2 = betas[1];
-  c.adamw.eps = r.number("optimizer.eps", 1e-8, 0.0, 1.0);
-  c.adamw.weight_decay = r.number("optimizer.weight_decay", 0.01, 0.0, 10.0);
-  c.schedule.kind =
-      r.choice("schedule.type", "exponential", {"constant", "cosine", "linear", "exponential"});
-  c.schedule.min_lr = r.number("schedule.min_lr", 1e-5, 0.0, 10.0);
-  c.schedule.warmup_steps = r.integer("schedule.warmup_steps", 0, 0, c.steps);
-  c.schedule.total_steps = c.steps;
-  if (c.schedule.kind == "exponential" && c.schedule.min_lr <= 0)
-    r.fail_at("schedule.min_lr", "an exponential schedule needs min_lr > 0");
+  read_adamw_and_schedule(r, {0.1, {0.9, 0.96}, 0.01, "exponential", 1e-5}, c.steps, &c.adamw,
+                          &c.schedule);
   c.eval_samples = r.integer("eval.samples", 8192, 16, 1 << 24);
   c.plot_bins = r.integer("eval.plot_bins", 200, 10, 10000);
   const size_t n = r.list_size("distributions");

@@ -75,22 +75,9 @@ TrainConfig read_config(ConfigReader& r) {
   c.log_interval = r.integer("train.log_interval", 100, 1, int64_t(1) << 40);
   c.grad_clip = r.number("train.grad_clip", 1.0, 0.0, 1e9);
   c.optimizer = r.choice("optimizer.type", "adamw", {"adamw", "sgd"});
-  c.schedule.lr = r.number("optimizer.lr", 1e-3, 0.0, 10.0);
-  const std::vector<double> betas = r.numbers("optimizer.betas", {0.9, 0.999}, 2);
-  for (double b : betas)
-    if (b < 0 || b >= 1) r.fail_at("optimizer.betas", "each beta must be in [0, 1)");
-  c.adamw.beta1 = betas[0];
-  c.adamw.beta2 = betas[1];
-  c.adamw.eps = r.number("optimizer.eps", 1e-8, 0.0, 1.0);
-  c.adamw.weight_decay = r.number("optimizer.weight_decay", 0.0, 0.0, 10.0);
+  read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, "constant", 0.0}, c.steps, &c.adamw,
+                          &c.schedule);
   c.momentum = r.number("optimizer.momentum", 0.9, 0.0, 1.0);
-  c.schedule.kind =
-      r.choice("schedule.type", "constant", {"constant", "cosine", "linear", "exponential"});
-  c.schedule.warmup_steps = r.integer("schedule.warmup_steps", 0, 0, c.steps);
-  c.schedule.min_lr = r.number("schedule.min_lr", 0.0, 0.0, 10.0);
-  if (c.schedule.kind == "exponential" && c.schedule.min_lr <= 0)
-    r.fail_at("schedule.min_lr", "an exponential schedule needs min_lr > 0");
-  c.schedule.total_steps = c.steps;
   r.finish();
   return c;
 }
@@ -264,6 +251,12 @@ int run_train(const Args& args) {
     return total / double(cfg.eval_iters);
   };
 
+  // Steps done and where the batch and dropout streams stand: what resume continues from.
+  auto record_position = [&](int64_t steps_done) {
+    state.step = steps_done;
+    state.data_offset = data_gen.offset;
+    state.dropout_offset = dropout_gen.offset;
+  };
   g_stop_signal = 0;
   auto old_int = std::signal(SIGINT, request_stop);
   auto old_term = std::signal(SIGTERM, request_stop);
@@ -322,9 +315,7 @@ int run_train(const Args& args) {
                      (eval ? std::to_string(val) : "") + "," + std::to_string(lr) + "," +
                      std::to_string(ms) + "\n";
     if (eval) {
-      state.step = step + 1;
-      state.data_offset = data_gen.offset;
-      state.dropout_offset = dropout_gen.offset;
+      record_position(step + 1);
       const bool improved = val < state.best_val;
       if (improved) state.best_val = val;
       save(last_path, state);
@@ -337,9 +328,7 @@ int run_train(const Args& args) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   if (g_stop_signal || stopped_early) {
-    state.step = step;
-    state.data_offset = data_gen.offset;
-    state.dropout_offset = dropout_gen.offset;
+    record_position(step);
     save(last_path, state);
     write_file_atomic(cfg.out_dir + "/metrics.csv", state.metrics);
     if (stopped_early) {

@@ -39,10 +39,9 @@ Tensor GPT::forward(const Tensor& idx, Generator& gen) const {
   const int64_t t = idx.size(1);
   BG_CHECK(t >= 1 && t <= cfg_.block_size, "gpt", "sequence length ", t,
            " is outside [1, block_size = ", cfg_.block_size, "]");
-  std::vector<int64_t> positions(static_cast<size_t>(t));
-  for (int64_t i = 0; i < t; ++i) positions[size_t(i)] = i;
-  const Tensor pos = from_vector(positions, {t}, idx.device());
-  Tensor x = dropout(wte_->forward(idx) + wpe_->forward(pos), cfg_.dropout, training(), gen);
+  // Positions 0..T-1 embed to the first T rows of wpe: a slice, no index tensor to upload.
+  Tensor x =
+      dropout(wte_->forward(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
   for (const auto& block : blocks_) x = block->forward(x, gen);
   return linear(ln_f_->forward(x), wte_->weight);  // the LM head tied to the token embedding
 }
