@@ -1,5 +1,6 @@
 // cli.h: shared bits of the bitgrad subcommands.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,9 @@ struct Args {
   void allow_only(const std::vector<std::string>& names) const;
 };
 Args parse_args(int argc, char** argv, int first);
+// An option's value as a number in [lo, hi]; a one-line error naming the option otherwise.
+int64_t parse_integer(const std::string& text, const std::string& option, int64_t lo, int64_t hi);
+double parse_number(const std::string& text, const std::string& option, double lo, double hi);
 
 // Writes `text` to `path` atomically (temporary file + rename); creates parent folders.
 void write_file_atomic(const std::string& path, const std::string& text);
@@ -43,5 +47,8 @@ int run_train(const Args& args);
 int run_info(const Args& args);
 int run_bench(const Args& args);
 int run_fit_bide(const Args& args);
+int run_sample(const Args& args);
+int run_eval(const Args& args);
+int run_prepare(const Args& args);
 
 }  // namespace bg::cli

@@ -45,6 +45,34 @@ void Args::allow_only(const std::vector<std::string>& names) const {
   }
 }
 
+int64_t parse_integer(const std::string& text, const std::string& option, int64_t lo, int64_t hi) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  BG_CHECK(used == text.size() && !text.empty(), "cli", option, ": expected an integer, got '",
+           text, "'");
+  BG_CHECK(v >= lo && v <= hi, "cli", option, ": ", v, " is outside [", lo, ", ", hi, "]");
+  return v;
+}
+
+double parse_number(const std::string& text, const std::string& option, double lo, double hi) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  BG_CHECK(used == text.size() && !text.empty(), "cli", option, ": expected a number, got '", text,
+           "'");
+  BG_CHECK(v >= lo && v <= hi, "cli", option, ": ", v, " is outside [", lo, ", ", hi, "]");
+  return v;
+}
+
 void write_file_atomic(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
   const fs::path p(path);
@@ -71,6 +99,11 @@ void usage() {
       "commands:\n"
       "  fit-bide CONFIG [--set key=value ...] fit BIDE distributions (samplers or sample files)\n"
       "  train CONFIG [--set key=value ...]   train the model a YAML config describes\n"
+      "  sample CKPT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+      "                                       text from a trained GPT checkpoint\n"
+      "  eval CKPT [--data FILE] [--batch-size B]  validation loss and perplexity of a GPT\n"
+      "  prepare TEXT --out DIR [--tokenizer gpt2|byte] [--val-fraction F]\n"
+      "                                       llm.c token shards DIR/train.bin, DIR/val.bin\n"
       "  bench sick [--out FILE] [--reps N]   SICK kernel benchmark (JSON)\n"
       "  info                                 build and device information\n"
       "  help                                 this message\n");
@@ -88,6 +121,9 @@ int main(int argc, char** argv) {
     const bg::cli::Args args = bg::cli::parse_args(argc, argv, 2);
     if (cmd == "train") return bg::cli::run_train(args);
     if (cmd == "fit-bide") return bg::cli::run_fit_bide(args);
+    if (cmd == "sample") return bg::cli::run_sample(args);
+    if (cmd == "eval") return bg::cli::run_eval(args);
+    if (cmd == "prepare") return bg::cli::run_prepare(args);
     if (cmd == "info") return bg::cli::run_info(args);
     if (cmd == "bench") return bg::cli::run_bench(args);
     std::fprintf(stderr, "bitgrad: unknown command '%s' (see 'bitgrad help')\n", cmd.c_str());

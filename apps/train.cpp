@@ -13,6 +13,8 @@
 #include "core/config.h"
 #include "core/optim.h"
 #include "data/text.h"
+#include "kernels/cuda/device_runtime.h"
+#include "lm_common.h"
 #include "models/char_mlp.h"
 #include "models/gpt.h"
 #include "plot.h"
@@ -21,7 +23,7 @@ namespace bg::cli {
 namespace {
 
 struct TrainConfig {
-  std::string out_dir, device, data_path, model_type;
+  std::string out_dir, device, data_path, model_type, tokenizer, gpt2_dir, train_bin, val_bin;
   uint64_t seed = 0;
   bool resume = false;
   int64_t stop_after = 0;  // 0: run to train.steps
@@ -46,8 +48,18 @@ TrainConfig read_config(ConfigReader& r) {
   // Stop (saving last.h5, as on SIGINT) after this many steps of this invocation: time-boxed
   // jobs, and the interrupted-and-resumed test.
   c.stop_after = r.integer("run.stop_after_steps", 0, 0, int64_t(1) << 40);
-  c.data_path = r.string("data.path");
-  c.val_fraction = r.number("data.val_fraction", 0.1, 0.0, 0.5);
+  // Text (data.path, split by data.val_fraction) or llm.c shards (data.train_bin/val_bin).
+  c.train_bin = r.string("data.train_bin", "");
+  if (c.train_bin.empty()) {
+    c.data_path = r.string("data.path");
+    c.val_fraction = r.number("data.val_fraction", 0.1, 0.0, 0.5);
+  } else {
+    c.val_bin = r.string("data.val_bin");
+  }
+  c.tokenizer = r.choice("data.tokenizer", "char", {"char", "byte", "gpt2"});
+  if (!c.train_bin.empty() && c.tokenizer == "char")
+    r.fail_at("data.tokenizer", "token shards need a fixed vocabulary: byte or gpt2");
+  if (c.tokenizer == "gpt2") c.gpt2_dir = r.string("data.gpt2_dir", "../shared/data/gpt2");
   c.model_type = r.choice("model.type", "char_mlp", {"char_mlp", "gpt"});
   if (c.model_type == "char_mlp") {
     c.model.context = r.integer("model.context", 16, 1, 4096);
@@ -65,6 +77,9 @@ TrainConfig read_config(ConfigReader& r) {
                                     " is not divisible by n_head " + std::to_string(c.gpt.n_head));
     c.gpt.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
     c.gpt.bias = r.boolean("model.bias", false);
+    // 0: the tokenizer's size; more pads the embedding (GPT-2's 50257 -> 50304, a multiple of
+    // 64 for the GEMMs); padded ids are never targets and never sampled.
+    c.gpt.vocab_size = r.integer("model.vocab_size", 0, 0, 1 << 24);
     c.model.context = c.gpt.block_size;
   }
   c.steps = r.integer("train.steps", 1000, 1, int64_t(1) << 40);
@@ -139,13 +154,28 @@ int run_train(const Args& args) {
   std::printf("# effective config (%s)\n%s", args.positional[0].c_str(),
               reader.effective_yaml().c_str());
 
-  const std::string text = read_text_file(cfg.data_path);
-  const CharVocab vocab(text);
-  const TokenSplit split = split_tokens(vocab.encode(text), cfg.val_fraction);
+  std::unique_ptr<Tokenizer> tok;
+  struct {
+    std::vector<int32_t> train, val;
+  } split;
+  if (cfg.train_bin.empty()) {
+    // nanoGPT's prepare scripts: split the text, then encode each part.
+    const std::string text = read_text_file(cfg.data_path);
+    tok = make_tokenizer(cfg.tokenizer, text, cfg.gpt2_dir);
+    const size_t cut = split_point(text, cfg.val_fraction);
+    split.train = tok->encode(text.substr(0, cut));
+    split.val = tok->encode(text.substr(cut));
+  } else {
+    tok = make_tokenizer(cfg.tokenizer, "", cfg.gpt2_dir);
+    split.train = read_tokens(cfg.train_bin, *tok);
+    split.val = read_tokens(cfg.val_bin, *tok);
+  }
+  const std::string train_source = cfg.train_bin.empty() ? cfg.data_path : cfg.train_bin;
+  const std::string val_source = cfg.train_bin.empty() ? cfg.data_path : cfg.val_bin;
   const int64_t context = cfg.model.context;
-  BG_CHECK(int64_t(split.val.size()) > context, "train", cfg.data_path, ": validation split has ",
+  BG_CHECK(int64_t(split.val.size()) > context, "train", val_source, ": validation split has ",
            split.val.size(), " tokens, fewer than context + 1 = ", context + 1);
-  BG_CHECK(int64_t(split.train.size()) > context, "train", cfg.data_path, ": training split has ",
+  BG_CHECK(int64_t(split.train.size()) > context, "train", train_source, ": training split has ",
            split.train.size(), " tokens, fewer than context + 1 = ", context + 1);
   Generator init(cfg.seed), data_gen(cfg.seed + 1), dropout_gen(cfg.seed + 2);
   const bool is_gpt = cfg.model_type == "gpt";
@@ -154,12 +184,14 @@ int run_train(const Args& args) {
   Module* model = nullptr;
   if (is_gpt) {
     GPTConfig g = cfg.gpt;
-    g.vocab_size = vocab.size();
+    if (g.vocab_size == 0) g.vocab_size = tok->vocab_size();
+    BG_CHECK(g.vocab_size >= tok->vocab_size(), "train", "model.vocab_size ", g.vocab_size,
+             " is smaller than the ", tok->kind(), " tokenizer's ", tok->vocab_size());
     gpt = std::make_unique<GPT>(g, init);
     model = gpt.get();
   } else {
     CharMLPConfig m = cfg.model;
-    m.vocab_size = vocab.size();
+    m.vocab_size = tok->vocab_size();
     mlp = std::make_unique<CharMLP>(m, init);
     model = mlp.get();
   }
@@ -167,7 +199,7 @@ int run_train(const Args& args) {
   FlatParameters params(named, device);
   std::printf(
       "data: %zu train / %zu val tokens, vocab %lld | model: %s, %lld parameters | device: %s\n",
-      split.train.size(), split.val.size(), (long long)vocab.size(), cfg.model_type.c_str(),
+      split.train.size(), split.val.size(), (long long)tok->vocab_size(), cfg.model_type.c_str(),
       (long long)params.numel(), device.str().c_str());
   std::unique_ptr<AdamW> adamw;
   std::unique_ptr<SGD> sgd;
@@ -195,7 +227,10 @@ int run_train(const Args& args) {
     ck.attr("format", std::string("bitgrad-train-1"));
     ck.attr("model_type", cfg.model_type);
     ck.attr("config", reader.effective_yaml());
-    ck.attr("vocab_chars", vocab.chars());
+    tok->save(ck);
+    if (is_gpt) save_gpt_config(ck, gpt->config());
+    ck.attr("val_data", val_source);
+    ck.attr("val_fraction", std::to_string(cfg.val_fraction));
     ck.attr("step", st.step);
     ck.attr("optimizer_steps", adamw ? adamw->steps() : st.step);
     char best[32];
@@ -212,9 +247,20 @@ int run_train(const Args& args) {
     CheckpointReader ck(last_path);
     BG_CHECK(ck.str_attr("model_type") == cfg.model_type, "train", last_path, " holds a ",
              ck.str_attr("model_type"), " model, the config asks for ", cfg.model_type);
-    BG_CHECK(ck.str_attr("vocab_chars") == vocab.chars(), "train", last_path,
-             " was trained on another vocabulary than ", cfg.data_path);
-    for (const auto& [name, t] : named) t.copy_(ck.tensor(name, DType::f32, t.shape()));
+    const auto saved_tok = load_tokenizer(ck);
+    BG_CHECK(saved_tok->kind() == tok->kind() && saved_tok->vocab_size() == tok->vocab_size() &&
+                 (tok->kind() != "char" ||
+                  ck.str_attr("vocab_chars") == static_cast<const CharTokenizer&>(*tok).chars()),
+             "train", last_path, " was trained with another vocabulary (", saved_tok->kind(), ", ",
+             saved_tok->vocab_size(), " tokens) than this config's data (", tok->kind(), ", ",
+             tok->vocab_size(), " tokens)");
+    if (is_gpt) {
+      const std::string diff =
+          gpt_architecture_difference(load_gpt_config(ck, last_path), gpt->config());
+      BG_CHECK(diff.empty(), "train", last_path,
+               " holds another architecture than the config (checkpoint vs config: ", diff, ")");
+    }
+    load_parameters(ck, named);
     if (adamw) {
       adamw->exp_avg().copy_(ck.tensor("optimizer.exp_avg", DType::f32, adamw->exp_avg().shape()));
       adamw->exp_avg_sq().copy_(
@@ -257,6 +303,15 @@ int run_train(const Args& args) {
     state.data_offset = data_gen.offset;
     state.dropout_offset = dropout_gen.offset;
   };
+  // MFU as nanoGPT estimates it (PaLM appendix B): 6 N + 12 L C T FLOPs per token, N the
+  // non-embedding parameters, against the GPU's dense bf16 peak.
+  double flops_per_token = 0, peak_tflops = 0;
+  if (is_gpt && device.is_cuda()) {
+    const GPTConfig& g = gpt->config();
+    flops_per_token = 6.0 * double(gpt->non_embedding_parameters()) +
+                      12.0 * double(g.n_layer * g.n_embd * g.block_size);
+    peak_tflops = peak_bf16_tflops(cuda::device_name(device.index));
+  }
   g_stop_signal = 0;
   auto old_int = std::signal(SIGINT, request_stop);
   auto old_term = std::signal(SIGTERM, request_stop);
@@ -303,11 +358,16 @@ int run_train(const Args& args) {
                "; stopping (the last checkpoint, ", last_path, ", is kept as it was)");
     }
     const double tokens_per_step = double(cfg.batch * cfg.grad_accum * context);
+    const double tokens_per_s = tokens_per_step * 1000.0 / ms;
+    char mfu[32] = "";
+    if (peak_tflops > 0)
+      std::snprintf(mfu, sizeof mfu, " | MFU %.1f%%",
+                    100.0 * flops_per_token * tokens_per_s / (peak_tflops * 1e12));
     std::printf(
-        "step %6lld/%lld | loss %.4f | %s | lr %.2e | %.2f ms/step | %.0f tok/s | ETA %s\n",
+        "step %6lld/%lld | loss %.4f | %s | lr %.2e | %.2f ms/step | %.0f tok/s%s | ETA %s\n",
         (long long)(step + 1), (long long)cfg.steps, last_loss,
         eval ? ("val " + std::to_string(val).substr(0, 6)).c_str() : "          ", lr, ms,
-        tokens_per_step * 1000.0 / ms,
+        tokens_per_s, mfu,
         format_duration(elapsed / double(step + 1 - first_step) * double(cfg.steps - step - 1))
             .c_str());
     std::fflush(stdout);
@@ -347,30 +407,31 @@ int run_train(const Args& args) {
   write_file_atomic(cfg.out_dir + "/config.yaml", reader.effective_yaml());
   write_file_atomic(cfg.out_dir + "/loss.svg", loss_plot(state.metrics));
 
-  // A short sample from the trained model, seeded by the first validation window.
+  // A short sample from the trained model, seeded by the first validation tokens.
   model->train(false);
   NoGradGuard no_grad;
-  std::vector<int32_t> ctx(split.val.begin(), split.val.begin() + std::min<int64_t>(context, 16));
-  std::string sample = vocab.decode(ctx);
+  std::vector<int32_t> ctx(split.val.begin(),
+                           split.val.begin() + (is_gpt ? std::min<int64_t>(context, 16) : context));
   Generator sample_gen(cfg.seed + 4);
-  for (int i = 0; i < 200; ++i) {
-    const int64_t n = is_gpt ? std::min<int64_t>(int64_t(ctx.size()), context) : context;
-    std::vector<int64_t> window(ctx.end() - n, ctx.end());
-    Tensor logits = is_gpt ? gpt->forward(from_vector(window, {1, n}, device), dropout_gen)
-                           : mlp->forward(from_vector(window, {1, n}, device), dropout_gen);
-    if (is_gpt) logits = logits.slice(1, n - 1, n).reshape({1, vocab.size()});
-    const std::vector<double> p = softmax(logits, -1).to_vector<double>();
-    const double u = rand({1}, sample_gen, 0, 1, DType::f64).item();
-    double acc = 0;
-    int32_t next = int32_t(p.size()) - 1;
-    for (size_t k = 0; k < p.size(); ++k)
-      if ((acc += p[k]) > u) {
-        next = int32_t(k);
-        break;
-      }
-    ctx.push_back(next);
-    sample += vocab.decode({next});
+  if (is_gpt) {
+    ctx = generate(*gpt, ctx, {200, 1.0, 0}, tok->vocab_size(), sample_gen, device);
+  } else {
+    for (int i = 0; i < 200; ++i) {
+      std::vector<int64_t> window(ctx.end() - context, ctx.end());
+      const Tensor logits = mlp->forward(from_vector(window, {1, context}, device), dropout_gen);
+      const std::vector<double> p = softmax(logits, -1).to_vector<double>();
+      const double u = rand({1}, sample_gen, 0, 1, DType::f64).item();
+      double acc = 0;
+      int32_t next = int32_t(p.size()) - 1;
+      for (size_t k = 0; k < p.size(); ++k)
+        if ((acc += p[k]) > u) {
+          next = int32_t(k);
+          break;
+        }
+      ctx.push_back(next);
+    }
   }
+  const std::string sample = tok->decode(ctx);
   std::printf(
       "done: %lld steps in %.1f s | final train loss %.4f | best val loss %.4f | outputs in %s\n",
       (long long)cfg.steps, seconds, last_loss, state.best_val, cfg.out_dir.c_str());

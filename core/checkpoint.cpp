@@ -16,13 +16,15 @@ hid_t h5_type(DType t) {
       return H5T_NATIVE_INT64;
     case DType::i32:
       return H5T_NATIVE_INT32;
+    case DType::u8:
+      return H5T_NATIVE_UINT8;
     default:
       return H5T_NATIVE_FLOAT;
   }
 }
 
 DType stored_dtype(DType t) {
-  if (t == DType::f64 || t == DType::i64 || t == DType::i32) return t;
+  if (t == DType::f64 || t == DType::i64 || t == DType::i32 || t == DType::u8) return t;
   return DType::f32;  // f16/bf16 and small ints are widened
 }
 
@@ -107,6 +109,10 @@ CheckpointReader::~CheckpointReader() {
 
 bool CheckpointReader::has(const std::string& name) const {
   return H5Lexists(hid_t(file_), name.c_str(), H5P_DEFAULT) > 0;
+}
+
+bool CheckpointReader::has_attr(const std::string& name) const {
+  return H5Aexists(hid_t(file_), name.c_str()) > 0;
 }
 
 Tensor CheckpointReader::tensor(const std::string& name, DType dtype, const Shape& expect) const {

@@ -1,5 +1,5 @@
 // checkpoint.h: HDF5 checkpoints. One file: tensors as datasets named like PyTorch state_dict
-// keys (stored as f32/f64/i64 host arrays with their shapes), plus string and integer
+// keys (stored as f32/f64/i64/i32/u8 host arrays with their shapes), plus string and integer
 // attributes on the root group (config, step, RNG state, format). Writes go to PATH.tmp and
 // are renamed over PATH only when complete, so a crash never leaves a broken checkpoint.
 #pragma once
@@ -33,6 +33,7 @@ class CheckpointReader {
   CheckpointReader(const CheckpointReader&) = delete;
   CheckpointReader& operator=(const CheckpointReader&) = delete;
   bool has(const std::string& name) const;
+  bool has_attr(const std::string& name) const;
   // The dataset as a CPU tensor of `dtype`; throws unless its shape is `expect` (when given).
   Tensor tensor(const std::string& name, DType dtype, const Shape& expect = {}) const;
   std::string str_attr(const std::string& name) const;

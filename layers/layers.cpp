@@ -1,5 +1,7 @@
 #include "layers.h"
 
+#include <cmath>
+
 namespace bg {
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen, double init_std) {
@@ -40,6 +42,27 @@ Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen) const {
       causal_self_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), dropout_, training(), gen);
   return dropout(c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_})), dropout_, training(),
                  gen);
+}
+
+Tensor CausalSelfAttention::forward_cached(const Tensor& x, const Tensor& k_cache,
+                                           const Tensor& v_cache, int64_t past) const {
+  const int64_t b = x.size(0), t = x.size(1), hd = n_embd_ / n_head_, total = past + t;
+  BG_CHECK(total <= k_cache.size(2), "attention", "cache holds ", k_cache.size(2),
+           " positions, asked for ", total);
+  const auto qkv = split(c_attn->forward(x), {n_embd_, n_embd_, n_embd_}, 2);
+  auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
+  k_cache.slice(2, past, total).copy_(heads(qkv[1]));
+  v_cache.slice(2, past, total).copy_(heads(qkv[2]));
+  Tensor att = matmul(heads(qkv[0]), k_cache.slice(2, 0, total).transpose(-2, -1)) *
+               (1.0 / std::sqrt(double(hd)));
+  if (t > 1) {  // query i (position past + i) must not see keys after it
+    std::vector<uint8_t> future(size_t(t * total));
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < total; ++j) future[size_t(i * total + j)] = j > past + i;
+    att = masked_fill(att, from_vector(future, {t, total}, x.device()), -INFINITY);
+  }
+  const Tensor y = matmul(softmax(att, -1), v_cache.slice(2, 0, total));
+  return c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_}));
 }
 
 MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std)

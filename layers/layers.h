@@ -45,6 +45,11 @@ class CausalSelfAttention : public Module {
   CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout, Generator& init,
                       double proj_std);
   Tensor forward(const Tensor& x, Generator& gen) const;  // (B, T, C) -> (B, T, C)
+  // Inference with a key/value cache: x (B, T, C) holds positions past..past+T-1; their keys
+  // and values are written into k_cache/v_cache (B, H, capacity, D) and the queries attend to
+  // positions 0..past+T-1. No dropout, no gradients.
+  Tensor forward_cached(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
+                        int64_t past) const;
   std::shared_ptr<Linear> c_attn, c_proj;
 
  private:

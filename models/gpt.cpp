@@ -2,7 +2,51 @@
 
 #include <cmath>
 
+#include "core/checkpoint.h"
+
 namespace bg {
+
+void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg) {
+  ck.attr("model.vocab_size", cfg.vocab_size);
+  ck.attr("model.block_size", cfg.block_size);
+  ck.attr("model.n_layer", cfg.n_layer);
+  ck.attr("model.n_head", cfg.n_head);
+  ck.attr("model.n_embd", cfg.n_embd);
+  ck.attr("model.bias", int64_t(cfg.bias));
+}
+
+GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
+  BG_CHECK(ck.has_attr("model_type") && ck.str_attr("model_type") == "gpt", "gpt", path,
+           " does not hold a GPT (model_type '",
+           ck.has_attr("model_type") ? ck.str_attr("model_type") : std::string("?"), "')");
+  GPTConfig cfg;
+  cfg.vocab_size = ck.int_attr("model.vocab_size");
+  cfg.block_size = ck.int_attr("model.block_size");
+  cfg.n_layer = ck.int_attr("model.n_layer");
+  cfg.n_head = ck.int_attr("model.n_head");
+  cfg.n_embd = ck.int_attr("model.n_embd");
+  cfg.bias = ck.int_attr("model.bias") != 0;
+  BG_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_head > 0 &&
+               cfg.n_embd > 0 && cfg.n_embd % cfg.n_head == 0,
+           "gpt", path, ": inconsistent model.* attributes");
+  return cfg;
+}
+
+std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) {
+  std::string d;
+  auto cmp = [&](const char* name, int64_t x, int64_t y) {
+    if (x != y)
+      d += (d.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(x) + " vs " +
+           std::to_string(y);
+  };
+  cmp("vocab_size", a.vocab_size, b.vocab_size);
+  cmp("block_size", a.block_size, b.block_size);
+  cmp("n_layer", a.n_layer, b.n_layer);
+  cmp("n_head", a.n_head, b.n_head);
+  cmp("n_embd", a.n_embd, b.n_embd);
+  cmp("bias", a.bias, b.bias);
+  return d;
+}
 
 Block::Block(const GPTConfig& cfg, Generator& init) {
   const double proj_std = 0.02 / std::sqrt(2.0 * double(cfg.n_layer));
@@ -18,6 +62,13 @@ Block::Block(const GPTConfig& cfg, Generator& init) {
 Tensor Block::forward(const Tensor& x, Generator& gen) const {
   const Tensor h = x + attn->forward(ln_1->forward(x), gen);
   return h + mlp->forward(ln_2->forward(h), gen);
+}
+
+Tensor Block::forward_cached(const Tensor& x, const Tensor& k, const Tensor& v,
+                             int64_t past) const {
+  const Tensor h = x + attn->forward_cached(ln_1->forward(x), k, v, past);
+  Generator unused;
+  return h + mlp->forward(ln_2->forward(h), unused);  // inference: dropout is off
 }
 
 GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
@@ -44,6 +95,29 @@ Tensor GPT::forward(const Tensor& idx, Generator& gen) const {
       dropout(wte_->forward(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
   for (const auto& block : blocks_) x = block->forward(x, gen);
   return linear(ln_f_->forward(x), wte_->weight);  // the LM head tied to the token embedding
+}
+
+KVCache GPT::new_cache(int64_t batch, Device device, DType dtype) const {
+  KVCache cache;
+  const int64_t hd = cfg_.n_embd / cfg_.n_head;
+  for (int64_t i = 0; i < cfg_.n_layer; ++i) {
+    cache.k.push_back(zeros({batch, cfg_.n_head, cfg_.block_size, hd}, dtype, device));
+    cache.v.push_back(zeros({batch, cfg_.n_head, cfg_.block_size, hd}, dtype, device));
+  }
+  return cache;
+}
+
+Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) const {
+  BG_CHECK(!training(), "gpt", "forward_cached is for inference (call train(false) first)");
+  const int64_t t = idx.size(1), past = cache.length;
+  BG_CHECK(t >= 1 && past + t <= cfg_.block_size, "gpt", "positions ", past, "..", past + t - 1,
+           " run past block_size = ", cfg_.block_size);
+  Tensor x = wte_->forward(idx) + wpe_->weight.slice(0, past, past + t);
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    x = blocks_[i]->forward_cached(x, cache.k[i], cache.v[i], past);
+  cache.length = past + t;
+  const Tensor last = ln_f_->forward(x.slice(1, t - 1, t));
+  return linear(last, wte_->weight).reshape({idx.size(0), cfg_.vocab_size});
 }
 
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets, Generator& gen) const {

@@ -11,10 +11,26 @@
 
 namespace bg {
 
+class CheckpointWriter;
+class CheckpointReader;
+
 struct GPTConfig {
   int64_t vocab_size = 0, block_size = 256, n_layer = 6, n_head = 6, n_embd = 384;
   double dropout = 0.0;
   bool bias = false;
+};
+
+// The architecture as checkpoint attributes (model.vocab_size, model.block_size, model.n_layer,
+// model.n_head, model.n_embd, model.bias), from which sample and eval rebuild the model.
+void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg);
+GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path);
+// Empty when a and b have the same shapes; else what differs ("n_layer 2 vs 6").
+std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b);
+
+// Keys and values of every layer for incremental decoding: (B, H, block_size, D) each.
+struct KVCache {
+  std::vector<Tensor> k, v;
+  int64_t length = 0;  // positions held
 };
 
 // x + attn(ln_1(x)), then x + mlp(ln_2(x)).
@@ -22,6 +38,7 @@ class Block : public Module {
  public:
   Block(const GPTConfig& cfg, Generator& init);
   Tensor forward(const Tensor& x, Generator& gen) const;
+  Tensor forward_cached(const Tensor& x, const Tensor& k, const Tensor& v, int64_t past) const;
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<CausalSelfAttention> attn;
   std::shared_ptr<MLP> mlp;
@@ -34,6 +51,10 @@ class GPT : public Module {
   GPT(const GPTConfig& cfg, Generator& init);
   // idx (B, T) token ids with T <= block_size -> logits (B, T, vocab_size).
   Tensor forward(const Tensor& idx, Generator& gen) const;
+  // Inference: idx (B, T) continues the cache's positions; returns the logits of the last
+  // position (B, vocab_size) and appends T positions to the cache.
+  KVCache new_cache(int64_t batch, Device device, DType dtype = DType::f32) const;
+  Tensor forward_cached(const Tensor& idx, KVCache& cache) const;
   // Mean cross-entropy of forward(idx) against targets (B, T).
   Tensor loss(const Tensor& idx, const Tensor& targets, Generator& gen) const;
   const GPTConfig& config() const { return cfg_; }

@@ -53,6 +53,9 @@ void check_cuda_case(const OpCase& c);
 // CUDA test cases start with this: without a GPU the case is reported as skipped (the test
 // binary exits 77 when every case it ran was skipped, which CTest shows as "Skipped").
 bool cuda_skip();
+// The path of ../shared/data/NAME (or $BITGRAD_DATA_DIR/NAME); empty, and the case counted as
+// skipped, when the file is absent.
+std::string shared_data_file(const std::string& name);
 #define BG_REQUIRE_CUDA() \
   if (::bg::test::cuda_skip()) return
 

@@ -1,4 +1,5 @@
-// main.cpp: the doctest runner. CUDA cases that find no GPU count themselves as skipped; when
+// main.cpp: the doctest runner. CUDA cases that find no GPU (and cases whose ../shared/data file
+// is absent) count themselves as skipped; when
 // every case this process ran was skipped, it exits 77, which CTest reports as "Skipped"
 // rather than passed (a test that did not run never passes).
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -6,6 +7,9 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
 
 #include "core/device.h"
 #include "harness.h"
@@ -38,6 +42,15 @@ bool cuda_skip() {
   return true;
 }
 
+std::string shared_data_file(const std::string& name) {
+  const char* dir = std::getenv("BITGRAD_DATA_DIR");
+  const std::string path = std::string(dir ? dir : "../shared/data") + "/" + name;
+  if (std::filesystem::exists(path)) return path;
+  std::printf("[bitgrad] %s absent: case skipped\n", path.c_str());
+  ++g_cases_skipped;
+  return "";
+}
+
 }  // namespace bg::test
 
 REGISTER_LISTENER("case_counter", 1, bg::test::CaseCounter);
@@ -47,7 +60,8 @@ int main(int argc, char** argv) {
   const int rc = context.run();
   if (context.shouldExit()) return rc;
   const int skipped = bg::test::g_cases_skipped, started = bg::test::g_cases_started;
-  if (skipped > 0) std::printf("[bitgrad] %d CUDA case(s) skipped: no CUDA device\n", skipped);
+  if (skipped > 0)
+    std::printf("[bitgrad] %d case(s) skipped (no CUDA device or no data)\n", skipped);
   if (rc == 0 && started > 0 && skipped == started) return 77;
   return rc;
 }

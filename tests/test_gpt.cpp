@@ -3,9 +3,12 @@
 // the loss and on every gradient.
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
+#include "core/checkpoint.h"
 #include "core/optim.h"
 #include "data/text.h"
+#include "data/tokenizer.h"
 #include "harness.h"
 #include "models/gpt.h"
 
@@ -113,10 +116,10 @@ struct GptRun {
 // `steps` AdamW steps of a 2-layer GPT on the tiny corpus (dropout on); grads after the last.
 GptRun train_gpt(Device device, int steps) {
   const std::string text = gpt_corpus();
-  const CharVocab vocab(text);
+  const CharTokenizer vocab(text);
   const std::vector<int32_t> tokens = vocab.encode(text);
   Generator init(5), data(6), drop(7);
-  GPT model(tiny_config(vocab.size(), false), init);
+  GPT model(tiny_config(vocab.vocab_size(), false), init);
   FlatParameters params(model.named_parameters(), device);
   AdamW opt(params, {0.9, 0.99, 1e-8, 0.1});
   GptRun r;
@@ -160,6 +163,83 @@ TEST_CASE("cuda: a 2-layer gpt agrees with the CPU on the loss and every gradien
     CHECK(g20.losses[i] == doctest::Approx(c20.losses[i]).epsilon(1e-3));
   const GptRun g20b = train_gpt(Device::cuda(0), 20);
   CHECK(std::memcmp(g20.params.data(), g20b.params.data(), g20.params.size() * sizeof(float)) == 0);
+}
+
+namespace {
+
+// Logits of the KV-cached decoder (a 4-token prefill, then one token at a time) against the
+// full forward's, position by position.
+void check_cached_decoding(Device device) {
+  Generator init(11), unused;
+  GPT model(tiny_config(13, true), init);
+  FlatParameters params(model.named_parameters(), device);
+  model.train(false);
+  NoGradGuard no_grad;
+  const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};  // block_size tokens
+  const int64_t t = int64_t(ids.size());
+  const std::vector<float> full =
+      model.forward(from_vector(ids, {1, t}, device), unused).to_vector<float>();
+  KVCache cache = model.new_cache(1, device);
+  auto expect_row = [&](const Tensor& logits, int64_t pos) {
+    const std::vector<float> got = logits.to_vector<float>();
+    REQUIRE(got.size() == 13);
+    double err = 0, scale = 0;
+    for (size_t v = 0; v < 13; ++v) {
+      err = std::max(err, double(std::fabs(got[v] - full[size_t(pos) * 13 + v])));
+      scale = std::max(scale, double(std::fabs(full[size_t(pos) * 13 + v])));
+    }
+    CAPTURE(pos);
+    CHECK(err <= 1e-5 * std::max(1.0, scale));
+  };
+  const std::vector<int64_t> prefix(ids.begin(), ids.begin() + 4);
+  expect_row(model.forward_cached(from_vector(prefix, {1, 4}, device), cache), 3);
+  for (int64_t p = 4; p < t; ++p)
+    expect_row(model.forward_cached(
+                   from_vector(std::vector<int64_t>{ids[size_t(p)]}, {1, 1}, device), cache),
+               p);
+  CHECK(cache.length == t);
+  CHECK_THROWS_AS(model.forward_cached(from_vector(std::vector<int64_t>{1}, {1, 1}, device), cache),
+                  std::runtime_error);  // past block_size
+}
+
+}  // namespace
+
+TEST_CASE("cpu: kv-cached gpt decoding matches the full forward") {
+  check_cached_decoding(Device::cpu());
+}
+
+TEST_CASE("cuda: kv-cached gpt decoding matches the full forward") {
+  BG_REQUIRE_CUDA();
+  check_cached_decoding(Device::cuda(0));
+}
+
+TEST_CASE("cpu: a gpt saved and loaded gives identical logits") {
+  Generator init(21), other(22), unused;
+  GPT model(tiny_config(17, true), init);
+  model.train(false);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "bitgrad_gpt_roundtrip.h5").string();
+  {
+    CheckpointWriter ck(path);
+    for (const auto& [name, t] : model.named_parameters()) ck.tensor(name, t);
+    save_gpt_config(ck, model.config());
+    ck.attr("model_type", std::string("gpt"));
+    ck.commit();
+  }
+  CheckpointReader ck(path);
+  const GPTConfig cfg = load_gpt_config(ck, path);
+  CHECK(gpt_architecture_difference(cfg, model.config()).empty());
+  GPT loaded(cfg, other);
+  loaded.train(false);
+  for (const auto& [name, t] : loaded.named_parameters())
+    t.copy_(ck.tensor(name, DType::f32, t.shape()));
+  const Tensor idx = from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 16}, {1, 6});
+  CHECK(model.forward(idx, unused).to_vector<float>() ==
+        loaded.forward(idx, unused).to_vector<float>());
+  GPTConfig wider = cfg;
+  wider.n_layer = 3;
+  CHECK(gpt_architecture_difference(cfg, wider) == "n_layer 2 vs 3");
+  std::filesystem::remove(path);
 }
 
 }  // namespace bg::test

@@ -5,6 +5,7 @@
 #include "core/graph.h"
 #include "core/optim.h"
 #include "data/text.h"
+#include "data/tokenizer.h"
 #include "harness.h"
 #include "models/char_mlp.h"
 
@@ -26,10 +27,10 @@ struct RunResult {
 
 RunResult train_tiny(Device device, int steps) {
   const std::string text = tiny_corpus();
-  const CharVocab vocab(text);
+  const CharTokenizer vocab(text);
   const std::vector<int32_t> tokens = vocab.encode(text);
   CharMLPConfig cfg;
-  cfg.vocab_size = vocab.size();
+  cfg.vocab_size = vocab.vocab_size();
   cfg.context = 6;
   cfg.n_embd = 7;
   cfg.n_hidden = 45;
@@ -92,11 +93,11 @@ TEST_CASE("cuda: a captured CUDA graph step replays bitwise like eager steps") {
   BG_REQUIRE_CUDA();
   const Device gpu = Device::cuda(0);
   const std::string text = tiny_corpus();
-  const CharVocab vocab(text);
+  const CharTokenizer vocab(text);
   const std::vector<int32_t> tokens = vocab.encode(text);
   auto run = [&](bool graph_mode) {
     CharMLPConfig cfg;
-    cfg.vocab_size = vocab.size();
+    cfg.vocab_size = vocab.vocab_size();
     cfg.context = 6;
     cfg.n_embd = 7;
     cfg.n_hidden = 45;

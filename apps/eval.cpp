@@ -1,0 +1,67 @@
+// eval.cpp: `bitgrad eval CKPT`: mean cross-entropy (nats per token) and perplexity of a GPT on
+// every token of a validation set, in non-overlapping block_size windows (each token but the
+// first predicted once, from up to block_size tokens of context).
+#include <cmath>
+#include <cstdio>
+
+#include "cli.h"
+#include "core/error.h"
+#include "data/text.h"
+#include "lm_common.h"
+
+namespace bg::cli {
+
+int run_eval(const Args& args) {
+  args.allow_only({"data", "batch-size", "device"});
+  BG_CHECK(args.positional.size() == 1, "eval",
+           "usage: bitgrad eval CKPT [--data FILE(.txt|.bin)] [--batch-size B] [--device D]");
+  const Device device = parse_device(args.option("device", "auto"));
+  const auto ck = load_gpt_checkpoint(args.positional[0], device);
+  const int64_t batch = parse_integer(args.option("batch-size", "8"), "--batch-size", 1, 1 << 16);
+  std::string source = args.option("data", "");
+  std::vector<int32_t> tokens;
+  if (!source.empty()) {
+    tokens = read_tokens(source, *ck->tokenizer);
+  } else {  // the run's own validation data
+    source = ck->val_data;
+    BG_CHECK(!source.empty(), "eval", args.positional[0], " names no validation data: use --data");
+    if (is_shard_path(source)) {
+      tokens = read_tokens(source, *ck->tokenizer);
+    } else {
+      const std::string text = read_text_file(source);
+      tokens = ck->tokenizer->encode(text.substr(split_point(text, ck->val_fraction)));
+      source += " (last " + std::to_string(ck->val_fraction).substr(0, 4) + ")";
+    }
+  }
+  const int64_t n = int64_t(tokens.size()), block = ck->model->config().block_size;
+  BG_CHECK(n >= 2, "eval", source, ": needs at least 2 tokens, has ", n);
+  NoGradGuard no_grad;
+  Generator unused;
+  double total = 0;
+  int64_t counted = 0;
+  // Windows [w, w + len] predict tokens w+1..w+len; full windows go in batches, the tail alone.
+  for (int64_t w = 0; w < n - 1;) {
+    const int64_t len = std::min(block, n - 1 - w);
+    const int64_t rows = len == block ? std::min(batch, (n - 1 - w) / block) : 1;
+    std::vector<int64_t> x(size_t(rows * len)), y(size_t(rows * len));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t t = 0; t < len; ++t) {
+        x[size_t(r * len + t)] = tokens[size_t(w + r * len + t)];
+        y[size_t(r * len + t)] = tokens[size_t(w + r * len + t + 1)];
+      }
+    const double mean =
+        ck->model
+            ->loss(from_vector(x, {rows, len}, device), from_vector(y, {rows, len}, device), unused)
+            .item();
+    total += mean * double(rows * len);
+    counted += rows * len;
+    w += rows * len;
+  }
+  const double loss = total / double(counted);
+  std::printf("%s: step %lld | %s: %lld tokens | loss %.4f | perplexity %.3f\n",
+              args.positional[0].c_str(), (long long)ck->step, source.c_str(), (long long)counted,
+              loss, std::exp(loss));
+  return 0;
+}
+
+}  // namespace bg::cli

@@ -1,0 +1,50 @@
+#include "lm_common.h"
+
+#include "core/checkpoint.h"
+#include "core/error.h"
+#include "data/text.h"
+#include "data/token_shards.h"
+
+namespace bg::cli {
+
+bool is_shard_path(const std::string& path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".bin") == 0;
+}
+
+std::vector<int32_t> read_tokens(const std::string& path, const Tokenizer& tok) {
+  if (!is_shard_path(path)) return tok.encode(read_text_file(path));
+  std::vector<int32_t> tokens = read_token_shard(path);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    BG_CHECK(tokens[i] < tok.vocab_size(), "data", path, ": token ", tokens[i], " at position ", i,
+             " is outside the ", tok.kind(), " vocabulary of ", tok.vocab_size());
+  return tokens;
+}
+
+void load_parameters(const CheckpointReader& ck,
+                     const std::vector<std::pair<std::string, Tensor>>& named) {
+  for (const auto& [name, t] : named) t.copy_(ck.tensor(name, DType::f32, t.shape()));
+}
+
+std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device) {
+  CheckpointReader ck(path);
+  BG_CHECK(ck.has_attr("format") && ck.str_attr("format") == "bitgrad-train-1", "checkpoint", path,
+           " is not a bitgrad train checkpoint");
+  auto out = std::make_unique<LoadedGPT>();
+  const GPTConfig cfg = load_gpt_config(ck, path);
+  out->tokenizer = load_tokenizer(ck);
+  BG_CHECK(out->tokenizer->vocab_size() <= cfg.vocab_size, "checkpoint", path, ": the ",
+           out->tokenizer->kind(), " tokenizer has ", out->tokenizer->vocab_size(),
+           " tokens, the model only ", cfg.vocab_size);
+  Generator init(0);
+  out->model = std::make_unique<GPT>(cfg, init);
+  const auto named = out->model->named_parameters();
+  load_parameters(ck, named);
+  out->params = FlatParameters(named, device);
+  out->model->train(false);
+  out->step = ck.int_attr("step");
+  out->val_data = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
+  out->val_fraction = ck.has_attr("val_fraction") ? std::stod(ck.str_attr("val_fraction")) : 0.1;
+  return out;
+}
+
+}  // namespace bg::cli

@@ -1,0 +1,54 @@
+// lm_common.h: what train, sample, eval and prepare share for language models: reading token
+// data (text through a tokenizer, or llm.c shards) and rebuilding a GPT from a checkpoint.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/optim.h"
+#include "data/tokenizer.h"
+#include "models/gpt.h"
+
+namespace bg::cli {
+
+bool is_shard_path(const std::string& path);  // ends in ".bin"
+
+// The tokens of a file: an llm.c shard as stored (ids checked against the vocabulary), or a
+// text file encoded by `tok`.
+std::vector<int32_t> read_tokens(const std::string& path, const Tokenizer& tok);
+
+// A GPT checkpoint of `bitgrad train` made ready for inference on `device`.
+struct LoadedGPT {
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<GPT> model;
+  FlatParameters params;  // owns the parameters on the device
+  int64_t step = 0;
+  std::string val_data;  // the run's validation source (text file or shard)
+  double val_fraction = 0;
+};
+std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device);
+
+// Parameters of `named` from a checkpoint, shapes checked.
+void load_parameters(const CheckpointReader& ck,
+                     const std::vector<std::pair<std::string, Tensor>>& named);
+
+}  // namespace bg::cli
+
+namespace bg::cli {
+
+// Sampling settings: temperature 0 is greedy; top_k 0 keeps every token.
+struct SampleSettings {
+  int64_t new_tokens = 200;
+  double temperature = 1.0;
+  int64_t top_k = 0;
+};
+// Continues `ids` by s.new_tokens tokens drawn from the model (KV-cached; once the context
+// passes block_size the window slides, as nanoGPT's crop does). Only ids below `vocab_limit`
+// are drawn (a padded vocabulary's extra rows never are).
+std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const SampleSettings& s,
+                              int64_t vocab_limit, Generator& gen, Device device);
+
+// The dense bf16 tensor-core peak (TFLOP/s) of a GPU by name; 0 when unknown.
+double peak_bf16_tflops(const std::string& gpu_name);
+
+}  // namespace bg::cli

@@ -1,0 +1,66 @@
+// tokenizer.h: text <-> token ids for the language models. Three kinds:
+//   char  the sorted set of bytes of the training text (nanoGPT's shakespeare_char);
+//   byte  the 256 byte values (id = byte);
+//   gpt2  GPT-2's byte-level BPE (encoder.json + vocab.bpe), ids identical to OpenAI's
+//         encoder.py including its regex pre-tokenisation (gpt2_bpe.cpp).
+// A tokenizer travels in every checkpoint (save/load below), so sampling and evaluation decode
+// with exactly the vocabulary the model was trained on.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bg {
+
+class CheckpointWriter;
+class CheckpointReader;
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual std::string kind() const = 0;
+  virtual int64_t vocab_size() const = 0;
+  // Throws (naming the position) on text the vocabulary cannot express.
+  virtual std::vector<int32_t> encode(const std::string& text) const = 0;
+  // Throws on an id outside [0, vocab_size()).
+  virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+  // Writes the vocabulary as checkpoint attributes/datasets under "tokenizer.*".
+  virtual void save(CheckpointWriter& ck) const = 0;
+};
+
+// kind "char": `text` is the training text; "byte": no argument; "gpt2": `arg` is the folder
+// holding encoder.json and vocab.bpe.
+std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, const std::string& text,
+                                          const std::string& gpt2_dir);
+std::unique_ptr<Tokenizer> load_tokenizer(const CheckpointReader& ck);
+
+class CharTokenizer : public Tokenizer {
+ public:
+  explicit CharTokenizer(const std::string& text);  // the sorted set of bytes in text
+  std::string kind() const override { return "char"; }
+  int64_t vocab_size() const override { return int64_t(chars_.size()); }
+  std::vector<int32_t> encode(const std::string& text) const override;
+  std::string decode(const std::vector<int32_t>& ids) const override;
+  void save(CheckpointWriter& ck) const override;
+  const std::string& chars() const { return chars_; }
+
+ private:
+  std::string chars_;
+  int16_t index_[256];
+};
+
+class ByteTokenizer : public Tokenizer {
+ public:
+  std::string kind() const override { return "byte"; }
+  int64_t vocab_size() const override { return 256; }
+  std::vector<int32_t> encode(const std::string& text) const override;
+  std::string decode(const std::vector<int32_t>& ids) const override;
+  void save(CheckpointWriter& ck) const override;
+};
+
+// Splits text at `val_fraction` of its code points from the end (nanoGPT's prepare scripts
+// split the string, then encode each part): returns the byte offset of the split.
+size_t split_point(const std::string& text, double val_fraction);
+
+}  // namespace bg
