@@ -32,6 +32,7 @@ struct TrainConfig {
   GPTConfig gpt;
   int64_t steps = 0, batch = 0, grad_accum = 1, eval_interval = 0, eval_iters = 0, log_interval = 0;
   double grad_clip = 0;
+  MatmulPrecision precision = MatmulPrecision::fp32;
   std::string optimizer;
   double momentum = 0;
   AdamWConfig adamw;
@@ -89,6 +90,12 @@ TrainConfig read_config(ConfigReader& r) {
   c.eval_iters = r.integer("train.eval_iters", 20, 1, 1 << 20);
   c.log_interval = r.integer("train.log_interval", 100, 1, int64_t(1) << 40);
   c.grad_clip = r.number("train.grad_clip", 1.0, 0.0, 1e9);
+  // CUDA matmuls: fp32, tf32 or bf16 operands (fp32 accumulation, fp32 master weights,
+  // activations and optimizer state in every mode). The CPU always computes in fp32.
+  const std::string precision = r.choice("train.precision", "fp32", {"fp32", "tf32", "bf16"});
+  c.precision = precision == "bf16"   ? MatmulPrecision::bf16
+                : precision == "tf32" ? MatmulPrecision::tf32
+                                      : MatmulPrecision::fp32;
   c.optimizer = r.choice("optimizer.type", "adamw", {"adamw", "sgd"});
   read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, "constant", 0.0}, c.steps, &c.adamw,
                           &c.schedule);
@@ -312,6 +319,7 @@ int run_train(const Args& args) {
                       12.0 * double(g.n_layer * g.n_embd * g.block_size);
     peak_tflops = peak_bf16_tflops(cuda::device_name(device.index));
   }
+  set_matmul_precision(cfg.precision);
   g_stop_signal = 0;
   auto old_int = std::signal(SIGINT, request_stop);
   auto old_term = std::signal(SIGTERM, request_stop);

@@ -53,11 +53,19 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 
 // (..., M, K) @ (..., K, N); batch dims broadcast; transposed views cost no copy.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// Process-wide precision of CUDA matmuls on f32 tensors (train.precision); fp32 by default.
+// Gradients flow as usual: each backward matmul rounds its operands the same way.
+void set_matmul_precision(MatmulPrecision p);
+MatmulPrecision matmul_precision();
 // x (..., in) @ weight (out, in)^T + bias (out): PyTorch's layout.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 Tensor softmax(const Tensor& x, int dim = -1);
 Tensor log_softmax(const Tensor& x, int dim = -1);
+// softmax(scale * x) over the last dim of attention scores x (..., T, S), S >= T: query row i
+// sees keys j <= i + S - T (S > T when cached keys precede the queries); hidden entries are 0.
+// One pass instead of scale + mask + softmax, and no mask tensor.
+Tensor causal_softmax(const Tensor& x, double scale);
 // logits (N, V), targets (N) i32/i64. Mean over rows whose target != ignore_index
 // (reduction "mean"), their sum ("sum") or per-row losses ("none"). Never materialises
 // probabilities.

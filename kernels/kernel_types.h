@@ -9,6 +9,19 @@
 namespace bg {
 
 enum class DType : uint8_t { f32, f64, f16, bf16, i8, u8, i16, u16, i32, i64 };
+
+// How a CUDA matmul of f32 operands runs: fp32 (CUDA cores), tf32 (tensor cores, 10-bit
+// mantissa inputs) or bf16 (operands rounded to bf16, tensor cores); fp32 accumulation always.
+// Softmax over the last dim of rows: log or not; logits multiplied by `scale` first; and, when
+// causal_rows = T > 0, the rows form (T, S) matrices whose row i sees columns j <= i + S - T
+// (causal attention, the key offset S - T covering cached keys); hidden columns output 0.
+struct SoftmaxOptions {
+  bool log = false;
+  double scale = 1.0;
+  int64_t causal_rows = 0;
+};
+
+enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
 constexpr int kNumDTypes = 10;
 
 inline size_t dtype_size(DType t) {

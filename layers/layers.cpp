@@ -53,15 +53,11 @@ Tensor CausalSelfAttention::forward_cached(const Tensor& x, const Tensor& k_cach
   auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
   k_cache.slice(2, past, total).copy_(heads(qkv[1]));
   v_cache.slice(2, past, total).copy_(heads(qkv[2]));
-  Tensor att = matmul(heads(qkv[0]), k_cache.slice(2, 0, total).transpose(-2, -1)) *
-               (1.0 / std::sqrt(double(hd)));
-  if (t > 1) {  // query i (position past + i) must not see keys after it
-    std::vector<uint8_t> future(size_t(t * total));
-    for (int64_t i = 0; i < t; ++i)
-      for (int64_t j = 0; j < total; ++j) future[size_t(i * total + j)] = j > past + i;
-    att = masked_fill(att, from_vector(future, {t, total}, x.device()), -INFINITY);
-  }
-  const Tensor y = matmul(softmax(att, -1), v_cache.slice(2, 0, total));
+  // Query i (position past + i) sees keys 0..past + i.
+  const Tensor att =
+      causal_softmax(matmul(heads(qkv[0]), k_cache.slice(2, 0, total).transpose(-2, -1)),
+                     1.0 / std::sqrt(double(hd)));
+  const Tensor y = matmul(att, v_cache.slice(2, 0, total));
   return c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_}));
 }
 

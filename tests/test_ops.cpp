@@ -267,6 +267,38 @@ OpCase log_softmax_case() {
   return c;
 }
 
+// softmax(scale x) with keys after i + S - T masked: composed from masked_fill and softmax.
+Tensor causal_softmax_reference(const Tensor& x, double scale) {
+  const int64_t t = x.size(-2), s = x.size(-1);
+  std::vector<uint8_t> future(size_t(t * s));
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < s; ++j) future[size_t(i * s + j)] = j > i + s - t;
+  const Tensor hidden = from_vector(future, {t, s});
+  return masked_fill(softmax(masked_fill(x * scale, hidden, -INFINITY), -1), hidden, 0.0);
+}
+OpCase causal_softmax_case() {
+  OpCase c;
+  c.name = "causal_softmax";
+  c.inputs = {{{2, 3, 7, 7}}};
+  c.fn = [](const V& x) { return causal_softmax(x[0], 0.37); };
+  c.reference = [](const V& x) { return causal_softmax_reference(x[0], 0.37); };
+  c.noncontiguous = true;
+  return c;
+}
+OpCase causal_softmax_cached_case() {  // 5 queries after 6 cached keys, long rows
+  OpCase c = causal_softmax_case();
+  c.name = "causal_softmax with cached keys";
+  c.inputs = {{{3, 5, 11}}};
+  return c;
+}
+OpCase causal_softmax_wide_case() {
+  OpCase c = causal_softmax_case();
+  c.name = "causal_softmax wide rows";
+  c.inputs = {{{2, 300, 300}}};
+  c.noncontiguous = false;
+  return c;
+}
+
 Tensor ce_reference(const V& x, const std::string& reduction) {
   const Tensor logp = ref::softmax_rows(x[0], true);
   const std::vector<double> lp = ref::vals(logp);
@@ -326,6 +358,12 @@ OpCase dropout_case() {
     Generator gen(77);
     return dropout(x[0], 0.3, true, gen);
   };
+  // The kernel regenerates bernoulli's mask from the same counters: x times that mask.
+  c.reference = [](const V& x) {
+    Generator gen(77);
+    return x[0] * bernoulli(x[0].shape(), gen, 0.7, 1.0 / 0.7, x[0].dtype(), x[0].device());
+  };
+  c.noncontiguous = true;
   return c;
 }
 
@@ -489,6 +527,9 @@ BG_OP_TEST("matmul batched broadcast", matmul_batched_case)
 BG_OP_TEST("matmul batched strided", matmul_batched_strided_case)
 BG_OP_TEST("linear", linear_case)
 BG_OP_TEST("softmax", softmax_case)
+BG_OP_TEST("causal_softmax", causal_softmax_case)
+BG_OP_TEST("causal_softmax with cached keys", causal_softmax_cached_case)
+BG_OP_TEST("causal_softmax wide rows", causal_softmax_wide_case)
 BG_OP_TEST("softmax wide rows", softmax_wide_case)
 BG_OP_TEST("softmax dim 0", softmax_dim0_case)
 BG_OP_TEST("log_softmax strided", log_softmax_case)

@@ -1,10 +1,19 @@
 // matmul.cpp: batched matmul with broadcast batch dims, and linear (PyTorch's (out, in) weight
 // layout). Batch dims are collapsed to one strided dim when the strides allow it, so a
 // transposed or broadcast operand reaches the kernel with no copy.
+#include <atomic>
+
 #include "../dispatch.h"
 #include "../ops.h"
 
 namespace bg {
+
+namespace {
+std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::fp32};
+}  // namespace
+void set_matmul_precision(MatmulPrecision p) { g_matmul_precision = p; }
+MatmulPrecision matmul_precision() { return g_matmul_precision; }
+
 namespace {
 
 // Views t (batch..., R, C), already expanded to batch_shape, as (B, R, C). False when the
@@ -69,8 +78,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});
   eb.insert(eb.end(), {k, n});
-  Tensor ac = compute_dtype(a) == a.dtype() ? a.detach() : a.detach().to(compute_dtype(a));
-  Tensor bc = compute_dtype(b) == b.dtype() ? b.detach() : b.detach().to(compute_dtype(b));
+  // bf16 precision: f32 operands rounded to bf16 for the tensor cores, the product kept f32.
+  const MatmulPrecision precision =
+      a.is_cuda() && a.dtype() == DType::f32 ? matmul_precision() : MatmulPrecision::fp32;
+  const DType operand = precision == MatmulPrecision::bf16 ? DType::bf16 : compute_dtype(a);
+  Tensor ac = operand == a.dtype() ? a.detach() : a.detach().to(operand);
+  Tensor bc = operand == b.dtype() ? b.detach() : b.detach().to(operand);
   ac = ac.expand(ea);
   bc = bc.expand(eb);
   KView va, vb;
@@ -84,10 +97,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   }
   Shape out_shape = batch;
   out_shape.insert(out_shape.end(), {m, n});
-  Tensor out = empty(out_shape, ac.dtype(), a.device());
+  Tensor out =
+      empty(out_shape, precision == MatmulPrecision::bf16 ? DType::f32 : ac.dtype(), a.device());
   KView vo;
   collapse_batch(out, batch, &vo);
-  BG_DISPATCH(a.device(), matmul, vo, va, vb, stream_for(a.device()));
+  BG_DISPATCH(a.device(), matmul, vo, va, vb, precision, stream_for(a.device()));
   out = compute_output(out, a.dtype());
   const Tensor ad = a.detach(), bd = b.detach();
   record(out, "matmul", {a, b}, [ad, bd](const Tensor& g) {

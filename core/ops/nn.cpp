@@ -38,8 +38,26 @@ Tensor embedding(const Tensor& weight, const Tensor& idx) {
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   BG_CHECK(p >= 0.0 && p < 1.0, "dropout", "p must be in [0, 1), got ", p);
   if (!training || p == 0.0) return x;
-  const Tensor mask = bernoulli(x.shape(), gen, 1.0 - p, 1.0 / (1.0 - p), x.dtype(), x.device());
-  return x * mask;
+  check_float(x, "dropout", "input");
+  // No mask tensor: the kernel draws bernoulli(1 - p)'s numbers from (seed, offset) in the
+  // forward and again in the backward.
+  const double keep = 1.0 - p, scale = 1.0 / (1.0 - p);
+  const uint64_t seed = gen.seed, offset = gen.take(uint64_t(x.numel()));
+  const Tensor xc = compute_input(x);
+  Tensor y = empty(xc.shape(), xc.dtype(), xc.device());
+  BG_DISPATCH(x.device(), dropout_apply, y.kview(), xc.kview(), keep, scale, seed, offset,
+              stream_for(x.device()));
+  Tensor out = compute_output(y, x.dtype());
+  const DType dt = x.dtype();
+  const Device dev = x.device();
+  record(out, "dropout", {x}, [=](const Tensor& g) {
+    const Tensor gc = compute_input(g);
+    Tensor dx = empty(gc.shape(), gc.dtype(), dev);
+    BG_DISPATCH(dev, dropout_apply, dx.kview(), gc.kview(), keep, scale, seed, offset,
+                stream_for(dev));
+    return std::vector<Tensor>{compute_output(dx, dt)};
+  });
+  return out;
 }
 
 namespace {
@@ -101,15 +119,10 @@ Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
   BG_CHECK(q.ndim() == 4 && q.shape() == k.shape() && q.shape() == v.shape(), "attention",
            "q, k, v must share a (B, H, T, D) shape, got ", shape_str(q.shape()), ", ",
            shape_str(k.shape()), ", ", shape_str(v.shape()));
-  const int64_t t = q.size(2), d = q.size(3);
-  // mask[i][j] = 1 where key j lies in query i's future.
-  std::vector<uint8_t> m(static_cast<size_t>(t * t));
-  for (int64_t i = 0; i < t; ++i)
-    for (int64_t j = 0; j < t; ++j) m[size_t(i * t + j)] = j > i;
-  const Tensor future = from_vector(m, {t, t}, q.device());
-  Tensor att = matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(d)));
-  att = masked_fill(att, future, -INFINITY);
-  att = dropout(softmax(att, -1), dropout_p, training, gen);
+  const int64_t d = q.size(3);
+  const Tensor scores = matmul(q, k.transpose(-2, -1));
+  const Tensor att =
+      dropout(causal_softmax(scores, 1.0 / std::sqrt(double(d))), dropout_p, training, gen);
   return matmul(att, v);
 }
 

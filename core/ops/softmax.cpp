@@ -6,20 +6,21 @@
 namespace bg {
 namespace {
 
-Tensor softmax_last(const Tensor& x, bool log) {
-  const char* name = log ? "log_softmax" : "softmax";
+Tensor softmax_last(const Tensor& x, const SoftmaxOptions& opt) {
+  const bool log = opt.log;
+  const char* name = opt.causal_rows ? "causal_softmax" : log ? "log_softmax" : "softmax";
   check_float(x, name, "input");
   BG_CHECK(x.ndim() >= 1, name, "needs at least 1-D input");
   const Tensor xc = compute_input(x);
   Tensor y = empty(xc.shape(), xc.dtype(), xc.device());
-  BG_DISPATCH(x.device(), softmax_forward, y.kview(), xc.kview(), log, stream_for(x.device()));
+  BG_DISPATCH(x.device(), softmax_forward, y.kview(), xc.kview(), opt, stream_for(x.device()));
   Tensor out = compute_output(y, x.dtype());
   const Tensor ys = y.detach();
   const DType dt = x.dtype();
-  record(out, name, {x}, [ys, log, dt](const Tensor& g) {
+  record(out, name, {x}, [ys, opt, dt](const Tensor& g) {
     const Tensor gc = compute_input(g);
     Tensor dx = empty(ys.shape(), ys.dtype(), ys.device());
-    BG_DISPATCH(ys.device(), softmax_backward, dx.kview(), ys.kview(), gc.kview(), log,
+    BG_DISPATCH(ys.device(), softmax_backward, dx.kview(), ys.kview(), gc.kview(), opt,
                 stream_for(ys.device()));
     return std::vector<Tensor>{compute_output(dx, dt)};
   });
@@ -28,14 +29,25 @@ Tensor softmax_last(const Tensor& x, bool log) {
 
 Tensor softmax_dim(const Tensor& x, int dim, bool log) {
   const int d = normalize_dim(dim, x.ndim(), log ? "log_softmax" : "softmax");
-  if (d == x.ndim() - 1 || x.ndim() == 0) return softmax_last(x, log);
-  return softmax_last(x.transpose(d, -1), log).transpose(d, -1);
+  SoftmaxOptions opt;
+  opt.log = log;
+  if (d == x.ndim() - 1 || x.ndim() == 0) return softmax_last(x, opt);
+  return softmax_last(x.transpose(d, -1), opt).transpose(d, -1);
 }
 
 }  // namespace
 
 Tensor softmax(const Tensor& x, int dim) { return softmax_dim(x, dim, false); }
 Tensor log_softmax(const Tensor& x, int dim) { return softmax_dim(x, dim, true); }
+
+Tensor causal_softmax(const Tensor& x, double scale) {
+  BG_CHECK(x.ndim() >= 2 && x.size(-1) >= x.size(-2), "causal_softmax",
+           "scores must be (..., T, S) with S >= T, got ", shape_str(x.shape()));
+  SoftmaxOptions opt;
+  opt.scale = scale;
+  opt.causal_rows = x.size(-2);
+  return softmax_last(x, opt);
+}
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
                      const std::string& reduction) {

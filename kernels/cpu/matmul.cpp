@@ -4,7 +4,7 @@
 
 namespace bg::cpu {
 
-void matmul(const KView& out, const KView& a, const KView& b, StreamHandle) {
+void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision, StreamHandle) {
   dispatch_float(a.dtype, "matmul", [&](auto zero) {
     using T = decltype(zero);
     using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

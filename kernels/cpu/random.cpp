@@ -28,4 +28,17 @@ void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64
   });
 }
 
+void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
+                   uint64_t offset, StreamHandle) {
+  if (!out.contiguous() || !x.contiguous()) kernel_fail("dropout", "views must be contiguous");
+  dispatch_float(x.dtype, "dropout", [&](auto zero) {
+    using T = decltype(zero);
+    const T* in = ptr<T>(x);
+    T* o = ptr<T>(out);
+    const T s = T(scale);
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      o[i] = philox_uniform(seed, offset + uint64_t(i)) < float(keep) ? in[i] * s : T(0);
+  });
+}
+
 }  // namespace bg::cpu

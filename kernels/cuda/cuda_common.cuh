@@ -69,14 +69,46 @@ struct Indexer {
   int64_t shape[kMaxDims];
   int64_t strides[kMaxDims];
   bool contiguous;
-  explicit Indexer(const KView& v) : ndim(v.ndim), contiguous(v.contiguous()) {
-    for (int i = 0; i < kMaxDims; ++i) {
-      shape[i] = i < v.ndim ? v.shape[i] : 1;
-      strides[i] = i < v.ndim ? v.strides[i] : 0;
+  bool narrow;  // every offset fits 32 bits: cheaper integer division
+  // Size-1 dims are dropped and adjacent dims that step like one are merged (each view on its
+  // own: the merged dims enumerate the same offsets in the same order), so a permuted view
+  // usually costs two or three divisions per element instead of one per dim.
+  explicit Indexer(const KView& v) : ndim(0), contiguous(v.contiguous()) {
+    int64_t numel = 1, max_offset = 0;
+    for (int d = 0; d < v.ndim; ++d) {
+      numel *= v.shape[d];
+      max_offset += (v.shape[d] - 1) * (v.strides[d] < 0 ? -v.strides[d] : v.strides[d]);
+      if (v.shape[d] == 1) continue;
+      if (ndim > 0 && strides[ndim - 1] == v.strides[d] * v.shape[d]) {
+        shape[ndim - 1] *= v.shape[d];
+        strides[ndim - 1] = v.strides[d];
+      } else {
+        shape[ndim] = v.shape[d];
+        strides[ndim] = v.strides[d];
+        ++ndim;
+      }
     }
+    for (int i = ndim; i < kMaxDims; ++i) {
+      shape[i] = 1;
+      strides[i] = 0;
+    }
+    contiguous = contiguous || ndim == 0 || (ndim == 1 && strides[0] == 1);
+    narrow = numel < (int64_t(1) << 31) && max_offset < (int64_t(1) << 31);
   }
   __device__ __forceinline__ int64_t offset(int64_t i) const {
     if (contiguous) return i;
+    if (narrow) {
+      uint32_t j = uint32_t(i);
+      int32_t off = 0;
+#pragma unroll
+      for (int d = kMaxDims - 1; d >= 0; --d) {
+        if (d >= ndim) continue;
+        const uint32_t n = uint32_t(shape[d]), q = j / n;
+        off += int32_t(j - q * n) * int32_t(strides[d]);
+        j = q;
+      }
+      return off;
+    }
     int64_t off = 0;
 #pragma unroll
     for (int d = kMaxDims - 1; d >= 0; --d) {

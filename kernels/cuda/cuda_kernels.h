@@ -17,6 +17,10 @@ void fill(const KView& dst, double value, StreamHandle stream);
 // random.cu: uniform(lo=p0, hi=p1) | normal(mean=p0, std=p1) | bernoulli(keep=p0, value p1 else 0).
 void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64_t seed,
                  uint64_t offset, StreamHandle stream);
+// out = x * (uniform(seed, offset + i) < keep ? scale : 0), the mask of bernoulli(keep, scale)
+// regenerated from its counters (dropout's forward, and its backward on dy); contiguous.
+void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
+                   uint64_t offset, StreamHandle stream);
 // unary.cu: contiguous, same dtype.
 void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, double b,
                    StreamHandle stream);
@@ -32,11 +36,14 @@ void where_forward(const KView& out, const KView& cond, const KView& a, const KV
 // reduce.cu: in contiguous (O, R, I) -> out contiguous (O, I).
 void reduce(ReduceOp op, const KView& out, const KView& in, int64_t outer, int64_t extent,
             int64_t inner, Scratch& scratch, StreamHandle stream);
-// matmul.cu: out (batch, M, N) = a (batch, M, K) @ b (batch, K, N); any strides.
-void matmul(const KView& out, const KView& a, const KView& b, StreamHandle stream);
+// matmul.cu: out (batch, M, N) = a (batch, M, K) @ b (batch, K, N); any strides. a and b share
+// a dtype; out may be f32 for f16/bf16 operands. tf32 applies to f32 operands.
+void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision precision,
+            StreamHandle stream);
 // softmax.cu: rows of the last dim, contiguous.
-void softmax_forward(const KView& y, const KView& x, bool log, StreamHandle stream);
-void softmax_backward(const KView& dx, const KView& y, const KView& dy, bool log,
+void softmax_forward(const KView& y, const KView& x, const SoftmaxOptions& opt,
+                     StreamHandle stream);
+void softmax_backward(const KView& dx, const KView& y, const KView& dy, const SoftmaxOptions& opt,
                       StreamHandle stream);
 // cross_entropy.cu: logits (N, V); targets (N) i32/i64; losses, lse (N) f32
 // (f64 for f64 logits, as are mean/rstd of layernorm and the scale below).

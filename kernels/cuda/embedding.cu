@@ -1,6 +1,7 @@
 // embedding.cu: row gather, and a deterministic backward without floating-point atomics:
 // token positions are stably radix-sorted by id (CUB), then each run of equal ids is summed
 // by one block in ascending position order. An id outside [0, V) gathers a NaN row.
+#include <algorithm>
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda_common.cuh"
@@ -40,17 +41,30 @@ __global__ void embedding_backward_kernel(T* dweight, const T* dout, const I* so
   }
 }
 
-// Small vocabularies: one block per vocabulary row scans every token position in order and sums
-// the matching rows (also deterministic, and two launches instead of a radix sort's seven).
+// Small vocabularies: block (row, chunk) sums, in position order, the rows of one chunk of
+// kScanChunk token positions whose id is `row` into partial[chunk][row]; a second kernel adds
+// the chunks' partials in chunk order. Deterministic (a fixed partition), no sort, and every SM
+// busy even for a 65-character vocabulary.
+constexpr int64_t kScanChunk = 512;
 template <typename T, typename I>
-__global__ void embedding_backward_scan_kernel(T* dweight, const T* dout, const I* idx, int64_t n,
-                                               int64_t c) {
-  const int64_t row = blockIdx.x;
+__global__ void embedding_backward_scan_kernel(float* partial, const T* dout, const I* idx,
+                                               int64_t n, int64_t vocab, int64_t c) {
+  const int64_t row = blockIdx.x, chunk = blockIdx.y;
+  const int64_t begin = chunk * kScanChunk, end = min(n, begin + kScanChunk);
   for (int64_t col = threadIdx.x; col < c; col += blockDim.x) {
     float acc = 0.f;
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = begin; i < end; ++i)
       if (int64_t(idx[i]) == row) acc += to_float(dout[i * c + col]);
-    dweight[row * c + col] = from_float<T>(acc);
+    partial[(chunk * vocab + row) * c + col] = acc;
+  }
+}
+template <typename T>
+__global__ void embedding_sum_chunks_kernel(T* dweight, const float* partial, int64_t chunks,
+                                            int64_t vc) {
+  BG_GRID_LOOP(t, vc) {
+    float acc = 0.f;
+    for (int64_t k = 0; k < chunks; ++k) acc += partial[k * vc + t];
+    dweight[t] = from_float<T>(acc);
   }
 }
 
@@ -83,9 +97,20 @@ void embedding_backward(const KView& dweight, const KView& dout, const KView& id
       using T = decltype(zero);
       dispatch_index(idx.dtype, "embedding_backward", [&](auto izero) {
         using I = decltype(izero);
-        embedding_backward_scan_kernel<T, I><<<unsigned(vocab), 128, 0, s>>>(
-            static_cast<T*>(dweight.data), static_cast<const T*>(dout.data),
-            static_cast<const I*>(idx.data), n, c);
+        const int64_t chunks = std::max<int64_t>(1, (n + kScanChunk - 1) / kScanChunk);
+        auto* partial =
+            static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * vocab * c)));
+        if (n > 0) {
+          embedding_backward_scan_kernel<T, I>
+              <<<dim3(unsigned(vocab), unsigned(chunks)), 128, 0, s>>>(
+                  partial, static_cast<const T*>(dout.data), static_cast<const I*>(idx.data), n,
+                  vocab, c);
+          BG_CUDA_LAUNCH_CHECK();
+        } else {
+          BG_CUDA_CHECK(cudaMemsetAsync(partial, 0, sizeof(float) * size_t(vocab * c), s));
+        }
+        embedding_sum_chunks_kernel<T><<<grid_for(vocab * c, 256), 256, 0, s>>>(
+            static_cast<T*>(dweight.data), partial, chunks, vocab * c);
       });
     });
     BG_CUDA_LAUNCH_CHECK();

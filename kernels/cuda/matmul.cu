@@ -60,7 +60,8 @@ bool as_column_major(int64_t rows, int64_t cols, int64_t s0, int64_t s1, cublasO
 
 }  // namespace
 
-void matmul(const KView& out, const KView& a, const KView& b, StreamHandle stream) {
+void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision precision,
+            StreamHandle stream) {
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   if (batch * m * n == 0) return;
   if (k == 0) return fill(out, 0.0, stream);
@@ -74,11 +75,14 @@ void matmul(const KView& out, const KView& a, const KView& b, StreamHandle strea
   cublasHandle_t h = handle_for_current_device();
   check_cublas(cublasSetStream(h, as_stream(stream)), "cublasSetStream");
   const float alpha = 1.f, beta = 0.f;
+  const cublasComputeType_t compute = a.dtype == DType::f32 && precision == MatmulPrecision::tf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
   check_cublas(cublasGemmStridedBatchedEx(h, op_b, op_a, int(n), int(m), int(k), &alpha, b.data,
                                           cuda_type(b.dtype), int(ld_b), b.strides[0], a.data,
                                           cuda_type(a.dtype), int(ld_a), a.strides[0], &beta,
                                           out.data, cuda_type(out.dtype), int(ld_c), out.strides[0],
-                                          int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                                          int(batch), compute, CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx");
 }
 
