@@ -42,6 +42,9 @@ struct SampleSettings {
   double temperature = 1.0;
   int64_t top_k = 0;
 };
+// One draw from softmax(logits / temperature) over the top_k largest logits (greedy at
+// temperature 0), using one uniform number of `gen`.
+int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generator& gen);
 // Continues `ids` by s.new_tokens tokens drawn from the model (KV-cached; once the context
 // passes block_size the window slides, as nanoGPT's crop does). Only ids below `vocab_limit`
 // are drawn (a padded vocabulary's extra rows never are).

@@ -11,10 +11,8 @@
 #include "lm_common.h"
 
 namespace bg::cli {
-namespace {
 
-// One draw from softmax(logits / temperature) restricted to the top_k largest logits.
-int32_t pick_token(std::vector<float> logits, const SampleSettings& s, Generator& gen) {
+int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generator& gen) {
   const size_t v = logits.size();
   if (s.temperature == 0)
     return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
@@ -39,8 +37,6 @@ int32_t pick_token(std::vector<float> logits, const SampleSettings& s, Generator
   return 0;
 }
 
-}  // namespace
-
 std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const SampleSettings& s,
                               int64_t vocab_limit, Generator& gen, Device device) {
   BG_CHECK(!ids.empty(), "sample", "the prompt encodes to no tokens");
@@ -57,7 +53,7 @@ std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const 
   for (int64_t i = 0; i < s.new_tokens; ++i) {
     std::vector<float> row = logits.to_vector<float>();
     row.resize(size_t(vocab_limit));
-    const int32_t next = pick_token(std::move(row), s, gen);
+    const int32_t next = sample_token(std::move(row), s, gen);
     ids.push_back(next);
     if (i + 1 == s.new_tokens) break;
     if (cache.length < block)

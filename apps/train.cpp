@@ -421,22 +421,14 @@ int run_train(const Args& args) {
   std::vector<int32_t> ctx(split.val.begin(),
                            split.val.begin() + (is_gpt ? std::min<int64_t>(context, 16) : context));
   Generator sample_gen(cfg.seed + 4);
+  const SampleSettings settings{200, 1.0, 0};
   if (is_gpt) {
-    ctx = generate(*gpt, ctx, {200, 1.0, 0}, tok->vocab_size(), sample_gen, device);
+    ctx = generate(*gpt, ctx, settings, tok->vocab_size(), sample_gen, device);
   } else {
-    for (int i = 0; i < 200; ++i) {
+    for (int64_t i = 0; i < settings.new_tokens; ++i) {
       std::vector<int64_t> window(ctx.end() - context, ctx.end());
       const Tensor logits = mlp->forward(from_vector(window, {1, context}, device), dropout_gen);
-      const std::vector<double> p = softmax(logits, -1).to_vector<double>();
-      const double u = rand({1}, sample_gen, 0, 1, DType::f64).item();
-      double acc = 0;
-      int32_t next = int32_t(p.size()) - 1;
-      for (size_t k = 0; k < p.size(); ++k)
-        if ((acc += p[k]) > u) {
-          next = int32_t(k);
-          break;
-        }
-      ctx.push_back(next);
+      ctx.push_back(sample_token(logits.to_vector<float>(), settings, sample_gen));
     }
   }
   const std::string sample = tok->decode(ctx);

@@ -2,13 +2,7 @@
 # gpt_full_run.sh: the Baby GPT experiment on the GPU machine: configs/shakespeare_char.yaml to
 # the end, then a sample and an eval of its best checkpoint. Logs under $OUT (or ./gpu_out).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-out=${OUT:-gpu_out}
-mkdir -p "$out"
-if [ -f .bundle.tgz ]; then
-  rm -rf .bundle && mkdir -p .bundle && tar xzf .bundle.tgz -C .bundle
-fi
-export LD_LIBRARY_PATH=$PWD/.bundle/lib:${LD_LIBRARY_PATH:-}
+source "$(dirname "$0")/device_env.sh"
 data=${DATA:-runs/data/tinyshakespeare.txt}
 run=/tmp/shakespeare_char
 .bundle/bitgrad train configs/shakespeare_char.yaml --set data.path="$data" \

@@ -3,13 +3,7 @@
 # two training steps under ncu, on the GPU machine (after scripts/make_device_bundle.sh here;
 # the corpus travels in runs/data/). Writes logs under $OUT (or ./gpu_out).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-out=${OUT:-gpu_out}
-mkdir -p "$out"
-if [ -f .bundle.tgz ]; then
-  rm -rf .bundle && mkdir -p .bundle && tar xzf .bundle.tgz -C .bundle
-fi
-export LD_LIBRARY_PATH=$PWD/.bundle/lib:${LD_LIBRARY_PATH:-}
+source "$(dirname "$0")/device_env.sh"
 data=${DATA:-runs/data/tinyshakespeare.txt}
 common=(--set data.path="$data" --set train.eval_interval=100000 --set train.eval_iters=1)
 for p in ${PRECISIONS:-fp32 tf32 bf16}; do

@@ -3,13 +3,7 @@
 # the SICK benchmark and the paper's BIDE fit, writing logs and JSON under $OUT (or ./gpu_out).
 # Usage on the GPU machine, after scripts/make_device_bundle.sh here: scripts/gpu_check.sh
 set -uo pipefail
-cd "$(dirname "$0")/.."
-out=${OUT:-gpu_out}
-mkdir -p "$out"
-if [ -f .bundle.tgz ]; then  # always the bundle that travelled with this call
-  rm -rf .bundle && mkdir -p .bundle && tar xzf .bundle.tgz -C .bundle
-fi
-export LD_LIBRARY_PATH=$PWD/.bundle/lib:${LD_LIBRARY_PATH:-}
+source "$(dirname "$0")/device_env.sh"
 bin=.bundle
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 $bin/bitgrad_tests 2>&1 | tee "$out/tests.log" | grep -E "ERROR|TEST CASE|test cases|assertions|logged|THREW|values:" | head -60

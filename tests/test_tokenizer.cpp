@@ -21,10 +21,9 @@ std::string temp_path(const std::string& name) {
 }
 
 std::unique_ptr<Gpt2Tokenizer> shared_gpt2() {
-  if (bg::test::shared_data_file("gpt2/encoder.json").empty()) return nullptr;
-  const std::string dir =
-      std::filesystem::path(bg::test::shared_data_file("gpt2/encoder.json")).parent_path();
-  return Gpt2Tokenizer::from_dir(dir);
+  const std::string encoder = bg::test::shared_data_file("gpt2/encoder.json");
+  if (encoder.empty()) return nullptr;
+  return Gpt2Tokenizer::from_dir(std::filesystem::path(encoder).parent_path());
 }
 
 struct KnownIds {
