@@ -24,10 +24,7 @@ namespace {
 // 51 TFLOP/s (FFMA counted as 2).
 constexpr double kTensorFlops = 728e12, kCudaCoreFlops = 51e12;
 
-double time_ms(Device dev, const std::function<void()>& fn) {
-  auto call = [](void* ctx) { (*static_cast<const std::function<void()>*>(ctx))(); };
-  return cuda::time_on_stream_ms(stream_for(dev), call, const_cast<std::function<void()>*>(&fn));
-}
+double time_ms(Device dev, const std::function<void()>& fn) { return bench_time_ms(dev, fn); }
 
 // Scratch from one preallocated buffer, so kernel-only timings contain no allocator work.
 class BumpScratch : public Scratch {
@@ -56,12 +53,27 @@ Stat summarize(std::vector<double> v) {
 
 }  // namespace
 
+double bench_time_ms(Device dev, const std::function<void()>& fn) {
+  auto call = [](void* ctx) { (*static_cast<const std::function<void()>*>(ctx))(); };
+  return cuda::time_on_stream_ms(stream_for(dev), call, const_cast<std::function<void()>*>(&fn));
+}
+
+void write_bench_json(const Args& args, const std::string& json) {
+  const std::string out = args.option("out", "");
+  if (out.empty()) return;
+  write_file_atomic(out, json);
+  std::printf("wrote %s\n", out.c_str());
+}
+
 int run_bench(const Args& args) {
+  if (!args.positional.empty() && args.positional[0] == "attention")
+    return run_bench_attention(args);
   args.allow_only({"out", "reps", "batch", "dtype", "variant"});
   const std::string only_batch = args.option("batch", ""), only_dtype = args.option("dtype", ""),
                     only_variant = args.option("variant", "");
   BG_CHECK(args.positional.size() == 1 && args.positional[0] == "sick", "bench",
-           "usage: bitgrad bench sick [--out FILE] [--reps N] [--batch B] [--dtype fp32|fp16] "
+           "usage: bitgrad bench attention [--out FILE] [--reps N] | bitgrad bench sick [--out "
+           "FILE] [--reps N] [--batch B] [--dtype fp32|fp16] "
            "[--variant V]");
   BG_CHECK(cuda_available(), "bench", "no CUDA device: the SICK benchmark times GPU kernels");
   const int reps = std::max(20, std::stoi(args.option("reps", "30")));
@@ -187,11 +199,7 @@ int run_bench(const Args& args) {
         }
       }
   json << "\n  ]\n}\n";
-  const std::string out = args.option("out", "");
-  if (!out.empty()) {
-    write_file_atomic(out, json.str());
-    std::printf("wrote %s\n", out.c_str());
-  }
+  write_bench_json(args, json.str());
   return 0;
 }
 

@@ -1,12 +1,14 @@
 // cli.h: shared bits of the bitgrad subcommands.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace bg {
 class ConfigReader;
+struct Device;
 struct AdamWConfig;
 struct LrSchedule;
 }  // namespace bg
@@ -46,6 +48,11 @@ void read_adamw_and_schedule(ConfigReader& r, const OptimizerDefaults& defaults,
 int run_train(const Args& args);
 int run_info(const Args& args);
 int run_bench(const Args& args);
+int run_bench_attention(const Args& args);
+// Milliseconds fn takes on dev's stream (CUDA events around it).
+double bench_time_ms(Device dev, const std::function<void()>& fn);
+// Writes a benchmark's JSON to --out (when given).
+void write_bench_json(const Args& args, const std::string& json);
 int run_fit_bide(const Args& args);
 int run_sample(const Args& args);
 int run_eval(const Args& args);

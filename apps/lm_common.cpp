@@ -30,7 +30,10 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   BG_CHECK(ck.has_attr("format") && ck.str_attr("format") == "bitgrad-train-1", "checkpoint", path,
            " is not a bitgrad train checkpoint");
   auto out = std::make_unique<LoadedGPT>();
-  const GPTConfig cfg = load_gpt_config(ck, path);
+  GPTConfig cfg = load_gpt_config(ck, path);
+  // No dropout here, so both attention paths compute the same function: the fused kernel where
+  // it runs (any head size on the CPU, 64 on CUDA), the composed ops otherwise.
+  cfg.fused_attention = !device.is_cuda() || cfg.n_embd / cfg.n_head == 64;
   out->tokenizer = load_tokenizer(ck);
   BG_CHECK(out->tokenizer->vocab_size() <= cfg.vocab_size, "checkpoint", path, ": the ",
            out->tokenizer->kind(), " tokenizer has ", out->tokenizer->vocab_size(),

@@ -105,6 +105,7 @@ void usage() {
       "  prepare TEXT --out DIR [--tokenizer gpt2|byte] [--val-fraction F]\n"
       "                                       llm.c token shards DIR/train.bin, DIR/val.bin\n"
       "  bench sick [--out FILE] [--reps N]   SICK kernel benchmark (JSON)\n"
+      "  bench attention [--out FILE]          fused vs composed causal attention (JSON)\n"
       "  info                                 build and device information\n"
       "  help                                 this message\n");
 }

@@ -78,6 +78,7 @@ TrainConfig read_config(ConfigReader& r) {
                                     " is not divisible by n_head " + std::to_string(c.gpt.n_head));
     c.gpt.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
     c.gpt.bias = r.boolean("model.bias", false);
+    c.gpt.fused_attention = r.choice("model.attention", "fused", {"fused", "composed"}) == "fused";
     // 0: the tokenizer's size; more pads the embedding (GPT-2's 50257 -> 50304, a multiple of
     // 64 for the GEMMs); padded ids are never targets and never sampled.
     c.gpt.vocab_size = r.integer("model.vocab_size", 0, 0, 1 << 24);
@@ -194,6 +195,9 @@ int run_train(const Args& args) {
     if (g.vocab_size == 0) g.vocab_size = tok->vocab_size();
     BG_CHECK(g.vocab_size >= tok->vocab_size(), "train", "model.vocab_size ", g.vocab_size,
              " is smaller than the ", tok->kind(), " tokenizer's ", tok->vocab_size());
+    BG_CHECK(!(g.fused_attention && device.is_cuda() && g.n_embd / g.n_head != 64), "config",
+             "model.attention: fused runs head_dim 64 on CUDA, this model has n_embd / n_head = ",
+             g.n_embd / g.n_head, "; set model.attention: composed");
     gpt = std::make_unique<GPT>(g, init);
     model = gpt.get();
   } else {

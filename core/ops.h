@@ -82,6 +82,13 @@ Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
 Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,
                              bool training, Generator& gen);
 
+// qkv (B, T, 3C), c_attn's packed queries, keys and values of n_head heads -> y (B, T, C):
+// softmax(q k^T / sqrt(D) + causal mask) v per head, attention dropout included, in one fused
+// kernel per pass (no T x T tensor; no head transposes). CUDA: bf16 tensor-core operands with
+// f32 accumulation, head dim 64. Its dropout mask is its own (kernels/attention_dropout.h).
+Tensor fused_causal_attention(const Tensor& qkv, int64_t n_head, double dropout_p, bool training,
+                              Generator& gen);
+
 Tensor concat(const std::vector<Tensor>& xs, int dim);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int dim);
 // cond (u8) ? a : b, all broadcast together.

@@ -15,13 +15,13 @@
 namespace bg {
 
 BG_HD float m_exp(float x) { return expf(x); }
-BG_HD double m_exp(double x) { return exp(x); }
+BG_HD double m_exp(double x) { return ::exp(x); }
 BG_HD float m_log(float x) { return logf(x); }
-BG_HD double m_log(double x) { return log(x); }
+BG_HD double m_log(double x) { return ::log(x); }
 BG_HD float m_tanh(float x) { return tanhf(x); }
-BG_HD double m_tanh(double x) { return tanh(x); }
+BG_HD double m_tanh(double x) { return ::tanh(x); }
 BG_HD float m_sqrt(float x) { return sqrtf(x); }
-BG_HD double m_sqrt(double x) { return sqrt(x); }
+BG_HD double m_sqrt(double x) { return ::sqrt(x); }
 
 // Parameters of an elementwise op; `a`, `b` feed affine (a*x + b).
 struct UnaryParams {

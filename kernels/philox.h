@@ -51,7 +51,7 @@ BG_HD double philox_normal(uint64_t seed, uint64_t index) {
   uint64_t b = (uint64_t(r.v[2]) << 21) ^ uint64_t(r.v[3] >> 11);
   double u1 = (double(a & ((1ULL << 53) - 1)) + 1.0) * (1.0 / 9007199254740992.0);
   double u2 = double(b & ((1ULL << 53) - 1)) * (1.0 / 9007199254740992.0);
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+  return ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586 * u2);
 }
 
 enum class RandomKind : uint8_t { uniform, normal, bernoulli };

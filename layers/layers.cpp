@@ -25,8 +25,8 @@ RMSNorm::RMSNorm(int64_t dim, double eps) : eps_(eps) {
 }
 
 CausalSelfAttention::CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout,
-                                         Generator& init, double proj_std)
-    : n_embd_(n_embd), n_head_(n_head), dropout_(dropout) {
+                                         Generator& init, double proj_std, bool fused)
+    : n_embd_(n_embd), n_head_(n_head), dropout_(dropout), fused_(fused) {
   BG_CHECK(n_head > 0 && n_embd % n_head == 0, "attention", "n_embd ", n_embd,
            " is not divisible by n_head ", n_head);
   c_attn = register_module("c_attn", std::make_shared<Linear>(n_embd, 3 * n_embd, bias, init));
@@ -36,6 +36,10 @@ CausalSelfAttention::CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bi
 
 Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen) const {
   const int64_t b = x.size(0), t = x.size(1), hd = n_embd_ / n_head_;
+  if (fused_)
+    return dropout(c_proj->forward(fused_causal_attention(c_attn->forward(x), n_head_, dropout_,
+                                                          training(), gen)),
+                   dropout_, training(), gen);
   const auto qkv = split(c_attn->forward(x), {n_embd_, n_embd_, n_embd_}, 2);
   auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
   const Tensor y =

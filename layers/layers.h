@@ -43,7 +43,7 @@ class RMSNorm : public Module {
 class CausalSelfAttention : public Module {
  public:
   CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout, Generator& init,
-                      double proj_std);
+                      double proj_std, bool fused = false);
   Tensor forward(const Tensor& x, Generator& gen) const;  // (B, T, C) -> (B, T, C)
   // Inference with a key/value cache: x (B, T, C) holds positions past..past+T-1; their keys
   // and values are written into k_cache/v_cache (B, H, capacity, D) and the queries attend to
@@ -55,6 +55,7 @@ class CausalSelfAttention : public Module {
  private:
   int64_t n_embd_, n_head_;
   double dropout_;
+  bool fused_;  // fused_causal_attention on the packed qkv, else the composed ops
 };
 
 // Linear(4C) -> GELU -> Linear(C) -> dropout.

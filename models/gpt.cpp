@@ -51,9 +51,9 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
 Block::Block(const GPTConfig& cfg, Generator& init) {
   const double proj_std = 0.02 / std::sqrt(2.0 * double(cfg.n_layer));
   ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
-  attn =
-      register_module("attn", std::make_shared<CausalSelfAttention>(
-                                  cfg.n_embd, cfg.n_head, cfg.bias, cfg.dropout, init, proj_std));
+  attn = register_module(
+      "attn", std::make_shared<CausalSelfAttention>(cfg.n_embd, cfg.n_head, cfg.bias, cfg.dropout,
+                                                    init, proj_std, cfg.fused_attention));
   ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
   mlp = register_module("mlp",
                         std::make_shared<MLP>(cfg.n_embd, cfg.bias, cfg.dropout, init, proj_std));

@@ -18,6 +18,10 @@ struct GPTConfig {
   int64_t vocab_size = 0, block_size = 256, n_layer = 6, n_head = 6, n_embd = 384;
   double dropout = 0.0;
   bool bias = false;
+  // fused_causal_attention (one kernel per pass; bf16 tensor cores on CUDA, head dim 64) or the
+  // composed matmul + causal_softmax + dropout + matmul (exact in the run's precision). Not part
+  // of the architecture: a checkpoint trained one way evaluates either way.
+  bool fused_attention = true;
 };
 
 // The architecture as checkpoint attributes (model.vocab_size, model.block_size, model.n_layer,

@@ -5,6 +5,7 @@
 #include "../bide_values.h"
 #include "../kernel_types.h"
 #include "../optimizer_params.h"
+#include "../attention_dropout.h"
 #include "../philox.h"
 
 namespace bg {
@@ -46,6 +47,16 @@ void softmax_forward(const KView& y, const KView& x, const SoftmaxOptions& opt,
                      StreamHandle stream);
 void softmax_backward(const KView& dx, const KView& y, const KView& dy, const SoftmaxOptions& opt,
                       StreamHandle stream);
+// attention.cpp: the fused causal attention's reference (any head dim; f32/f64 views as in the
+// CUDA kernels, lse/delta in the inputs' dtype), computing softmax(scale q k^T + causal mask),
+// the AttentionDropout mask, and its gradients exactly.
+void attention_forward(const KView& y, const KView& lse, const KView& q, const KView& k,
+                       const KView& v, double scale, const AttentionDropout& drop,
+                       StreamHandle stream);
+void attention_backward(const KView& dq, const KView& dk, const KView& dv, const KView& delta,
+                        const KView& q, const KView& k, const KView& v, const KView& y,
+                        const KView& dy, const KView& lse, double scale,
+                        const AttentionDropout& drop, StreamHandle stream);
 // cross_entropy.cpp: logits (N, V); targets (N) i32/i64; losses, lse (N) f32
 // (f64 for f64 logits, as are mean/rstd of layernorm and the scale below).
 // valid (N) gets 1 for counted rows, 0 for ignored ones (the mean's denominator).

@@ -5,6 +5,7 @@
 #include "../bide_values.h"
 #include "../kernel_types.h"
 #include "../optimizer_params.h"
+#include "../attention_dropout.h"
 #include "../philox.h"
 
 namespace bg {
@@ -45,6 +46,19 @@ void softmax_forward(const KView& y, const KView& x, const SoftmaxOptions& opt,
                      StreamHandle stream);
 void softmax_backward(const KView& dx, const KView& y, const KView& dy, const SoftmaxOptions& opt,
                       StreamHandle stream);
+// attention.cu: fused causal attention (flash-style tiles of 64 queries x 64 keys, bf16 tensor
+// cores, f32 accumulation and softmax). q, k, v, y, dq, dk, dv: (B, H, T, 64) views with unit
+// stride along the head dim (rows may be strided, e.g. slices of a packed qkv); lse, delta
+// (B, H, T) f32 contiguous. lse gets each query's log-sum-exp of its scaled scores; delta is
+// backward scratch (rowsum(dy * y)). No atomics: dk/dv come from one block per key tile and dq
+// from one block per query tile, so results repeat bit for bit.
+void attention_forward(const KView& y, const KView& lse, const KView& q, const KView& k,
+                       const KView& v, double scale, const AttentionDropout& drop,
+                       StreamHandle stream);
+void attention_backward(const KView& dq, const KView& dk, const KView& dv, const KView& delta,
+                        const KView& q, const KView& k, const KView& v, const KView& y,
+                        const KView& dy, const KView& lse, double scale,
+                        const AttentionDropout& drop, StreamHandle stream);
 // cross_entropy.cu: logits (N, V); targets (N) i32/i64; losses, lse (N) f32
 // (f64 for f64 logits, as are mean/rstd of layernorm and the scale below).
 // valid (N) gets 1 for counted rows, 0 for ignored ones (the mean's denominator).

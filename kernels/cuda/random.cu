@@ -1,5 +1,7 @@
 // random.cu: Philox streams on the device; element i uses counter offset + i, exactly as the
 // CPU kernel does, so both produce the same numbers for the same (seed, offset).
+#include <type_traits>
+
 #include "../philox.h"
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
@@ -33,9 +35,27 @@ __global__ void dropout_kernel(T* out, const T* x, int64_t n, float keep, float 
                                uint64_t seed, uint64_t offset) {
   // The scale rounded to T first: the product bernoulli's T-valued mask would give.
   const float s = to_float(from_float<T>(scale));
-  BG_GRID_LOOP(i, n) {
-    const bool kept = philox_uniform(seed, offset + uint64_t(i)) < keep;
-    out[i] = from_float<T>(kept ? to_float(x[i]) * s : 0.f);
+  // One Philox call per 4 elements (offset is 4-aligned): philox_uniform's numbers, a quarter
+  // of the work.
+  BG_GRID_LOOP(g, (n + 3) / 4) {
+    const Philox4 r = philox4x32((offset >> 2) + uint64_t(g), seed);
+    auto keeps = [&](int j) { return float(r.v[j] >> 8) * (1.0f / 16777216.0f) < keep; };
+    if constexpr (std::is_same_v<T, float>) {
+      if (4 * g + 3 < n &&
+          (reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(out)) % 16 == 0) {
+        const float4 v = reinterpret_cast<const float4*>(x)[g];
+        reinterpret_cast<float4*>(out)[g] =
+            make_float4(keeps(0) ? v.x * s : 0.f, keeps(1) ? v.y * s : 0.f,
+                        keeps(2) ? v.z * s : 0.f, keeps(3) ? v.w * s : 0.f);
+        continue;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t i = 4 * g + j;
+      if (i >= n) break;
+      out[i] = from_float<T>(keeps(j) ? to_float(x[i]) * s : 0.f);
+    }
   }
 }
 
@@ -44,11 +64,12 @@ __global__ void dropout_kernel(T* out, const T* x, int64_t n, float keep, float 
 void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
                    uint64_t offset, StreamHandle stream) {
   if (!out.contiguous() || !x.contiguous()) kernel_fail("dropout", "views must be contiguous");
+  if (offset % 4 != 0) kernel_fail("dropout", "offset must be 4-aligned (Generator::take)");
   const int64_t n = x.numel();
   if (n == 0) return;
   dispatch_float(x.dtype, "dropout", [&](auto zero) {
     using T = decltype(zero);
-    dropout_kernel<T><<<grid_for(n, 256), 256, 0, as_stream(stream)>>>(
+    dropout_kernel<T><<<grid_for((n + 3) / 4, 256), 256, 0, as_stream(stream)>>>(
         static_cast<T*>(out.data), static_cast<const T*>(x.data), n, float(keep), float(scale),
         seed, offset);
   });

@@ -1,0 +1,110 @@
+// bench_attention.cpp: `bitgrad bench attention`: causal self-attention on GPT shapes (the
+// Baby GPT's 64 x 6 heads x 256, with and without its 0.2 dropout, and GPT-2 124M's 16 x 12 x
+// 1024), fused_causal_attention against the composed ops (TF32 matmuls + causal_softmax +
+// dropout + head transposes, what the model ran before): median milliseconds of the forward
+// (training mode) and of the backward, with the tensor-core floor of the causal FLOPs.
+// qkv rotates through two sets, each past the L2 cache. Writes JSON.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "cli.h"
+#include "core/ops.h"
+#include "kernels/cuda/device_runtime.h"
+
+namespace bg::cli {
+namespace {
+
+constexpr double kBf16TensorFlops = 728e12;  // measured H200 bf16 GEMM ceiling (REFERENCES.md)
+
+struct AttentionShape {
+  const char* name;
+  int64_t batch, heads, t;
+  double dropout;
+};
+
+Tensor composed_attention(const Tensor& qkv, int64_t n_head, double p, Generator& gen) {
+  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3, d = c / n_head;
+  const auto parts = split(qkv, {c, c, c}, 2);
+  auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head, d}).transpose(1, 2); };
+  return causal_self_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), p, true, gen)
+      .transpose(1, 2)
+      .reshape({b, t, c});
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int run_bench_attention(const Args& args) {
+  args.allow_only({"out", "reps"});
+  BG_CHECK(cuda_available(), "bench", "no CUDA device: the attention benchmark times GPU kernels");
+  const int reps = int(parse_integer(args.option("reps", "30"), "--reps", 5, 100000));
+  const Device dev = Device::cuda(0);
+  const cuda::DeviceInfo info = cuda::device_info(0);
+  const int64_t head_dim = 64;
+  std::ostringstream json;
+  json << "{\n  \"benchmark\": \"attention\",\n  \"device\": \"" << info.name
+       << "\",\n  \"head_dim\": " << head_dim << ", \"reps\": " << reps
+       << ", \"bf16_tensor_tflops\": " << kBf16TensorFlops / 1e12 << ",\n  \"results\": [\n";
+  std::printf("%-6s %5s %5s %5s %5s %-9s %9s %9s %9s %9s %8s\n", "shape", "B", "H", "T", "drop",
+              "impl", "fwd_ms", "bwd_ms", "fwd_floor", "bwd_floor", "TFLOP/s");
+  const MatmulPrecision saved = matmul_precision();
+  set_matmul_precision(MatmulPrecision::tf32);
+  bool first = true;
+  for (const AttentionShape& s :
+       {AttentionShape{"baby", 64, 6, 256, 0.2}, AttentionShape{"baby", 64, 6, 256, 0.0},
+        AttentionShape{"gpt2", 16, 12, 1024, 0.0}}) {
+    const int64_t c = s.heads * head_dim;
+    Generator init(1);
+    std::vector<Tensor> qkv, dy;
+    for (int i = 0; i < 2; ++i) {
+      qkv.push_back(randn({s.batch, s.t, 3 * c}, init, 0, 1, DType::f32, dev));
+      dy.push_back(randn({s.batch, s.t, c}, init, 0, 1, DType::f32, dev));
+    }
+    // Causal FLOPs: q k^T and p v over the visible pairs; the backward's five products are 2.5x.
+    const double fwd_flops =
+        4.0 * double(s.batch * s.heads * head_dim) * double(s.t) * double(s.t + 1) / 2.0;
+    const double fwd_floor = 1e3 * fwd_flops / kBf16TensorFlops, bwd_floor = 2.5 * fwd_floor;
+    for (const char* impl : {"fused", "composed"}) {
+      const bool fused = std::string(impl) == "fused";
+      Generator gen(2);
+      std::vector<double> fwd, bwd;
+      for (int it = 0; it < reps + 3; ++it) {
+        const int i = it % 2;
+        const Tensor x = qkv[size_t(i)].detach().requires_grad_(true);
+        Tensor y;
+        const double tf = bench_time_ms(dev, [&] {
+          y = fused ? fused_causal_attention(x, s.heads, s.dropout, true, gen)
+                    : composed_attention(x, s.heads, s.dropout, gen);
+        });
+        const double tb = bench_time_ms(dev, [&] { y.backward(dy[size_t(i)]); });
+        if (it >= 3) {
+          fwd.push_back(tf);
+          bwd.push_back(tb);
+        }
+      }
+      const double f = median(fwd), b = median(bwd);
+      const double tflops = 3.5 * fwd_flops / ((f + b) * 1e-3) / 1e12;
+      std::printf("%-6s %5lld %5lld %5lld %5.2f %-9s %9.3f %9.3f %9.3f %9.3f %8.1f\n", s.name,
+                  (long long)s.batch, (long long)s.heads, (long long)s.t, s.dropout, impl, f, b,
+                  fwd_floor, bwd_floor, tflops);
+      json << (first ? "" : ",\n") << "    {\"shape\": \"" << s.name << "\", \"batch\": " << s.batch
+           << ", \"heads\": " << s.heads << ", \"t\": " << s.t << ", \"dropout\": " << s.dropout
+           << ", \"impl\": \"" << impl << "\", \"fwd_ms\": " << f << ", \"bwd_ms\": " << b
+           << ", \"fwd_floor_ms\": " << fwd_floor << ", \"bwd_floor_ms\": " << bwd_floor
+           << ", \"tflops\": " << tflops << "}";
+      first = false;
+    }
+  }
+  set_matmul_precision(saved);
+  json << "\n  ]\n}\n";
+  write_bench_json(args, json.str());
+  return 0;
+}
+
+}  // namespace bg::cli

@@ -1,0 +1,512 @@
+// attention.cu: fused causal attention, flash-style (Dao, "FlashAttention-2", 2023): the T x T
+// scores never reach memory. A block of 4 warps owns a tile of 64 rows; each warp owns 16 of
+// them and runs mma.sync m16n8k16 (bf16 operands, f32 accumulation) on tiles staged in shared
+// memory, converted to bf16 as they are loaded (so q/k/v may be f32, f16 or bf16 and strided).
+//
+// forward:  per query tile, over key tiles 0..diagonal: online softmax (running max and sum in
+//           f32, base-2 exponentials with log2(e) folded into the scale), P (dropped) @ V.
+// backward: delta = rowsum(dy * y); dQ per query tile (recomputes P, dP = dy V^T); dK/dV per
+//           key tile (recomputes P and dP for each query tile, stages P and dS in shared
+//           memory for the transposed products). Each output element is written by exactly one
+//           thread after a fixed-order loop: no atomics, bit-identical reruns.
+#include <cuda_bf16.h>
+
+#include "../attention_dropout.h"
+#include "cuda_common.cuh"
+#include "cuda_kernels.h"
+
+namespace bg::cuda {
+namespace {
+
+constexpr int kHeadDim = 64;    // the one head size the kernels are built for (GPT-2's)
+constexpr int kTile = 64;       // rows of a query or key tile
+constexpr int kLd = kTile + 8;  // shared row stride in bf16: +16 bytes keeps ldmatrix conflict-free
+constexpr int kThreads = 128;
+constexpr int kTileElems = kTile * kLd;
+constexpr float kLog2e = 1.4426950408889634f;
+
+using bf16 = __nv_bfloat16;
+
+// Row t of head (b, h): element pointer math on a (B, H, T, D) view.
+template <typename T>
+struct HeadsView {
+  T* data;
+  int64_t sb, sh, st;
+  __device__ T* row(int b, int h, int t) const {
+    return data + int64_t(b) * sb + int64_t(h) * sh + int64_t(t) * st;
+  }
+};
+
+template <typename T>
+HeadsView<T> heads(const KView& v) {
+  return HeadsView<T>{static_cast<T*>(v.data), v.strides[0], v.strides[1], v.strides[2]};
+}
+
+struct AttnShape {
+  int heads, t;      // H and T; blockIdx.y enumerates B * H
+  float scale_log2;  // softmax scale * log2(e)
+  float scale;
+  float keep_scale;  // drop.keep_scale in f32
+  AttentionDropout drop;
+};
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const bf16* p) {
+  const uint32_t a = uint32_t(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const bf16* p) {
+  const uint32_t a = uint32_t(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+// c (16x8, f32) += a (16x16 bf16, row) * b (16x8 bf16, col).
+__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four elements of a row as bf16, from any of the three input types.
+__device__ __forceinline__ uint2 load4_bf16(const float* p) {
+  const float4 v = *reinterpret_cast<const float4*>(p);
+  return make_uint2(pack_bf16(v.x, v.y), pack_bf16(v.z, v.w));
+}
+__device__ __forceinline__ uint2 load4_bf16(const bf16* p) {
+  return *reinterpret_cast<const uint2*>(p);
+}
+__device__ __forceinline__ uint2 load4_bf16(const __half* p) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+  return make_uint2(pack_bf16(a.x, a.y), pack_bf16(b.x, b.y));
+}
+
+// Rows t0..t0+63 of one head into shared memory as bf16; rows past T become zeros.
+template <typename T>
+__device__ void load_tile(bf16* tile, const HeadsView<const T>& src, int b, int h, int t0, int t) {
+  for (int i = threadIdx.x; i < kTile * (kHeadDim / 4); i += kThreads) {
+    const int r = i / (kHeadDim / 4), c = (i % (kHeadDim / 4)) * 4;
+    const uint2 v = t0 + r < t ? load4_bf16(src.row(b, h, t0 + r) + c) : make_uint2(0, 0);
+    *reinterpret_cast<uint2*>(tile + r * kLd + c) = v;
+  }
+}
+
+__device__ __forceinline__ void store2(float* p, float a, float b) {
+  *reinterpret_cast<float2*>(p) = make_float2(a, b);
+}
+__device__ __forceinline__ void store2(bf16* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+__device__ __forceinline__ void store2(__half* p, float a, float b) {
+  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+}
+
+// A fragments (16 rows from m0, all 64 columns) of a row-major [m][k] tile.
+__device__ __forceinline__ void load_a(uint32_t a[4][4], const bf16* tile, int m0, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+    ldmatrix_x4(a[kk], tile + (m0 + (lane & 15)) * kLd + kk * 16 + (lane >> 4) * 8);
+}
+
+// acc (16 x 64) += A (16 x 64, fragments) * B, the tile holding B as [k][n] rows (kBT false)
+// or as [n][k] rows, i.e. B^T (kBT true: q k^T, dy v^T). One x4 ldmatrix gives the b0/b1
+// registers of two 8-column n tiles for one 16-deep k step.
+template <bool kBT>
+__device__ __forceinline__ void mma_tile(float acc[8][4], const uint32_t a[4][4], const bf16* tile,
+                                         int lane) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+      uint32_t r[4];
+      if (kBT)
+        ldmatrix_x4(r, tile + (np * 16 + (lane >> 4) * 8 + (lane & 7)) * kLd + kk * 16 +
+                           ((lane >> 3) & 1) * 8);
+      else
+        ldmatrix_x4_trans(r, tile + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * kLd + np * 16 +
+                                 (lane >> 4) * 8);
+      mma(acc[2 * np], a[kk], r[0], r[1]);
+      mma(acc[2 * np + 1], a[kk], r[2], r[3]);
+    }
+}
+
+// An accumulator (16 x 64, f32) as A fragments (bf16) for the next product.
+__device__ __forceinline__ void acc_to_a(uint32_t a[4][4], const float acc[8][4]) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    a[kk][0] = pack_bf16(acc[2 * kk][0], acc[2 * kk][1]);
+    a[kk][1] = pack_bf16(acc[2 * kk][2], acc[2 * kk][3]);
+    a[kk][2] = pack_bf16(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
+    a[kk][3] = pack_bf16(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
+  }
+}
+
+__device__ __forceinline__ void zero(float acc[8][4]) {
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
+}
+
+// Dropout factors of this thread's 16 values of one row in a key tile (columns
+// kv0 + 8n + 2 (lane % 4) + {0, 1}): two Philox calls, see attention_dropout.h.
+__device__ __forceinline__ void dropout_row(float z[8][2], const AttentionDropout& d,
+                                            float keep_scale, int64_t row, int t, int kv0,
+                                            int lane) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const Philox4 r =
+        philox4x32(attention_dropout_counter(d, row, t, kv0 + half * 32 + 2 * (lane & 3)), d.seed);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      z[half * 4 + w][0] = (r.v[w] & 0xFFFFu) < d.keep_threshold ? keep_scale : 0.f;
+      z[half * 4 + w][1] = (r.v[w] >> 16) < d.keep_threshold ? keep_scale : 0.f;
+    }
+  }
+}
+
+// Output rows of this thread: r0 = first of the warp's 16 + lane / 4, and r0 + 8.
+template <typename T>
+__device__ __forceinline__ void store_rows(const HeadsView<T>& out, int b, int h, int r0, int t,
+                                           const float acc[8][4], float mul0, float mul1,
+                                           int lane) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = r0 + 8 * i;
+    if (r >= t) continue;
+    const float mul = i ? mul1 : mul0;
+    T* p = out.row(b, h, r) + 2 * (lane & 3);
+#pragma unroll
+    for (int n = 0; n < 8; ++n) store2(p + 8 * n, acc[n][2 * i] * mul, acc[n][2 * i + 1] * mul);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    attention_forward_kernel(HeadsView<T> y, float* lse, HeadsView<const T> q, HeadsView<const T> k,
+                             HeadsView<const T> v, AttnShape s) {
+  __shared__ __align__(16) bf16 sq[kTileElems], sk[kTileElems], sv[kTileElems];
+  const int qt = gridDim.x - 1 - blockIdx.x;  // longest rows first
+  const int bh = blockIdx.y, b = bh / s.heads, h = bh % s.heads;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int r0 = qt * kTile + warp * 16 + (lane >> 2);  // this thread's rows: r0, r0 + 8
+  load_tile(sq, q, b, h, qt * kTile, s.t);
+  __syncthreads();
+  uint32_t qa[4][4];
+  load_a(qa, sq, warp * 16, lane);
+  float o[8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  zero(o);
+  for (int kt = 0; kt <= qt; ++kt) {
+    __syncthreads();
+    load_tile(sk, k, b, h, kt * kTile, s.t);
+    load_tile(sv, v, b, h, kt * kTile, s.t);
+    __syncthreads();
+    float p[8][4];
+    zero(p);
+    mma_tile<true>(p, qa, sk, lane);
+    float z[2][8][2];
+    if (s.drop.active())
+      for (int i = 0; i < 2; ++i)
+        dropout_row(z[i], s.drop, s.keep_scale, int64_t(bh) * s.t + r0 + 8 * i, s.t, kt * kTile,
+                    lane);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = kt * kTile + 8 * n + 2 * (lane & 3) + e;
+          float& x = p[n][2 * i + e];
+          x = col > r0 + 8 * i ? -INFINITY : x * s.scale_log2;
+          mx = fmaxf(mx, x);
+        }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m[i], mx);  // finite: column kt * 64 <= every row of the tile
+      const float correction = exp2f(m[i] - m_new);
+      m[i] = m_new;
+      l[i] *= correction;
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        o[n][2 * i] *= correction;
+        o[n][2 * i + 1] *= correction;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = p[n][2 * i + e];
+          x = exp2f(x - m_new);
+          l[i] += x;  // the softmax sums undropped probabilities
+          if (s.drop.active()) x *= z[i][n][e];
+        }
+      }
+    }
+    uint32_t pa[4][4];
+    acc_to_a(pa, p);
+    mma_tile<false>(o, pa, sv, lane);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    const int r = r0 + 8 * i;
+    if ((lane & 3) == 0 && r < s.t) lse[int64_t(bh) * s.t + r] = (m[i] + log2f(l[i])) / kLog2e;
+  }
+  store_rows(y, b, h, r0, s.t, o, 1.f / l[0], 1.f / l[1], lane);
+}
+
+// delta[row] = sum_d dy * y, one warp per row (64 = 2 values per lane). dy is rounded to bf16
+// as the dP = dy v^T products see it, so delta matches sum_j P_j dP_j to f32 rounding (at T = 1
+// dq and dk then come out ~0 as they should, not bf16 noise).
+template <typename T>
+__global__ void attention_delta_kernel(float* delta, HeadsView<const T> y, HeadsView<const T> dy,
+                                       int heads, int t, int rows) {
+  const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  const int bh = row / t, b = bh / heads, h = bh % heads, r = row % t;
+  const T* a = y.row(b, h, r);
+  const T* g = dy.row(b, h, r);
+  auto rounded = [](T x) { return __bfloat162float(__float2bfloat16_rn(to_float(x))); };
+  float sum = to_float(a[lane]) * rounded(g[lane]) + to_float(a[lane + 32]) * rounded(g[lane + 32]);
+  sum = warp_sum(sum);
+  if (lane == 0) delta[row] = sum;
+}
+
+// P and dS of this thread's 16 x 64 tile of (query rows r0/r0+8, key tile kt), the key and
+// value tiles in shared memory: p gets P * z (the dropped probabilities that multiplied V),
+// ds gets dS = P (z dy.v - delta) (the softmax gradient of the scaled scores).
+__device__ __forceinline__ void probs_and_grads(float p[8][4], float ds[8][4],
+                                                const uint32_t qa[4][4], const uint32_t ga[4][4],
+                                                const bf16* sk, const bf16* sv, const float lse2[2],
+                                                const float delta[2], int bh, int r0, int kt,
+                                                const AttnShape& s, int lane) {
+  zero(p);
+  zero(ds);
+  mma_tile<true>(p, qa, sk, lane);   // scores
+  mma_tile<true>(ds, ga, sv, lane);  // dy v^T
+  float z[2][8][2];
+  if (s.drop.active())
+    for (int i = 0; i < 2; ++i)
+      dropout_row(z[i], s.drop, s.keep_scale, int64_t(bh) * s.t + r0 + 8 * i, s.t, kt * kTile,
+                  lane);
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = kt * kTile + 8 * n + 2 * (lane & 3) + e;
+        const float zf = s.drop.active() ? z[i][n][e] : 1.f;
+        float& x = p[n][2 * i + e];
+        x = col > r0 + 8 * i ? 0.f : exp2f(x * s.scale_log2 - lse2[i]);
+        float& g = ds[n][2 * i + e];
+        g = x * (g * zf - delta[i]);
+        x *= zf;
+      }
+}
+
+// Per-row softmax statistics in base 2; rows past T get lse = +inf (P = 0) and delta = 0.
+__device__ __forceinline__ void row_stats(float lse2[2], float dl[2], const float* lse,
+                                          const float* delta, int bh, int r0, int t) {
+  for (int i = 0; i < 2; ++i) {
+    const int r = r0 + 8 * i;
+    lse2[i] = r < t ? lse[int64_t(bh) * t + r] * kLog2e : INFINITY;
+    dl[i] = r < t ? delta[int64_t(bh) * t + r] : 0.f;
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    attention_dq_kernel(HeadsView<T> dq, HeadsView<const T> q, HeadsView<const T> k,
+                        HeadsView<const T> v, HeadsView<const T> dy, const float* lse,
+                        const float* delta, AttnShape s) {
+  __shared__ __align__(16) bf16 sq[kTileElems], sg[kTileElems], sk[kTileElems], sv[kTileElems];
+  const int qt = gridDim.x - 1 - blockIdx.x;
+  const int bh = blockIdx.y, b = bh / s.heads, h = bh % s.heads;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int r0 = qt * kTile + warp * 16 + (lane >> 2);
+  load_tile(sq, q, b, h, qt * kTile, s.t);
+  load_tile(sg, dy, b, h, qt * kTile, s.t);
+  __syncthreads();
+  uint32_t qa[4][4], ga[4][4];
+  load_a(qa, sq, warp * 16, lane);
+  load_a(ga, sg, warp * 16, lane);
+  float lse2[2], dl[2];
+  row_stats(lse2, dl, lse, delta, bh, r0, s.t);
+  float acc[8][4];
+  zero(acc);
+  for (int kt = 0; kt <= qt; ++kt) {
+    __syncthreads();
+    load_tile(sk, k, b, h, kt * kTile, s.t);
+    load_tile(sv, v, b, h, kt * kTile, s.t);
+    __syncthreads();
+    float p[8][4], ds[8][4];
+    probs_and_grads(p, ds, qa, ga, sk, sv, lse2, dl, bh, r0, kt, s, lane);
+    uint32_t dsa[4][4];
+    acc_to_a(dsa, ds);
+    mma_tile<false>(acc, dsa, sk, lane);  // dS K
+  }
+  store_rows(dq, b, h, r0, s.t, acc, s.scale, s.scale, lane);
+}
+
+// Thread's share of a 16 x 64 accumulator tile into a [row][col] bf16 shared tile.
+__device__ __forceinline__ void stash(bf16* tile, int m0, const float acc[8][4], int lane) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+      *reinterpret_cast<uint32_t*>(tile + (m0 + (lane >> 2) + 8 * i) * kLd + 8 * n +
+                                   2 * (lane & 3)) = pack_bf16(acc[n][2 * i], acc[n][2 * i + 1]);
+}
+
+// acc (16 x 64) += X^T (rows m0.. of the transposed [k][m] tile x) * B ([k][n] tile b).
+__device__ __forceinline__ void mma_atb(float acc[8][4], const bf16* x, int m0, const bf16* b,
+                                        int lane) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    uint32_t a[4];
+    ldmatrix_x4_trans(
+        a, x + (kk * 16 + (lane >> 4) * 8 + (lane & 7)) * kLd + m0 + ((lane >> 3) & 1) * 8);
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+      uint32_t r[4];
+      ldmatrix_x4_trans(
+          r, b + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * kLd + np * 16 + (lane >> 4) * 8);
+      mma(acc[2 * np], a, r[0], r[1]);
+      mma(acc[2 * np + 1], a, r[2], r[3]);
+    }
+  }
+}
+
+constexpr int kDkDvSmem = 6 * kTileElems * int(sizeof(bf16));
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    attention_dkdv_kernel(HeadsView<T> dk, HeadsView<T> dv, HeadsView<const T> q,
+                          HeadsView<const T> k, HeadsView<const T> v, HeadsView<const T> dy,
+                          const float* lse, const float* delta, AttnShape s) {
+  extern __shared__ __align__(16) bf16 smem[];
+  bf16 *sk = smem, *sv = sk + kTileElems, *sq = sv + kTileElems, *sg = sq + kTileElems;
+  bf16 *sp = sg + kTileElems, *sds = sp + kTileElems;
+  const int tiles = gridDim.x, kt = blockIdx.x;  // the shortest loops (late keys) last
+  const int bh = blockIdx.y, b = bh / s.heads, h = bh % s.heads;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  load_tile(sk, k, b, h, kt * kTile, s.t);
+  load_tile(sv, v, b, h, kt * kTile, s.t);
+  float acc_k[8][4], acc_v[8][4];
+  zero(acc_k);
+  zero(acc_v);
+  for (int qt = kt; qt < tiles; ++qt) {
+    __syncthreads();
+    load_tile(sq, q, b, h, qt * kTile, s.t);
+    load_tile(sg, dy, b, h, qt * kTile, s.t);
+    __syncthreads();
+    // Phase 1: warp w computes P and dS for query rows 16w.. of the tile.
+    const int r0 = qt * kTile + warp * 16 + (lane >> 2);
+    uint32_t qa[4][4], ga[4][4];
+    load_a(qa, sq, warp * 16, lane);
+    load_a(ga, sg, warp * 16, lane);
+    float lse2[2], dl[2];
+    row_stats(lse2, dl, lse, delta, bh, r0, s.t);
+    float p[8][4], ds[8][4];
+    probs_and_grads(p, ds, qa, ga, sk, sv, lse2, dl, bh, r0, kt, s, lane);
+    stash(sp, warp * 16, p, lane);
+    stash(sds, warp * 16, ds, lane);
+    __syncthreads();
+    // Phase 2: warp w accumulates key rows 16w.. : dV += (P z)^T dy, dK += dS^T q.
+    mma_atb(acc_v, sp, warp * 16, sg, lane);
+    mma_atb(acc_k, sds, warp * 16, sq, lane);
+  }
+  const int r0 = kt * kTile + warp * 16 + (lane >> 2);
+  store_rows(dk, b, h, r0, s.t, acc_k, s.scale, s.scale, lane);
+  store_rows(dv, b, h, r0, s.t, acc_v, 1.f, 1.f, lane);
+}
+
+void check_views(std::initializer_list<const KView*> views, const KView& q) {
+  for (const KView* v : views) {
+    if (v->ndim != 4 || v->strides[3] != 1)
+      kernel_fail("attention", "views must be (B, H, T, D) with unit stride along D");
+    for (int d = 0; d < 4; ++d)
+      if (v->shape[d] != q.shape[d]) kernel_fail("attention", "views must share one shape");
+    if (v->dtype != q.dtype) kernel_fail("attention", "views must share one dtype");
+    // 4-element vector loads: every row must start 4-element aligned.
+    const bool aligned = reinterpret_cast<uintptr_t>(v->data) % (4 * dtype_size(v->dtype)) == 0 &&
+                         v->strides[0] % 4 == 0 && v->strides[1] % 4 == 0 && v->strides[2] % 4 == 0;
+    if (!aligned) kernel_fail("attention", "rows must start at 4-element aligned addresses");
+  }
+  if (q.shape[3] != kHeadDim)
+    kernel_fail("attention",
+                "the CUDA kernel is built for head dim 64, got " + std::to_string(q.shape[3]));
+  if (q.shape[2] >= (int64_t(1) << 24) || q.shape[0] * q.shape[1] >= 65536)
+    kernel_fail("attention", "T must be < 2^24 and B * H < 65536");
+}
+
+AttnShape make_shape(const KView& q, double scale, const AttentionDropout& drop) {
+  return AttnShape{int(q.shape[1]), int(q.shape[2]),        float(scale) * kLog2e,
+                   float(scale),    float(drop.keep_scale), drop};
+}
+
+}  // namespace
+
+void attention_forward(const KView& y, const KView& lse, const KView& q, const KView& k,
+                       const KView& v, double scale, const AttentionDropout& drop,
+                       StreamHandle stream) {
+  check_views({&y, &q, &k, &v}, q);
+  if (lse.dtype != DType::f32 || !lse.contiguous()) kernel_fail("attention", "lse must be f32");
+  if (q.numel() == 0) return;
+  const AttnShape s = make_shape(q, scale, drop);
+  const dim3 grid(unsigned((s.t + kTile - 1) / kTile), unsigned(q.shape[0] * q.shape[1]));
+  dispatch_float(q.dtype, "attention", [&](auto zero) {
+    using T = decltype(zero);
+    attention_forward_kernel<T><<<grid, kThreads, 0, as_stream(stream)>>>(
+        heads<T>(y), static_cast<float*>(lse.data), heads<const T>(q), heads<const T>(k),
+        heads<const T>(v), s);
+  });
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+void attention_backward(const KView& dq, const KView& dk, const KView& dv, const KView& delta,
+                        const KView& q, const KView& k, const KView& v, const KView& y,
+                        const KView& dy, const KView& lse, double scale,
+                        const AttentionDropout& drop, StreamHandle stream) {
+  check_views({&dq, &dk, &dv, &q, &k, &v, &y, &dy}, q);
+  if (lse.dtype != DType::f32 || delta.dtype != DType::f32)
+    kernel_fail("attention", "lse and delta must be f32");
+  if (q.numel() == 0) return;
+  const AttnShape s = make_shape(q, scale, drop);
+  const int rows = int(q.shape[0] * q.shape[1]) * s.t;
+  const dim3 grid(unsigned((s.t + kTile - 1) / kTile), unsigned(q.shape[0] * q.shape[1]));
+  const cudaStream_t st = as_stream(stream);
+  float* delta_p = static_cast<float*>(delta.data);
+  const float* lse_p = static_cast<const float*>(lse.data);
+  dispatch_float(q.dtype, "attention", [&](auto zero) {
+    using T = decltype(zero);
+    attention_delta_kernel<T><<<unsigned((rows + 7) / 8), 256, 0, st>>>(
+        delta_p, heads<const T>(y), heads<const T>(dy), s.heads, s.t, rows);
+    attention_dq_kernel<T><<<grid, kThreads, 0, st>>>(heads<T>(dq), heads<const T>(q),
+                                                      heads<const T>(k), heads<const T>(v),
+                                                      heads<const T>(dy), lse_p, delta_p, s);
+    static bool smem_opted_in = false;  // per instantiation
+    if (!smem_opted_in) {
+      BG_CUDA_CHECK(cudaFuncSetAttribute(attention_dkdv_kernel<T>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kDkDvSmem));
+      smem_opted_in = true;
+    }
+    attention_dkdv_kernel<T><<<grid, kThreads, kDkDvSmem, st>>>(
+        heads<T>(dk), heads<T>(dv), heads<const T>(q), heads<const T>(k), heads<const T>(v),
+        heads<const T>(dy), lse_p, delta_p, s);
+  });
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace bg::cuda
