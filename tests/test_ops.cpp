@@ -551,3 +551,43 @@ BG_OP_TEST("bide_log_prob bruteforce", bide_brute_case)
 BG_OP_TEST("bide_log_prob precomputed", bide_pre_case)
 
 }  // namespace bg::test
+
+namespace bg::test {
+
+// train.precision's matmuls on CUDA. bf16: operands (and, in the backward, the incoming
+// gradient) rounded to bf16 once, products accumulated in f32: equal to f64 products of the
+// rounded values up to f32 accumulation. tf32: within TF32's 10-bit mantissa of the f64 product.
+TEST_CASE("cuda: matmul precision bf16 and tf32 against rounded f64 products") {
+  BG_REQUIRE_CUDA();
+  struct PrecisionGuard {
+    MatmulPrecision saved = matmul_precision();
+    ~PrecisionGuard() { set_matmul_precision(saved); }
+  } guard;
+  Generator gen(test_seed());
+  const Tensor a64 = randn({3, 37, 70}, gen, 0, 1, DType::f64);
+  const Tensor b64 = randn({70, 45}, gen, 0, 1, DType::f64);
+  const Tensor w64 = randn({3, 37, 45}, gen, 0, 1, DType::f64);
+  auto round16 = [](const Tensor& t) { return t.to(DType::bf16).to(DType::f64); };
+  for (MatmulPrecision p : {MatmulPrecision::bf16, MatmulPrecision::tf32}) {
+    const bool bf16 = p == MatmulPrecision::bf16;
+    CAPTURE(bf16);
+    set_matmul_precision(p);
+    const Device gpu = Device::cuda(0);
+    const Tensor a = a64.to(DType::f32).to(gpu).detach().requires_grad_(true);
+    const Tensor b = b64.to(DType::f32).to(gpu).detach().requires_grad_(true);
+    const Tensor out = matmul(a, b);
+    CHECK(out.dtype() == DType::f32);
+    sum(out * w64.to(DType::f32).to(gpu)).backward();
+    const Tensor ra = bf16 ? round16(a64) : a64, rb = bf16 ? round16(b64) : b64;
+    const Tensor rw = bf16 ? round16(w64) : w64;
+    const Tensor want_out = matmul(ra, rb);
+    const Tensor want_da = matmul(rw, rb.transpose(0, 1));
+    const Tensor want_db = sum(matmul(ra.transpose(1, 2), rw), {0});
+    const double tol = bf16 ? 1e-6 : 4e-3;
+    CHECK(rel_err(out.to(Device::cpu()).to(DType::f64), want_out) < tol);
+    CHECK(rel_err(a.grad().to(Device::cpu()).to(DType::f64), want_da) < tol);
+    CHECK(rel_err(b.grad().to(Device::cpu()).to(DType::f64), want_db) < tol);
+  }
+}
+
+}  // namespace bg::test

@@ -50,38 +50,14 @@ bool blas_compatible(const KView& v) {
   return v.shape[1] == 1 || v.shape[2] == 1 || v.strides[1] == 1 || v.strides[2] == 1;
 }
 
-}  // namespace
-
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  check_float(a, "matmul", "a");
-  check_float(b, "matmul", "b");
-  check_same_device(a, b, "matmul");
-  BG_CHECK(a.dtype() == b.dtype(), "matmul", "dtype mismatch: ", dtype_name(a.dtype()), " and ",
-           dtype_name(b.dtype()));
-  BG_CHECK(a.ndim() >= 2 && b.ndim() >= 2, "matmul", "operands must be at least 2-D, got ",
-           shape_str(a.shape()), " and ", shape_str(b.shape()));
+// The product of a and b with no autograd record: operands in `operand` dtype (cast when they
+// are not), the result in `out_dtype` (f32 for bf16 operands keeps the f32 accumulation).
+Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType operand, DType out_dtype,
+               MatmulPrecision precision) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
-  BG_CHECK(b.size(-2) == k, "matmul", "inner dimensions differ: ", shape_str(a.shape()), " @ ",
-           shape_str(b.shape()));
-  // Broadcast the batch dims.
-  const Shape ab(a.shape().begin(), a.shape().end() - 2),
-      bb(b.shape().begin(), b.shape().end() - 2);
-  const size_t nb = std::max(ab.size(), bb.size());
-  Shape batch(nb);
-  for (size_t i = 0; i < nb; ++i) {
-    const int64_t da = i < nb - ab.size() ? 1 : ab[i - (nb - ab.size())];
-    const int64_t db = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
-    BG_CHECK(da == db || da == 1 || db == 1, "matmul", "batch dims of ", shape_str(a.shape()),
-             " and ", shape_str(b.shape()), " cannot broadcast");
-    batch[i] = da == 1 ? db : da;
-  }
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});
   eb.insert(eb.end(), {k, n});
-  // bf16 precision: f32 operands rounded to bf16 for the tensor cores, the product kept f32.
-  const MatmulPrecision precision =
-      a.is_cuda() && a.dtype() == DType::f32 ? matmul_precision() : MatmulPrecision::fp32;
-  const DType operand = precision == MatmulPrecision::bf16 ? DType::bf16 : compute_dtype(a);
   Tensor ac = operand == a.dtype() ? a.detach() : a.detach().to(operand);
   Tensor bc = operand == b.dtype() ? b.detach() : b.detach().to(operand);
   ac = ac.expand(ea);
@@ -97,12 +73,70 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   }
   Shape out_shape = batch;
   out_shape.insert(out_shape.end(), {m, n});
-  Tensor out =
-      empty(out_shape, precision == MatmulPrecision::bf16 ? DType::f32 : ac.dtype(), a.device());
+  Tensor out = empty(out_shape, out_dtype, a.device());
   KView vo;
   collapse_batch(out, batch, &vo);
   BG_DISPATCH(a.device(), matmul, vo, va, vb, precision, stream_for(a.device()));
-  out = compute_output(out, a.dtype());
+  return out;
+}
+
+Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
+
+// t rounded to bf16 in its own layout: a transposed view of a contiguous tensor (linear's
+// weight^T) is cast as the contiguous tensor and transposed back, a contiguous-speed cast
+// instead of a strided one; cuBLAS takes the transposed operand as it is.
+Tensor to_bf16(const Tensor& t) {
+  const Tensor base = t.ndim() >= 2 ? t.transpose(-1, -2) : t;
+  if (t.ndim() >= 2 && !t.is_contiguous() && base.is_contiguous())
+    return base.detach().to(DType::bf16).transpose(-1, -2);
+  return t.detach().to(DType::bf16);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_float(a, "matmul", "a");
+  check_float(b, "matmul", "b");
+  check_same_device(a, b, "matmul");
+  BG_CHECK(a.dtype() == b.dtype(), "matmul", "dtype mismatch: ", dtype_name(a.dtype()), " and ",
+           dtype_name(b.dtype()));
+  BG_CHECK(a.ndim() >= 2 && b.ndim() >= 2, "matmul", "operands must be at least 2-D, got ",
+           shape_str(a.shape()), " and ", shape_str(b.shape()));
+  const int64_t k = a.size(-1);
+  BG_CHECK(b.size(-2) == k, "matmul", "inner dimensions differ: ", shape_str(a.shape()), " @ ",
+           shape_str(b.shape()));
+  // Broadcast the batch dims.
+  const Shape ab(a.shape().begin(), a.shape().end() - 2),
+      bb(b.shape().begin(), b.shape().end() - 2);
+  const size_t nb = std::max(ab.size(), bb.size());
+  Shape batch(nb);
+  for (size_t i = 0; i < nb; ++i) {
+    const int64_t da = i < nb - ab.size() ? 1 : ab[i - (nb - ab.size())];
+    const int64_t db = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
+    BG_CHECK(da == db || da == 1 || db == 1, "matmul", "batch dims of ", shape_str(a.shape()),
+             " and ", shape_str(b.shape()), " cannot broadcast");
+    batch[i] = da == 1 ? db : da;
+  }
+  const MatmulPrecision precision =
+      a.is_cuda() && a.dtype() == DType::f32 ? matmul_precision() : MatmulPrecision::fp32;
+  if (precision == MatmulPrecision::bf16) {
+    // f32 operands rounded to bf16 once, the products kept f32. The backward reuses the rounded
+    // copies and rounds the incoming gradient once for both of its products.
+    const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
+    Tensor out = product(a16, b16, batch, DType::bf16, DType::f32, precision);
+    const Shape a_shape = a.shape(), b_shape = b.shape();
+    record(out, "matmul", {a, b}, [a16, b16, a_shape, b_shape](const Tensor& g) {
+      const Tensor g16 = g.detach().to(DType::bf16);
+      const Tensor bt = b16.transpose(-1, -2), at = a16.transpose(-1, -2);
+      const Shape gb = batch_of(g16);
+      return std::vector<Tensor>{
+          sum_to(product(g16, bt, gb, DType::bf16, DType::f32, MatmulPrecision::bf16), a_shape),
+          sum_to(product(at, g16, gb, DType::bf16, DType::f32, MatmulPrecision::bf16), b_shape)};
+    });
+    return out;
+  }
+  const DType operand = compute_dtype(a);
+  Tensor out = compute_output(product(a, b, batch, operand, operand, precision), a.dtype());
   const Tensor ad = a.detach(), bd = b.detach();
   record(out, "matmul", {a, b}, [ad, bd](const Tensor& g) {
     return std::vector<Tensor>{sum_to(matmul(g, bd.transpose(-1, -2)), ad.shape()),

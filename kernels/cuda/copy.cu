@@ -79,6 +79,37 @@ __global__ void copy_convert_kernel(void* dst, DType dt, const void* src, DType 
   BG_GRID_LOOP(i, n) { store(dst, dt, di.offset(i), load(src, st, si.offset(i))); }
 }
 
+// Contiguous f32 <-> f16/bf16, four values per thread: the casts around half-precision
+// matmuls. Same rounding as copy_convert_kernel (float -> half round-to-nearest-even).
+// `vector`: both pointers aligned to their Vec4, so full groups move as one load and one store.
+template <typename D, typename S>
+__global__ void convert_contiguous_kernel(D* dst, const S* src, int64_t n, bool vector) {
+  BG_GRID_LOOP(g, (n + 3) / 4) {
+    if (vector && 4 * g + 3 < n) {
+      const Vec4<S> in = reinterpret_cast<const Vec4<S>*>(src)[g];
+      Vec4<D> o;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) o.v[j] = from_float<D>(to_float(in.v[j]));
+      reinterpret_cast<Vec4<D>*>(dst)[g] = o;
+      continue;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t i = 4 * g + j;
+      if (i < n) dst[i] = from_float<D>(to_float(src[i]));
+    }
+  }
+}
+
+template <typename F>
+bool dispatch_half_pair(DType dst, DType src, F&& f) {
+  if (dst == DType::f32 && src == DType::bf16) return f(float{}, __nv_bfloat16{}), true;
+  if (dst == DType::f32 && src == DType::f16) return f(float{}, __half{}), true;
+  if (dst == DType::bf16 && src == DType::f32) return f(__nv_bfloat16{}, float{}), true;
+  if (dst == DType::f16 && src == DType::f32) return f(__half{}, float{}), true;
+  return false;
+}
+
 __global__ void fill_kernel(void* dst, DType dt, Indexer di, int64_t n, double value) {
   BG_GRID_LOOP(i, n) { store(dst, dt, di.offset(i), value); }
 }
@@ -96,6 +127,17 @@ void copy(const KView& dst, const KView& src, StreamHandle stream) {
     return;
   }
   const unsigned grid = grid_for(n, 256);
+  if (dst.contiguous() && src.contiguous() &&
+      dispatch_half_pair(dst.dtype, src.dtype, [&](auto d, auto sv) {
+        using D = decltype(d);
+        using S = decltype(sv);
+        const bool vector = vec4_aligned<D>(dst.data) && vec4_aligned<S>(src.data);
+        convert_contiguous_kernel<D, S><<<grid_for((n + 3) / 4, 256), 256, 0, s>>>(
+            static_cast<D*>(dst.data), static_cast<const S*>(src.data), n, vector);
+      })) {
+    BG_CUDA_LAUNCH_CHECK();
+    return;
+  }
   if (dst.dtype == src.dtype) {
     switch (dtype_size(dst.dtype)) {
       case 1:

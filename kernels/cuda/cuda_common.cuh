@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <string>
 
 #include "../kernel_types.h"
@@ -120,6 +121,16 @@ struct Indexer {
     return off;
   }
 };
+
+// Four elements moved as one load/store (16 bytes of f32, 8 of f16/bf16).
+template <typename T>
+struct alignas(4 * sizeof(T)) Vec4 {
+  T v[4];
+};
+template <typename T>
+bool vec4_aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % sizeof(Vec4<T>) == 0;
+}
 
 inline unsigned grid_for(int64_t n, int threads, int64_t max_blocks = 65536 * 8) {
   int64_t blocks = (n + threads - 1) / threads;

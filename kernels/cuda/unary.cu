@@ -7,17 +7,50 @@
 namespace bg::cuda {
 namespace {
 
-template <typename T>
-__global__ void unary_forward_kernel(UnaryOp op, T* out, const T* x, int64_t n, float a, float b) {
-  BG_GRID_LOOP(i, n) { out[i] = from_float<T>(unary_scalar<float>(op, to_float(x[i]), a, b)); }
+// kOp >= 0 fixes the op at compile time (GELU, the hot one in GPT's MLP: its tanh then runs
+// without the per-element switch); -1 reads it at run time. Four elements per thread, moved as
+// one Vec4 when every pointer is aligned to it (`vector`).
+template <typename T, int kOp>
+__global__ void unary_forward_kernel(UnaryOp op, T* out, const T* x, int64_t n, float a, float b,
+                                     bool vector) {
+  if (kOp >= 0) op = UnaryOp(kOp);
+  BG_GRID_LOOP(g, (n + 3) / 4) {
+    if (vector && 4 * g + 3 < n) {
+      const Vec4<T> in = reinterpret_cast<const Vec4<T>*>(x)[g];
+      Vec4<T> o;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        o.v[j] = from_float<T>(unary_scalar<float>(op, to_float(in.v[j]), a, b));
+      reinterpret_cast<Vec4<T>*>(out)[g] = o;
+      continue;
+    }
+    for (int64_t i = 4 * g; i < n && i < 4 * g + 4; ++i)
+      out[i] = from_float<T>(unary_scalar<float>(op, to_float(x[i]), a, b));
+  }
 }
 
-template <typename T>
+// Backward of ops whose gradient needs x (GELU's does) or y; the other may be null.
+template <typename T, int kOp>
 __global__ void unary_backward_kernel(UnaryOp op, T* dx, const T* x, const T* y, const T* dy,
-                                      int64_t n, float a) {
-  BG_GRID_LOOP(i, n) {
-    const float xi = x ? to_float(x[i]) : 0.f, yi = y ? to_float(y[i]) : 0.f;
-    dx[i] = from_float<T>(unary_scalar_grad<float>(op, xi, yi, to_float(dy[i]), a));
+                                      int64_t n, float a, bool vector) {
+  if (kOp >= 0) op = UnaryOp(kOp);
+  BG_GRID_LOOP(g, (n + 3) / 4) {
+    if (vector && 4 * g + 3 < n) {
+      const Vec4<T> g4 = reinterpret_cast<const Vec4<T>*>(dy)[g];
+      Vec4<T> x4{}, y4{}, o;
+      if (x) x4 = reinterpret_cast<const Vec4<T>*>(x)[g];
+      if (y) y4 = reinterpret_cast<const Vec4<T>*>(y)[g];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        o.v[j] = from_float<T>(unary_scalar_grad<float>(
+            op, x ? to_float(x4.v[j]) : 0.f, y ? to_float(y4.v[j]) : 0.f, to_float(g4.v[j]), a));
+      reinterpret_cast<Vec4<T>*>(dx)[g] = o;
+      continue;
+    }
+    for (int64_t i = 4 * g; i < n && i < 4 * g + 4; ++i) {
+      const float xi = x ? to_float(x[i]) : 0.f, yi = y ? to_float(y[i]) : 0.f;
+      dx[i] = from_float<T>(unary_scalar_grad<float>(op, xi, yi, to_float(dy[i]), a));
+    }
   }
 }
 
@@ -29,8 +62,11 @@ void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, doubl
   if (n == 0) return;
   dispatch_float(x.dtype, "unary", [&](auto zero) {
     using T = decltype(zero);
-    unary_forward_kernel<T><<<grid_for(n, 256), 256, 0, as_stream(stream)>>>(
-        op, static_cast<T*>(out.data), static_cast<const T*>(x.data), n, float(a), float(b));
+    auto kernel = op == UnaryOp::gelu ? unary_forward_kernel<T, int(UnaryOp::gelu)>
+                                      : unary_forward_kernel<T, -1>;
+    kernel<<<grid_for((n + 3) / 4, 256), 256, 0, as_stream(stream)>>>(
+        op, static_cast<T*>(out.data), static_cast<const T*>(x.data), n, float(a), float(b),
+        vec4_aligned<T>(out.data) && vec4_aligned<T>(x.data));
   });
   BG_CUDA_LAUNCH_CHECK();
 }
@@ -41,9 +77,13 @@ void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y,
   if (n == 0) return;
   dispatch_float(dy.dtype, "unary_backward", [&](auto zero) {
     using T = decltype(zero);
-    unary_backward_kernel<T><<<grid_for(n, 256), 256, 0, as_stream(stream)>>>(
+    auto kernel = op == UnaryOp::gelu ? unary_backward_kernel<T, int(UnaryOp::gelu)>
+                                      : unary_backward_kernel<T, -1>;
+    kernel<<<grid_for((n + 3) / 4, 256), 256, 0, as_stream(stream)>>>(
         op, static_cast<T*>(dx.data), static_cast<const T*>(x.data), static_cast<const T*>(y.data),
-        static_cast<const T*>(dy.data), n, float(a));
+        static_cast<const T*>(dy.data), n, float(a),
+        vec4_aligned<T>(dx.data) && vec4_aligned<T>(x.data) && vec4_aligned<T>(y.data) &&
+            vec4_aligned<T>(dy.data));
   });
   BG_CUDA_LAUNCH_CHECK();
 }
