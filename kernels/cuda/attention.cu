@@ -102,6 +102,19 @@ __device__ void load_tile(bf16* tile, const HeadsView<const T>& src, int b, int 
   }
 }
 
+// Asks L2 for rows t0..t0+63 of one head (the tile the next loop iteration loads), so its
+// synchronous loads find them on chip while this iteration's tensor-core work runs.
+template <typename T>
+__device__ void prefetch_tile(const HeadsView<const T>& src, int b, int h, int t0, int t) {
+  constexpr int kLines = kHeadDim * int(sizeof(T)) / 128 > 0 ? kHeadDim * int(sizeof(T)) / 128 : 1;
+  for (int i = threadIdx.x; i < kTile * kLines; i += kThreads) {
+    const int r = i / kLines;
+    if (t0 + r >= t) break;
+    const T* p = src.row(b, h, t0 + r) + (i % kLines) * (128 / int(sizeof(T)));
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+  }
+}
+
 __device__ __forceinline__ void store2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = make_float2(a, b);
 }
@@ -211,6 +224,10 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     load_tile(sk, k, b, h, kt * kTile, s.t);
     load_tile(sv, v, b, h, kt * kTile, s.t);
+    if (kt < qt) {
+      prefetch_tile(k, b, h, (kt + 1) * kTile, s.t);
+      prefetch_tile(v, b, h, (kt + 1) * kTile, s.t);
+    }
     __syncthreads();
     float p[8][4];
     zero(p);
@@ -349,6 +366,10 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     load_tile(sk, k, b, h, kt * kTile, s.t);
     load_tile(sv, v, b, h, kt * kTile, s.t);
+    if (kt < qt) {
+      prefetch_tile(k, b, h, (kt + 1) * kTile, s.t);
+      prefetch_tile(v, b, h, (kt + 1) * kTile, s.t);
+    }
     __syncthreads();
     float p[8][4], ds[8][4];
     probs_and_grads(p, ds, qa, ga, sk, sv, lse2, dl, bh, r0, kt, s, lane);
@@ -410,6 +431,10 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     load_tile(sq, q, b, h, qt * kTile, s.t);
     load_tile(sg, dy, b, h, qt * kTile, s.t);
+    if (qt + 1 < tiles) {
+      prefetch_tile(q, b, h, (qt + 1) * kTile, s.t);
+      prefetch_tile(dy, b, h, (qt + 1) * kTile, s.t);
+    }
     __syncthreads();
     // Phase 1: warp w computes P and dS for query rows 16w.. of the tile.
     const int r0 = qt * kTile + warp * 16 + (lane >> 2);
