@@ -521,12 +521,10 @@ void attention_backward(const KView& dq, const KView& dk, const KView& dv, const
     attention_dq_kernel<T><<<grid, kThreads, 0, st>>>(heads<T>(dq), heads<const T>(q),
                                                       heads<const T>(k), heads<const T>(v),
                                                       heads<const T>(dy), lse_p, delta_p, s);
-    static bool smem_opted_in = false;  // per instantiation
-    if (!smem_opted_in) {
-      BG_CUDA_CHECK(cudaFuncSetAttribute(attention_dkdv_kernel<T>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kDkDvSmem));
-      smem_opted_in = true;
-    }
+    // 55 KB of tiles needs the opt-in above 48 KB; set on every launch (a host-side call) so it
+    // holds on whichever device is current.
+    BG_CUDA_CHECK(cudaFuncSetAttribute(attention_dkdv_kernel<T>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kDkDvSmem));
     attention_dkdv_kernel<T><<<grid, kThreads, kDkDvSmem, st>>>(
         heads<T>(dk), heads<T>(dv), heads<const T>(q), heads<const T>(k), heads<const T>(v),
         heads<const T>(dy), lse_p, delta_p, s);
