@@ -22,6 +22,9 @@ constexpr int kHeadDim = 64;    // the one head size the kernels are built for (
 constexpr int kTile = 64;       // rows of a query or key tile
 constexpr int kLd = kTile + 8;  // shared row stride in bf16: +16 bytes keeps ldmatrix conflict-free
 constexpr int kThreads = 128;
+// Backward kernels capped at 170 registers so three blocks share an SM (248 without the cap:
+// two); ptxas spills a few words to L1 for it.
+constexpr int kBackwardBlocksPerSm = 3;
 constexpr int kTileElems = kTile * kLd;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -343,7 +346,7 @@ __device__ __forceinline__ void row_stats(float lse2[2], float dl[2], const floa
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
     attention_dq_kernel(HeadsView<T> dq, HeadsView<const T> q, HeadsView<const T> k,
                         HeadsView<const T> v, HeadsView<const T> dy, const float* lse,
                         const float* delta, AttnShape s) {
@@ -412,7 +415,7 @@ __device__ __forceinline__ void mma_atb(float acc[8][4], const bf16* x, int m0, 
 constexpr int kDkDvSmem = 6 * kTileElems * int(sizeof(bf16));
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
     attention_dkdv_kernel(HeadsView<T> dk, HeadsView<T> dv, HeadsView<const T> q,
                           HeadsView<const T> k, HeadsView<const T> v, HeadsView<const T> dy,
                           const float* lse, const float* delta, AttnShape s) {

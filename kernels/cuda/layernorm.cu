@@ -1,6 +1,7 @@
 // layernorm.cu: LayerNorm and RMSNorm (rms = true) over the last dim, one warp per row.
 // Forward stores mean/rstd (f32). Backward: dx per row in the same warp; dweight/dbias as
-// f32 partial sums over fixed chunks of kRowsPerChunk rows, then summed over chunks in order:
+// f32 partial sums over fixed chunks of kRowsPerChunk rows, then summed over chunks in a fixed
+// order (one warp per column):
 // a partition fixed by the shape alone (not the SM count), hence bitwise reproducible.
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
@@ -9,7 +10,7 @@ namespace bg::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-constexpr int64_t kRowsPerChunk = 128;
+constexpr int64_t kRowsPerChunk = 32;  // 512 chunks for a 16384-row GPT batch: enough blocks
 
 template <typename T>
 __global__ void layernorm_forward_kernel(T* y, float* mean, float* rstd, const T* x, const T* w,
@@ -87,13 +88,18 @@ __global__ void layernorm_param_partials_kernel(float* partial_w, float* partial
   if (partial_b) partial_b[chunk * c + col] = acc_b;
 }
 
+// One warp per column: lane l sums chunks l, l + 32, ... in order, then a fixed butterfly adds
+// the 32 lane sums. The order depends on the shape alone, and 32 loads are in flight per column
+// instead of one long dependent chain (a 16384-row GPT batch has 512 chunks).
 template <typename T>
 __global__ void sum_chunks_kernel(T* out, const float* partial, int64_t chunks, int64_t c) {
-  BG_GRID_LOOP(col, c) {
-    float acc = 0.f;
-    for (int64_t k = 0; k < chunks; ++k) acc += partial[k * c + col];
-    out[col] = from_float<T>(acc);
-  }
+  const int64_t col = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x & 31;
+  if (col >= c) return;
+  float acc = 0.f;
+  for (int64_t k = lane; k < chunks; k += 32) acc += partial[k * c + col];
+  acc = warp_sum(acc);
+  if (lane == 0) out[col] = from_float<T>(acc);
 }
 
 }  // namespace
@@ -144,12 +150,13 @@ void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbia
     layernorm_param_partials_kernel<T>
         <<<grid, 128, 0, s>>>(pw, pb, pdy, px, pmean, prstd, rows, c, rms);
     BG_CUDA_LAUNCH_CHECK();
+    const unsigned column_blocks = unsigned((c + 7) / 8);  // 8 warps of 256 threads
     if (dweight.data)
       sum_chunks_kernel<T>
-          <<<grid_for(c, 256), 256, 0, s>>>(static_cast<T*>(dweight.data), pw, chunks, c);
+          <<<column_blocks, 256, 0, s>>>(static_cast<T*>(dweight.data), pw, chunks, c);
     if (dbias.data)
       sum_chunks_kernel<T>
-          <<<grid_for(c, 256), 256, 0, s>>>(static_cast<T*>(dbias.data), pb, chunks, c);
+          <<<column_blocks, 256, 0, s>>>(static_cast<T*>(dbias.data), pb, chunks, c);
     BG_CUDA_LAUNCH_CHECK();
   });
 }
