@@ -36,6 +36,9 @@ Tensor log(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);  // tanh approximation (GPT-2)
+// gelu stored as out_dtype: x's, or bf16 for f32 x, written directly by the CUDA kernel when the
+// output only feeds a bf16 matmul (matmul_operand_dtype) and would be rounded there anyway.
+Tensor gelu(const Tensor& x, DType out_dtype);
 Tensor silu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor neg(const Tensor& x);
@@ -57,6 +60,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // Gradients flow as usual: each backward matmul rounds its operands the same way.
 void set_matmul_precision(MatmulPrecision p);
 MatmulPrecision matmul_precision();
+// The dtype a matmul reads x in: bf16 for an f32 CUDA tensor under bf16 precision (the matmul
+// rounds it), else x's own. A producer whose only consumer is a matmul can store this dtype.
+// In bf16 precision, matmul also takes a bf16 operand beside an f32 one.
+DType matmul_operand_dtype(const Tensor& x);
 // x (..., in) @ weight (out, in)^T + bias (out): PyTorch's layout.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
@@ -77,6 +84,9 @@ Tensor embedding(const Tensor& weight, const Tensor& idx);
 // Zeroes with probability p and scales the rest by 1/(1-p); identity when !training or p == 0.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
 Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+// layernorm stored as out_dtype (x's, or bf16 for f32 x), as gelu(x, out_dtype).
+Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                 DType out_dtype);
 Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
 // q, k, v (B, H, T, D) -> (B, H, T, D); composed of matmul/masked_fill/softmax/dropout.
 Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,

@@ -73,7 +73,9 @@ MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj
 }
 
 Tensor MLP::forward(const Tensor& x, Generator& gen) const {
-  return dropout(c_proj->forward(gelu(c_fc->forward(x))), dropout_, training(), gen);
+  const Tensor h = c_fc->forward(x);
+  // GELU's output feeds c_proj alone: stored in the dtype c_proj's matmul reads.
+  return dropout(c_proj->forward(gelu(h, matmul_operand_dtype(h))), dropout_, training(), gen);
 }
 
 }  // namespace bg

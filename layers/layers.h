@@ -23,6 +23,11 @@ class LayerNorm : public Module {
  public:
   LayerNorm(int64_t dim, bool bias, double eps = 1e-5);
   Tensor forward(const Tensor& x) const { return layernorm(x, weight, bias, eps_); }
+  // For an output whose only consumer is a matmul: stored in the dtype that matmul reads
+  // (bf16 under bf16 precision on CUDA), with no separate cast pass.
+  Tensor forward_for_matmul(const Tensor& x) const {
+    return layernorm(x, weight, bias, eps_, matmul_operand_dtype(x));
+  }
   Tensor weight, bias;
 
  private:

@@ -60,15 +60,15 @@ Block::Block(const GPTConfig& cfg, Generator& init) {
 }
 
 Tensor Block::forward(const Tensor& x, Generator& gen) const {
-  const Tensor h = x + attn->forward(ln_1->forward(x), gen);
-  return h + mlp->forward(ln_2->forward(h), gen);
+  const Tensor h = x + attn->forward(ln_1->forward_for_matmul(x), gen);
+  return h + mlp->forward(ln_2->forward_for_matmul(h), gen);
 }
 
 Tensor Block::forward_cached(const Tensor& x, const Tensor& k, const Tensor& v,
                              int64_t past) const {
-  const Tensor h = x + attn->forward_cached(ln_1->forward(x), k, v, past);
+  const Tensor h = x + attn->forward_cached(ln_1->forward_for_matmul(x), k, v, past);
   Generator unused;
-  return h + mlp->forward(ln_2->forward(h), unused);  // inference: dropout is off
+  return h + mlp->forward(ln_2->forward_for_matmul(h), unused);  // inference: dropout is off
 }
 
 GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
@@ -94,7 +94,8 @@ Tensor GPT::forward(const Tensor& idx, Generator& gen) const {
   Tensor x =
       dropout(wte_->forward(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
   for (const auto& block : blocks_) x = block->forward(x, gen);
-  return linear(ln_f_->forward(x), wte_->weight);  // the LM head tied to the token embedding
+  return linear(ln_f_->forward_for_matmul(x),
+                wte_->weight);  // the LM head tied to the token embedding
 }
 
 KVCache GPT::new_cache(int64_t batch, Device device, DType dtype) const {

@@ -590,4 +590,70 @@ TEST_CASE("cuda: matmul precision bf16 and tf32 against rounded f64 products") {
   }
 }
 
+// A producer that stores the bf16 operand of the matmul consuming it (layernorm / gelu with a
+// bf16 output under bf16 precision) must give exactly what the matmul's own rounding of the f32
+// output gave: forward and every gradient bit for bit.
+namespace {
+
+struct Narrowed {
+  std::vector<float> out, grads;
+};
+
+Narrowed run_producer_into_matmul(Device device, bool narrow) {
+  Generator gen(31);
+  auto leaf = [&](Shape s) {
+    return randn(s, gen, 0, 1, DType::f32).to(device).detach().requires_grad_(true);
+  };
+  const Tensor x = leaf({3, 7, 40}), w = leaf({40}), b = leaf({40}), fc = leaf({96, 40}),
+               proj = leaf({40, 96}), r = leaf({3, 7, 40});
+  const Tensor ln =
+      narrow ? layernorm(x, w, b, 1e-5, matmul_operand_dtype(x)) : layernorm(x, w, b, 1e-5);
+  const Tensor h = linear(ln, fc, Tensor());
+  const Tensor act = narrow ? gelu(h, matmul_operand_dtype(h)) : gelu(h);
+  const Tensor out = linear(act, proj, Tensor());
+  sum(out * r).backward();
+  Narrowed n;
+  n.out = out.to(DType::f32).to_vector<float>();
+  for (const Tensor* t : {&x, &w, &b, &fc, &proj}) {
+    const std::vector<float> g = t->grad().to_vector<float>();
+    n.grads.insert(n.grads.end(), g.begin(), g.end());
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("cpu: layernorm and gelu narrow to bf16 exactly as a cast does") {
+  Generator gen(5);
+  const Tensor x = randn({4, 33}, gen, 0, 1, DType::f32), w = randn({33}, gen, 0, 1);
+  CHECK(rel_err(layernorm(x, w, Tensor(), 1e-5, DType::bf16).to(DType::f64),
+                layernorm(x, w, Tensor(), 1e-5).to(DType::bf16).to(DType::f64)) == 0.0);
+  CHECK(rel_err(gelu(x, DType::bf16).to(DType::f64), gelu(x).to(DType::bf16).to(DType::f64)) ==
+        0.0);
+  CHECK_THROWS_WITH(gelu(x.to(DType::f64), DType::bf16), doctest::Contains("only f32 -> bf16"));
+  CHECK_THROWS_WITH(layernorm(x, w, Tensor(), 1e-5, DType::f16),
+                    doctest::Contains("only f32 -> bf16"));
+  CHECK(matmul_operand_dtype(x) == DType::f32);  // the CPU never rounds operands
+}
+
+TEST_CASE(
+    "cuda: bf16-stored layernorm and gelu outputs give the matmul's own rounding bit for bit") {
+  BG_REQUIRE_CUDA();
+  struct PrecisionGuard {
+    MatmulPrecision saved = matmul_precision();
+    ~PrecisionGuard() { set_matmul_precision(saved); }
+  } guard;
+  set_matmul_precision(MatmulPrecision::bf16);
+  const Device gpu = Device::cuda(0);
+  CHECK(matmul_operand_dtype(zeros({2}, DType::f32, gpu)) == DType::bf16);
+  const Narrowed cast = run_producer_into_matmul(gpu, false);
+  const Narrowed stored = run_producer_into_matmul(gpu, true);
+  CHECK(cast.out == stored.out);
+  CHECK(cast.grads == stored.grads);
+  set_matmul_precision(MatmulPrecision::fp32);
+  CHECK(matmul_operand_dtype(zeros({2}, DType::f32, gpu)) == DType::f32);
+  CHECK_THROWS_WITH(matmul(zeros({2, 3}, DType::bf16, gpu), zeros({3, 2}, DType::f32, gpu)),
+                    doctest::Contains("dtype mismatch"));
+}
+
 }  // namespace bg::test

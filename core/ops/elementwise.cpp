@@ -1,5 +1,7 @@
 // elementwise.cpp: broadcasting binary ops, comparisons, unary ops, affine, where and
 // masked_fill, with their backward.
+#include <optional>
+
 #include "../dispatch.h"
 #include "../ops.h"
 
@@ -135,20 +137,29 @@ const char* unary_name(UnaryOp op) {
   return "unary";
 }
 
-Tensor unary(UnaryOp op, const Tensor& x, double a = 1.0, double b = 0.0) {
+// out_dtype (default: x's) may narrow f32 to bf16: the CUDA kernel then stores bf16 directly.
+// Only for ops whose gradient needs x alone (the backward sees no y then).
+Tensor unary(UnaryOp op, const Tensor& x, double a = 1.0, double b = 0.0,
+             std::optional<DType> out_dtype = std::nullopt) {
   const char* name = unary_name(op);
   check_float(x, name, "input");
   const Tensor xc = compute_input(x);
-  Tensor y = empty(xc.shape(), xc.dtype(), xc.device());
+  const bool narrow = out_dtype && *out_dtype != x.dtype();
+  BG_CHECK(!narrow || (x.dtype() == DType::f32 && *out_dtype == DType::bf16), name, "output dtype ",
+           dtype_name(out_dtype.value_or(x.dtype())), " for input ", dtype_name(x.dtype()),
+           ": only f32 -> bf16 narrows");
+  const bool narrow_in_kernel = narrow && x.is_cuda();
+  Tensor y = empty(xc.shape(), narrow_in_kernel ? *out_dtype : xc.dtype(), xc.device());
   BG_DISPATCH(x.device(), unary_forward, op, y.kview(), xc.kview(), a, b, stream_for(x.device()));
-  Tensor out = compute_output(y, x.dtype());
-  const Tensor xs = xc.detach(), ys = y.detach();
+  Tensor out = compute_output(y, out_dtype.value_or(x.dtype()));
+  const Tensor xs = xc.detach(), ys = narrow ? Tensor() : y.detach();
   const DType dt = x.dtype();
   record(out, name, {x}, [=](const Tensor& g) {
-    const Tensor gc = compute_input(g);
+    Tensor gc = compute_input(g);
+    if (gc.dtype() != xs.dtype()) gc = gc.to(xs.dtype());  // a narrowed output's gradient
     Tensor dx = empty(xs.shape(), xs.dtype(), xs.device());
-    BG_DISPATCH(xs.device(), unary_backward, op, dx.kview(), xs.kview(), ys.kview(), gc.kview(), a,
-                stream_for(xs.device()));
+    BG_DISPATCH(xs.device(), unary_backward, op, dx.kview(), xs.kview(),
+                ys.defined() ? ys.kview() : null_view(), gc.kview(), a, stream_for(xs.device()));
     return std::vector<Tensor>{compute_output(dx, dt)};
   });
   return out;
@@ -188,6 +199,9 @@ Tensor log(const Tensor& x) { return unary(UnaryOp::log, x); }
 Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x); }
 Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x); }
 Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x); }
+Tensor gelu(const Tensor& x, DType out_dtype) {
+  return unary(UnaryOp::gelu, x, 1.0, 0.0, out_dtype);
+}
 Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x); }
 Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
 Tensor neg(const Tensor& x) { return unary(UnaryOp::neg, x); }

@@ -14,6 +14,12 @@ std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::fp32};
 void set_matmul_precision(MatmulPrecision p) { g_matmul_precision = p; }
 MatmulPrecision matmul_precision() { return g_matmul_precision; }
 
+DType matmul_operand_dtype(const Tensor& x) {
+  return x.is_cuda() && x.dtype() == DType::f32 && matmul_precision() == MatmulPrecision::bf16
+             ? DType::bf16
+             : x.dtype();
+}
+
 namespace {
 
 // Views t (batch..., R, C), already expanded to batch_shape, as (B, R, C). False when the
@@ -98,8 +104,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
-  BG_CHECK(a.dtype() == b.dtype(), "matmul", "dtype mismatch: ", dtype_name(a.dtype()), " and ",
-           dtype_name(b.dtype()));
+  // bf16 precision rounds f32 operands to bf16, so one may arrive as bf16 already (a producer
+  // that stored matmul_operand_dtype).
+  const bool bf16_mix = a.is_cuda() && matmul_precision() == MatmulPrecision::bf16 &&
+                        ((a.dtype() == DType::bf16 && b.dtype() == DType::f32) ||
+                         (a.dtype() == DType::f32 && b.dtype() == DType::bf16));
+  BG_CHECK(a.dtype() == b.dtype() || bf16_mix, "matmul", "dtype mismatch: ", dtype_name(a.dtype()),
+           " and ", dtype_name(b.dtype()));
   BG_CHECK(a.ndim() >= 2 && b.ndim() >= 2, "matmul", "operands must be at least 2-D, got ",
            shape_str(a.shape()), " and ", shape_str(b.shape()));
   const int64_t k = a.size(-1);
@@ -117,11 +128,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
              " and ", shape_str(b.shape()), " cannot broadcast");
     batch[i] = da == 1 ? db : da;
   }
-  const MatmulPrecision precision =
-      a.is_cuda() && a.dtype() == DType::f32 ? matmul_precision() : MatmulPrecision::fp32;
+  const MatmulPrecision precision = bf16_mix ? MatmulPrecision::bf16
+                                    : a.is_cuda() && a.dtype() == DType::f32
+                                        ? matmul_precision()
+                                        : MatmulPrecision::fp32;
   if (precision == MatmulPrecision::bf16) {
     // f32 operands rounded to bf16 once, the products kept f32. The backward reuses the rounded
-    // copies and rounds the incoming gradient once for both of its products.
+    // copies and rounds the incoming gradient once for both of its products; both gradients
+    // are f32 (an operand that arrived as bf16 passes its f32 gradient to its producer).
     const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
     Tensor out = product(a16, b16, batch, DType::bf16, DType::f32, precision);
     const Shape a_shape = a.shape(), b_shape = b.shape();

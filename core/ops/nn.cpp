@@ -62,7 +62,10 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
 
 namespace {
 
-Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, bool rms) {
+// out_dtype: x's, or bf16 for f32 x (stored directly by the CUDA kernel: the operand of the
+// bf16 matmul that consumes it, without a cast pass).
+Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, bool rms,
+            DType out_dtype) {
   const char* name = rms ? "rmsnorm" : "layernorm";
   check_float(x, name, "input");
   BG_CHECK(x.ndim() >= 1, name, "needs at least 1-D input");
@@ -76,22 +79,27 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
              " differs from input dtype ", dtype_name(x.dtype()));
   }
   BG_CHECK(eps > 0, name, "eps must be positive, got ", eps);
+  const bool narrow = out_dtype != x.dtype();
+  BG_CHECK(!narrow || (x.dtype() == DType::f32 && out_dtype == DType::bf16), name, "output dtype ",
+           dtype_name(out_dtype), " for input ", dtype_name(x.dtype()),
+           ": only f32 -> bf16 narrows");
   const Tensor xc = compute_input(x);
   const Tensor wc = weight.defined() ? compute_input(weight) : Tensor();
   const Tensor bc = bias.defined() ? compute_input(bias) : Tensor();
   const int64_t rows = c ? x.numel() / c : 0;
   const DType sd = stats_dtype(xc.dtype());
-  Tensor y = empty(xc.shape(), xc.dtype(), x.device());
+  Tensor y = empty(xc.shape(), narrow && x.is_cuda() ? out_dtype : xc.dtype(), x.device());
   Tensor mu = rms ? Tensor() : empty({rows}, sd, x.device());
   Tensor rstd = empty({rows}, sd, x.device());
   auto view_or_null = [](const Tensor& t) { return t.defined() ? t.kview() : null_view(); };
   BG_DISPATCH(x.device(), layernorm_forward, y.kview(), view_or_null(mu), rstd.kview(), xc.kview(),
               view_or_null(wc), view_or_null(bc), eps, rms, stream_for(x.device()));
-  Tensor out = compute_output(y, x.dtype());
+  Tensor out = compute_output(y, out_dtype);
   const DType dt = x.dtype();
   const bool has_w = weight.defined(), has_b = bias.defined();
   record(out, name, {x, weight, bias}, [=](const Tensor& g) {
-    const Tensor gc = compute_input(g);
+    Tensor gc = compute_input(g);
+    if (gc.dtype() != xc.dtype()) gc = gc.to(xc.dtype());  // a narrowed output's gradient
     Tensor dx = empty(xc.shape(), xc.dtype(), xc.device());
     Tensor dw = has_w ? empty({c}, xc.dtype(), xc.device()) : Tensor();
     Tensor db = has_b ? empty({c}, xc.dtype(), xc.device()) : Tensor();
@@ -108,10 +116,14 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
 }  // namespace
 
 Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
-  return norm(x, weight, bias, eps, false);
+  return norm(x, weight, bias, eps, false, x.dtype());
+}
+Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                 DType out_dtype) {
+  return norm(x, weight, bias, eps, false, out_dtype);
 }
 Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps) {
-  return norm(x, weight, Tensor(), eps, true);
+  return norm(x, weight, Tensor(), eps, true, x.dtype());
 }
 
 Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,

@@ -22,7 +22,7 @@ void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64
 // regenerated from its counters (dropout's forward, and its backward on dy); contiguous.
 void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
                    uint64_t offset, StreamHandle stream);
-// unary.cu: contiguous, same dtype.
+// unary.cu: contiguous, same dtype (the forward may also narrow f32 x to a bf16 out).
 void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, double b,
                    StreamHandle stream);
 void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y, const KView& dy,
@@ -75,7 +75,8 @@ void embedding_forward(const KView& out, const KView& weight, const KView& idx,
 // dweight (V, C) is overwritten; rows summed in ascending token position.
 void embedding_backward(const KView& dweight, const KView& dout, const KView& idx, Scratch& scratch,
                         StreamHandle stream);
-// layernorm.cu (also RMSNorm when rms): x (N, C); weight/bias (C) may have data == nullptr.
+// layernorm.cu (also RMSNorm when rms): x (N, C); weight/bias (C) may have data == nullptr;
+// y in x's dtype, or bf16 for f32 x.
 void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
                        const KView& weight, const KView& bias, double eps, bool rms,
                        StreamHandle stream);

@@ -12,8 +12,9 @@ namespace {
 constexpr int kWarpsPerBlock = 8;
 constexpr int64_t kRowsPerChunk = 32;  // 512 chunks for a 16384-row GPT batch: enough blocks
 
-template <typename T>
-__global__ void layernorm_forward_kernel(T* y, float* mean, float* rstd, const T* x, const T* w,
+// y may be stored narrower than x (TOut = bf16 for f32 x: the operand of a bf16 matmul).
+template <typename T, typename TOut>
+__global__ void layernorm_forward_kernel(TOut* y, float* mean, float* rstd, const T* x, const T* w,
                                          const T* b, int64_t rows, int64_t c, float eps, bool rms) {
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x & 31;
@@ -30,12 +31,12 @@ __global__ void layernorm_forward_kernel(T* y, float* mean, float* rstd, const T
     var += d * d;
   }
   const float rs = rsqrtf(warp_sum(var) / float(c) + eps);
-  T* yr = y + r * c;
+  TOut* yr = y + r * c;
   for (int64_t j = lane; j < c; j += 32) {
     float v = (to_float(xr[j]) - mu) * rs;
     if (w) v *= to_float(w[j]);
     if (b) v += to_float(b[j]);
-    yr[j] = from_float<T>(v);
+    yr[j] = from_float<TOut>(v);
   }
   if (lane == 0) {
     if (mean) mean[r] = mu;
@@ -110,14 +111,23 @@ void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, con
   const int64_t c = x.shape[x.ndim - 1];
   if (c == 0 || x.numel() == 0) return;
   const int64_t rows = x.numel() / c;
-  dispatch_float(x.dtype, "layernorm", [&](auto zero) {
-    using T = decltype(zero);
-    const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    layernorm_forward_kernel<T><<<grid, 32 * kWarpsPerBlock, 0, as_stream(stream)>>>(
-        static_cast<T*>(y.data), static_cast<float*>(mean.data), static_cast<float*>(rstd.data),
+  const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  auto launch = [&](auto in, auto out) {
+    using T = decltype(in);
+    using TOut = decltype(out);
+    layernorm_forward_kernel<T, TOut><<<grid, 32 * kWarpsPerBlock, 0, as_stream(stream)>>>(
+        static_cast<TOut*>(y.data), static_cast<float*>(mean.data), static_cast<float*>(rstd.data),
         static_cast<const T*>(x.data), static_cast<const T*>(weight.data),
         static_cast<const T*>(bias.data), rows, c, float(eps), rms);
-  });
+  };
+  if (y.dtype == x.dtype) {
+    dispatch_float(x.dtype, "layernorm", [&](auto zero) { launch(zero, zero); });
+  } else if (x.dtype == DType::f32 && y.dtype == DType::bf16) {
+    launch(float{}, __nv_bfloat16{});
+  } else {
+    kernel_fail("layernorm", std::string("output dtype ") + dtype_name(y.dtype) + " for input " +
+                                 dtype_name(x.dtype) + " (only f32 -> bf16 narrows)");
+  }
   BG_CUDA_LAUNCH_CHECK();
 }
 

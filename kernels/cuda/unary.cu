@@ -10,22 +10,22 @@ namespace {
 // kOp >= 0 fixes the op at compile time (GELU, the hot one in GPT's MLP: its tanh then runs
 // without the per-element switch); -1 reads it at run time. Four elements per thread, moved as
 // one Vec4 when every pointer is aligned to it (`vector`).
-template <typename T, int kOp>
-__global__ void unary_forward_kernel(UnaryOp op, T* out, const T* x, int64_t n, float a, float b,
+template <typename T, typename TOut, int kOp>
+__global__ void unary_forward_kernel(UnaryOp op, TOut* out, const T* x, int64_t n, float a, float b,
                                      bool vector) {
   if (kOp >= 0) op = UnaryOp(kOp);
   BG_GRID_LOOP(g, (n + 3) / 4) {
     if (vector && 4 * g + 3 < n) {
       const Vec4<T> in = reinterpret_cast<const Vec4<T>*>(x)[g];
-      Vec4<T> o;
+      Vec4<TOut> o;
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        o.v[j] = from_float<T>(unary_scalar<float>(op, to_float(in.v[j]), a, b));
-      reinterpret_cast<Vec4<T>*>(out)[g] = o;
+        o.v[j] = from_float<TOut>(unary_scalar<float>(op, to_float(in.v[j]), a, b));
+      reinterpret_cast<Vec4<TOut>*>(out)[g] = o;
       continue;
     }
     for (int64_t i = 4 * g; i < n && i < 4 * g + 4; ++i)
-      out[i] = from_float<T>(unary_scalar<float>(op, to_float(x[i]), a, b));
+      out[i] = from_float<TOut>(unary_scalar<float>(op, to_float(x[i]), a, b));
   }
 }
 
@@ -60,14 +60,23 @@ void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, doubl
                    StreamHandle stream) {
   const int64_t n = x.numel();
   if (n == 0) return;
-  dispatch_float(x.dtype, "unary", [&](auto zero) {
-    using T = decltype(zero);
-    auto kernel = op == UnaryOp::gelu ? unary_forward_kernel<T, int(UnaryOp::gelu)>
-                                      : unary_forward_kernel<T, -1>;
+  auto launch = [&](auto in, auto o) {
+    using T = decltype(in);
+    using TOut = decltype(o);
+    auto kernel = op == UnaryOp::gelu ? unary_forward_kernel<T, TOut, int(UnaryOp::gelu)>
+                                      : unary_forward_kernel<T, TOut, -1>;
     kernel<<<grid_for((n + 3) / 4, 256), 256, 0, as_stream(stream)>>>(
-        op, static_cast<T*>(out.data), static_cast<const T*>(x.data), n, float(a), float(b),
-        vec4_aligned<T>(out.data) && vec4_aligned<T>(x.data));
-  });
+        op, static_cast<TOut*>(out.data), static_cast<const T*>(x.data), n, float(a), float(b),
+        vec4_aligned<TOut>(out.data) && vec4_aligned<T>(x.data));
+  };
+  if (out.dtype == x.dtype) {
+    dispatch_float(x.dtype, "unary", [&](auto zero) { launch(zero, zero); });
+  } else if (x.dtype == DType::f32 && out.dtype == DType::bf16) {
+    launch(float{}, __nv_bfloat16{});  // the bf16 operand of the matmul that consumes it
+  } else {
+    kernel_fail("unary", std::string("output dtype ") + dtype_name(out.dtype) + " for input " +
+                             dtype_name(x.dtype) + " (only f32 -> bf16 narrows)");
+  }
   BG_CUDA_LAUNCH_CHECK();
 }
 
