@@ -2,6 +2,7 @@
 // core/ops/<family>.cpp: shape checks, dispatch to kernels/cpu/<op>.cpp or kernels/cuda/<op>.cu,
 // and its backward right beside it. f16/bf16 CPU tensors compute in f32 and round once.
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "autograd.h"
@@ -56,6 +57,9 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 
 // (..., M, K) @ (..., K, N); batch dims broadcast; transposed views cost no copy.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// The product stored as out_dtype: bf16 under bf16 precision on CUDA (rounded once from the f32
+// accumulators) for a consumer that reads bf16 anyway; else it must equal a's dtype.
+Tensor matmul(const Tensor& a, const Tensor& b, std::optional<DType> out_dtype);
 // Process-wide precision of CUDA matmuls on f32 tensors (train.precision); fp32 by default.
 // Gradients flow as usual: each backward matmul rounds its operands the same way.
 void set_matmul_precision(MatmulPrecision p);
@@ -66,6 +70,9 @@ MatmulPrecision matmul_precision();
 DType matmul_operand_dtype(const Tensor& x);
 // x (..., in) @ weight (out, in)^T + bias (out): PyTorch's layout.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// linear with the product stored as out_dtype (see matmul); no bias then.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              std::optional<DType> out_dtype);
 
 Tensor softmax(const Tensor& x, int dim = -1);
 Tensor log_softmax(const Tensor& x, int dim = -1);

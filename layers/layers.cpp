@@ -36,10 +36,16 @@ CausalSelfAttention::CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bi
 
 Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen) const {
   const int64_t b = x.size(0), t = x.size(1), hd = n_embd_ / n_head_;
-  if (fused_)
-    return dropout(c_proj->forward(fused_causal_attention(c_attn->forward(x), n_head_, dropout_,
-                                                          training(), gen)),
+  if (fused_) {
+    // Without a bias, qkv only feeds the attention kernel, which reads bf16 operands: c_attn
+    // stores its product in the dtype its matmul computes in (bf16 under bf16 precision), and
+    // the kernel's bf16 y feeds c_proj the same way.
+    const Tensor qkv = c_attn->bias.defined() ? c_attn->forward(x)
+                                              : linear(x, c_attn->weight, Tensor(),
+                                                       matmul_operand_dtype(c_attn->weight));
+    return dropout(c_proj->forward(fused_causal_attention(qkv, n_head_, dropout_, training(), gen)),
                    dropout_, training(), gen);
+  }
   const auto qkv = split(c_attn->forward(x), {n_embd_, n_embd_, n_embd_}, 2);
   auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
   const Tensor y =

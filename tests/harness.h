@@ -50,6 +50,12 @@ Tensor noncontiguous_copy(const Tensor& t);
 void check_cpu_case(const OpCase& c);
 void check_cuda_case(const OpCase& c);
 
+// Restores the process-wide matmul precision when a test that changes it ends.
+struct MatmulPrecisionGuard {
+  MatmulPrecision saved = matmul_precision();
+  ~MatmulPrecisionGuard() { set_matmul_precision(saved); }
+};
+
 // CUDA test cases start with this: without a GPU the case is reported as skipped (the test
 // binary exits 77 when every case it ran was skipped, which CTest shows as "Skipped").
 bool cuda_skip();

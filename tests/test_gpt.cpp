@@ -186,6 +186,22 @@ TEST_CASE("cuda: a 2-layer gpt with fused attention agrees with the CPU and repe
   CHECK(std::memcmp(g10.params.data(), g10b.params.data(), g10.params.size() * sizeof(float)) == 0);
 }
 
+TEST_CASE("cuda: a bf16-precision gpt with fused attention tracks fp32 and repeats bit for bit") {
+  BG_REQUIRE_CUDA();
+  const MatmulPrecisionGuard guard;
+  // bf16 precision stores layernorm/GELU outputs, qkv and the attention output in bf16 (the
+  // operands their consumers round to anyway); the losses stay within bf16 rounding of fp32's.
+  set_matmul_precision(MatmulPrecision::fp32);
+  const GptRun f32 = train_gpt(Device::cuda(0), 10, true, 128);
+  set_matmul_precision(MatmulPrecision::bf16);
+  const GptRun a = train_gpt(Device::cuda(0), 10, true, 128);
+  const GptRun b = train_gpt(Device::cuda(0), 10, true, 128);
+  for (size_t i = 0; i < 10; ++i)
+    CHECK(a.losses[i] == doctest::Approx(f32.losses[i]).epsilon(2e-2));
+  CHECK(a.losses == b.losses);
+  CHECK(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)) == 0);
+}
+
 namespace {
 
 // Logits of the KV-cached decoder (a 4-token prefill, then one token at a time) against the

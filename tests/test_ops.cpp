@@ -559,10 +559,7 @@ namespace bg::test {
 // rounded values up to f32 accumulation. tf32: within TF32's 10-bit mantissa of the f64 product.
 TEST_CASE("cuda: matmul precision bf16 and tf32 against rounded f64 products") {
   BG_REQUIRE_CUDA();
-  struct PrecisionGuard {
-    MatmulPrecision saved = matmul_precision();
-    ~PrecisionGuard() { set_matmul_precision(saved); }
-  } guard;
+  const MatmulPrecisionGuard guard;
   Generator gen(test_seed());
   const Tensor a64 = randn({3, 37, 70}, gen, 0, 1, DType::f64);
   const Tensor b64 = randn({70, 45}, gen, 0, 1, DType::f64);
@@ -639,10 +636,7 @@ TEST_CASE("cpu: layernorm and gelu narrow to bf16 exactly as a cast does") {
 TEST_CASE(
     "cuda: bf16-stored layernorm and gelu outputs give the matmul's own rounding bit for bit") {
   BG_REQUIRE_CUDA();
-  struct PrecisionGuard {
-    MatmulPrecision saved = matmul_precision();
-    ~PrecisionGuard() { set_matmul_precision(saved); }
-  } guard;
+  const MatmulPrecisionGuard guard;
   set_matmul_precision(MatmulPrecision::bf16);
   const Device gpu = Device::cuda(0);
   CHECK(matmul_operand_dtype(zeros({2}, DType::f32, gpu)) == DType::bf16);

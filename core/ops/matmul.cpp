@@ -2,6 +2,7 @@
 // layout). Batch dims are collapsed to one strided dim when the strides allow it, so a
 // transposed or broadcast operand reaches the kernel with no copy.
 #include <atomic>
+#include <optional>
 
 #include "../dispatch.h"
 #include "../ops.h"
@@ -100,7 +101,9 @@ Tensor to_bf16(const Tensor& t) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a, const Tensor& b) { return matmul(a, b, std::nullopt); }
+
+Tensor matmul(const Tensor& a, const Tensor& b, std::optional<DType> bf16_out) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
@@ -137,7 +140,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     // copies and rounds the incoming gradient once for both of its products; both gradients
     // are f32 (an operand that arrived as bf16 passes its f32 gradient to its producer).
     const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
-    Tensor out = product(a16, b16, batch, DType::bf16, DType::f32, precision);
+    Tensor out = product(a16, b16, batch, DType::bf16, bf16_out.value_or(DType::f32), precision);
     const Shape a_shape = a.shape(), b_shape = b.shape();
     record(out, "matmul", {a, b}, [a16, b16, a_shape, b_shape](const Tensor& g) {
       const Tensor g16 = g.detach().to(DType::bf16);
@@ -149,6 +152,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     });
     return out;
   }
+  BG_CHECK(!bf16_out || *bf16_out == a.dtype(), "matmul", "a ", dtype_name(*bf16_out),
+           " product of ", dtype_name(a.dtype()), " operands needs bf16 precision on CUDA");
   const DType operand = compute_dtype(a);
   Tensor out = compute_output(product(a, b, batch, operand, operand, precision), a.dtype());
   const Tensor ad = a.detach(), bd = b.detach();
@@ -160,6 +165,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return linear(x, weight, bias, std::nullopt);
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              std::optional<DType> out_dtype) {
   BG_CHECK(weight.ndim() == 2, "linear", "weight must be (out, in), got ",
            shape_str(weight.shape()));
   BG_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.shape()),
@@ -167,7 +177,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape = x.shape();
   out_shape.back() = weight.size(0);
   // Flatten to 2-D so the weight gradient is one GEMM, not a batched GEMM plus a reduction.
-  Tensor y = matmul(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1));
+  BG_CHECK(!out_dtype || !bias.defined(), "linear",
+           "a narrowed output with a bias would round before the bias add");
+  Tensor y = matmul(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1), out_dtype);
   if (bias.defined()) {
     BG_CHECK(bias.ndim() == 1 && bias.size(0) == weight.size(0), "linear", "bias ",
              shape_str(bias.shape()), " does not match weight ", shape_str(weight.shape()));
