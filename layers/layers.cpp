@@ -79,8 +79,11 @@ MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj
 }
 
 Tensor MLP::forward(const Tensor& x, Generator& gen) const {
-  const Tensor h = c_fc->forward(x);
-  // GELU's output feeds c_proj alone: stored in the dtype c_proj's matmul reads.
+  // GELU's input and output each feed one matmul: stored in the dtype those matmuls read (bf16
+  // under bf16 precision; c_fc's product only when no bias is added to it in f32).
+  const Tensor h = c_fc->bias.defined()
+                       ? c_fc->forward(x)
+                       : linear(x, c_fc->weight, Tensor(), matmul_operand_dtype(c_fc->weight));
   return dropout(c_proj->forward(gelu(h, matmul_operand_dtype(h))), dropout_, training(), gen);
 }
 

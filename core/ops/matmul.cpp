@@ -137,18 +137,20 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::optional<DType> bf16_out) {
                                         : MatmulPrecision::fp32;
   if (precision == MatmulPrecision::bf16) {
     // f32 operands rounded to bf16 once, the products kept f32. The backward reuses the rounded
-    // copies and rounds the incoming gradient once for both of its products; both gradients
-    // are f32 (an operand that arrived as bf16 passes its f32 gradient to its producer).
+    // copies and rounds the incoming gradient once for both of its products. Each gradient has
+    // its operand's dtype: f32 for f32 operands (the weights), bf16 for an operand that arrived
+    // as bf16 (as under PyTorch's autocast; its producer's backward reads bf16 then).
     const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
     Tensor out = product(a16, b16, batch, DType::bf16, bf16_out.value_or(DType::f32), precision);
     const Shape a_shape = a.shape(), b_shape = b.shape();
-    record(out, "matmul", {a, b}, [a16, b16, a_shape, b_shape](const Tensor& g) {
+    const DType da = a.dtype(), db = b.dtype();
+    record(out, "matmul", {a, b}, [a16, b16, a_shape, b_shape, da, db](const Tensor& g) {
       const Tensor g16 = g.detach().to(DType::bf16);
       const Tensor bt = b16.transpose(-1, -2), at = a16.transpose(-1, -2);
       const Shape gb = batch_of(g16);
       return std::vector<Tensor>{
-          sum_to(product(g16, bt, gb, DType::bf16, DType::f32, MatmulPrecision::bf16), a_shape),
-          sum_to(product(at, g16, gb, DType::bf16, DType::f32, MatmulPrecision::bf16), b_shape)};
+          sum_to(product(g16, bt, gb, DType::bf16, da, MatmulPrecision::bf16), a_shape),
+          sum_to(product(at, g16, gb, DType::bf16, db, MatmulPrecision::bf16), b_shape)};
     });
     return out;
   }

@@ -99,7 +99,10 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
   const bool has_w = weight.defined(), has_b = bias.defined();
   record(out, name, {x, weight, bias}, [=](const Tensor& g) {
     Tensor gc = compute_input(g);
-    if (gc.dtype() != xc.dtype()) gc = gc.to(xc.dtype());  // a narrowed output's gradient
+    // A bf16-stored output's gradient arrives in bf16: CUDA kernels read it as it is.
+    if (gc.dtype() != xc.dtype() &&
+        !(gc.is_cuda() && gc.dtype() == DType::bf16 && xc.dtype() == DType::f32))
+      gc = gc.to(xc.dtype());
     Tensor dx = empty(xc.shape(), xc.dtype(), xc.device());
     Tensor dw = has_w ? empty({c}, xc.dtype(), xc.device()) : Tensor();
     Tensor db = has_b ? empty({c}, xc.dtype(), xc.device()) : Tensor();

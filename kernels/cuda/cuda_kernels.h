@@ -22,7 +22,8 @@ void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64
 // regenerated from its counters (dropout's forward, and its backward on dy); contiguous.
 void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
                    uint64_t offset, StreamHandle stream);
-// unary.cu: contiguous, same dtype (the forward may also narrow f32 x to a bf16 out).
+// unary.cu: contiguous, same dtype; f32 x may also have a bf16 out (forward) or a bf16 dy
+// (backward: the gradient of a bf16-stored output).
 void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, double b,
                    StreamHandle stream);
 void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y, const KView& dy,
@@ -76,7 +77,7 @@ void embedding_forward(const KView& out, const KView& weight, const KView& idx,
 void embedding_backward(const KView& dweight, const KView& dout, const KView& idx, Scratch& scratch,
                         StreamHandle stream);
 // layernorm.cu (also RMSNorm when rms): x (N, C); weight/bias (C) may have data == nullptr;
-// y in x's dtype, or bf16 for f32 x.
+// y in x's dtype, or bf16 for f32 x; dy likewise.
 void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
                        const KView& weight, const KView& bias, double eps, bool rms,
                        StreamHandle stream);

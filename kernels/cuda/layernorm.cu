@@ -44,14 +44,15 @@ __global__ void layernorm_forward_kernel(TOut* y, float* mean, float* rstd, cons
   }
 }
 
-template <typename T>
-__global__ void layernorm_dx_kernel(T* dx, const T* dy, const T* x, const T* w, const float* mean,
+// TG: the gradient's storage (T, or bf16 for f32 x whose output was stored in bf16).
+template <typename T, typename TG>
+__global__ void layernorm_dx_kernel(T* dx, const TG* dy, const T* x, const T* w, const float* mean,
                                     const float* rstd, int64_t rows, int64_t c, bool rms) {
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x & 31;
   if (r >= rows) return;
   const T* xr = x + r * c;
-  const T* gr = dy + r * c;
+  const TG* gr = dy + r * c;
   const float mu = rms ? 0.f : mean[r], rs = rstd[r];
   float mean_g = 0.f, mean_gx = 0.f;
   for (int64_t j = lane; j < c; j += 32) {
@@ -70,8 +71,8 @@ __global__ void layernorm_dx_kernel(T* dx, const T* dy, const T* x, const T* w, 
 }
 
 // partial_w/partial_b: (chunks, c); thread per column, rows of its chunk in order.
-template <typename T>
-__global__ void layernorm_param_partials_kernel(float* partial_w, float* partial_b, const T* dy,
+template <typename T, typename TG>
+__global__ void layernorm_param_partials_kernel(float* partial_w, float* partial_b, const TG* dy,
                                                 const T* x, const float* mean, const float* rstd,
                                                 int64_t rows, int64_t c, bool rms) {
   const int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -138,15 +139,16 @@ void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbia
   if (c == 0 || x.numel() == 0) return;
   const int64_t rows = x.numel() / c;
   auto s = as_stream(stream);
-  dispatch_float(x.dtype, "layernorm_backward", [&](auto zero) {
-    using T = decltype(zero);
+  auto launch = [&](auto xt, auto gt) {
+    using T = decltype(xt);
+    using TG = decltype(gt);
     const auto* px = static_cast<const T*>(x.data);
-    const auto* pdy = static_cast<const T*>(dy.data);
+    const auto* pdy = static_cast<const TG*>(dy.data);
     const auto* pmean = static_cast<const float*>(mean.data);
     const auto* prstd = static_cast<const float*>(rstd.data);
     if (dx.data) {
       const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-      layernorm_dx_kernel<T><<<grid, 32 * kWarpsPerBlock, 0, s>>>(
+      layernorm_dx_kernel<T, TG><<<grid, 32 * kWarpsPerBlock, 0, s>>>(
           static_cast<T*>(dx.data), pdy, px, static_cast<const T*>(weight.data), pmean, prstd, rows,
           c, rms);
       BG_CUDA_LAUNCH_CHECK();
@@ -157,7 +159,7 @@ void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbia
     auto* pb =
         dbias.data ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c))) : nullptr;
     dim3 grid(unsigned((c + 127) / 128), unsigned(chunks));
-    layernorm_param_partials_kernel<T>
+    layernorm_param_partials_kernel<T, TG>
         <<<grid, 128, 0, s>>>(pw, pb, pdy, px, pmean, prstd, rows, c, rms);
     BG_CUDA_LAUNCH_CHECK();
     const unsigned column_blocks = unsigned((c + 7) / 8);  // 8 warps of 256 threads
@@ -168,7 +170,15 @@ void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbia
       sum_chunks_kernel<T>
           <<<column_blocks, 256, 0, s>>>(static_cast<T*>(dbias.data), pb, chunks, c);
     BG_CUDA_LAUNCH_CHECK();
-  });
+  };
+  if (dy.dtype == x.dtype) {
+    dispatch_float(x.dtype, "layernorm_backward", [&](auto zero) { launch(zero, zero); });
+  } else if (x.dtype == DType::f32 && dy.dtype == DType::bf16) {
+    launch(float{}, __nv_bfloat16{});  // the bf16 gradient of a bf16-stored output
+  } else {
+    kernel_fail("layernorm_backward", std::string("gradient dtype ") + dtype_name(dy.dtype) +
+                                          " for input " + dtype_name(x.dtype));
+  }
 }
 
 }  // namespace bg::cuda

@@ -30,13 +30,13 @@ __global__ void unary_forward_kernel(UnaryOp op, TOut* out, const T* x, int64_t 
 }
 
 // Backward of ops whose gradient needs x (GELU's does) or y; the other may be null.
-template <typename T, int kOp>
-__global__ void unary_backward_kernel(UnaryOp op, T* dx, const T* x, const T* y, const T* dy,
+template <typename T, typename TG, int kOp>
+__global__ void unary_backward_kernel(UnaryOp op, T* dx, const T* x, const T* y, const TG* dy,
                                       int64_t n, float a, bool vector) {
   if (kOp >= 0) op = UnaryOp(kOp);
   BG_GRID_LOOP(g, (n + 3) / 4) {
     if (vector && 4 * g + 3 < n) {
-      const Vec4<T> g4 = reinterpret_cast<const Vec4<T>*>(dy)[g];
+      const Vec4<TG> g4 = reinterpret_cast<const Vec4<TG>*>(dy)[g];
       Vec4<T> x4{}, y4{}, o;
       if (x) x4 = reinterpret_cast<const Vec4<T>*>(x)[g];
       if (y) y4 = reinterpret_cast<const Vec4<T>*>(y)[g];
@@ -84,16 +84,25 @@ void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y,
                     double a, StreamHandle stream) {
   const int64_t n = dy.numel();
   if (n == 0) return;
-  dispatch_float(dy.dtype, "unary_backward", [&](auto zero) {
-    using T = decltype(zero);
-    auto kernel = op == UnaryOp::gelu ? unary_backward_kernel<T, int(UnaryOp::gelu)>
-                                      : unary_backward_kernel<T, -1>;
+  auto launch = [&](auto xt, auto gt) {
+    using T = decltype(xt);
+    using TG = decltype(gt);
+    auto kernel = op == UnaryOp::gelu ? unary_backward_kernel<T, TG, int(UnaryOp::gelu)>
+                                      : unary_backward_kernel<T, TG, -1>;
     kernel<<<grid_for((n + 3) / 4, 256), 256, 0, as_stream(stream)>>>(
         op, static_cast<T*>(dx.data), static_cast<const T*>(x.data), static_cast<const T*>(y.data),
-        static_cast<const T*>(dy.data), n, float(a),
+        static_cast<const TG*>(dy.data), n, float(a),
         vec4_aligned<T>(dx.data) && vec4_aligned<T>(x.data) && vec4_aligned<T>(y.data) &&
-            vec4_aligned<T>(dy.data));
-  });
+            vec4_aligned<TG>(dy.data));
+  };
+  if (dy.dtype == dx.dtype) {
+    dispatch_float(dy.dtype, "unary_backward", [&](auto zero) { launch(zero, zero); });
+  } else if (dx.dtype == DType::f32 && dy.dtype == DType::bf16) {
+    launch(float{}, __nv_bfloat16{});  // the bf16 gradient of a bf16-stored output
+  } else {
+    kernel_fail("unary_backward", std::string("gradient dtype ") + dtype_name(dy.dtype) +
+                                      " for input " + dtype_name(dx.dtype));
+  }
   BG_CUDA_LAUNCH_CHECK();
 }
 
