@@ -37,12 +37,9 @@ CausalSelfAttention::CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bi
 Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen) const {
   const int64_t b = x.size(0), t = x.size(1), hd = n_embd_ / n_head_;
   if (fused_) {
-    // Without a bias, qkv only feeds the attention kernel, which reads bf16 operands: c_attn
-    // stores its product in the dtype its matmul computes in (bf16 under bf16 precision), and
-    // the kernel's bf16 y feeds c_proj the same way.
-    const Tensor qkv = c_attn->bias.defined() ? c_attn->forward(x)
-                                              : linear(x, c_attn->weight, Tensor(),
-                                                       matmul_operand_dtype(c_attn->weight));
+    // qkv only feeds the attention kernel, which reads bf16 operands; its y (in qkv's dtype)
+    // feeds c_proj the same way.
+    const Tensor qkv = c_attn->forward_for_bf16_consumer(x);
     return dropout(c_proj->forward(fused_causal_attention(qkv, n_head_, dropout_, training(), gen)),
                    dropout_, training(), gen);
   }
@@ -79,11 +76,8 @@ MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj
 }
 
 Tensor MLP::forward(const Tensor& x, Generator& gen) const {
-  // GELU's input and output each feed one matmul: stored in the dtype those matmuls read (bf16
-  // under bf16 precision; c_fc's product only when no bias is added to it in f32).
-  const Tensor h = c_fc->bias.defined()
-                       ? c_fc->forward(x)
-                       : linear(x, c_fc->weight, Tensor(), matmul_operand_dtype(c_fc->weight));
+  // GELU's input and output each feed one matmul: stored in the dtype those matmuls read.
+  const Tensor h = c_fc->forward_for_bf16_consumer(x);
   return dropout(c_proj->forward(gelu(h, matmul_operand_dtype(h))), dropout_, training(), gen);
 }
 

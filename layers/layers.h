@@ -9,6 +9,12 @@ class Linear : public Module {
  public:
   Linear(int64_t in, int64_t out, bool bias, Generator& gen, double init_std = 0.02);
   Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }
+  // For an output whose consumer reads bf16 operands anyway (the attention kernel, GELU before a
+  // bf16 matmul): without a bias, the product is stored in the dtype the matmul computes in
+  // (bf16 under bf16 precision on CUDA); with one, the bias is added in f32 as usual.
+  Tensor forward_for_bf16_consumer(const Tensor& x) const {
+    return bias.defined() ? forward(x) : linear(x, weight, Tensor(), matmul_operand_dtype(weight));
+  }
   Tensor weight, bias;
 };
 
