@@ -2,6 +2,7 @@
 // token positions are stably radix-sorted by id (CUB), then each run of equal ids is summed
 // by one block in ascending position order. An id outside [0, V) gathers a NaN row.
 #include <algorithm>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda_common.cuh"
@@ -46,15 +47,38 @@ __global__ void embedding_backward_kernel(T* dweight, const T* dout, const I* so
 // the chunks' partials in chunk order. Deterministic (a fixed partition), no sort, and every SM
 // busy even for a 65-character vocabulary.
 constexpr int64_t kScanChunk = 512;
+constexpr int kScanThreads = 128;
+constexpr int kScanPerThread = int(kScanChunk) / kScanThreads;
+// The block first lists, in position order, the chunk's positions holding `row` (each thread
+// tests 4 consecutive positions; an exclusive scan of the counts places them), then every
+// column sums just those rows, in that order.
 template <typename T, typename I>
-__global__ void embedding_backward_scan_kernel(float* partial, const T* dout, const I* idx,
-                                               int64_t n, int64_t vocab, int64_t c) {
+__global__ void __launch_bounds__(kScanThreads)
+    embedding_backward_scan_kernel(float* partial, const T* dout, const I* idx, int64_t n,
+                                   int64_t vocab, int64_t c) {
+  using Scan = cub::BlockScan<int, kScanThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ int32_t matches[kScanChunk];
+  __shared__ int total;
   const int64_t row = blockIdx.x, chunk = blockIdx.y;
-  const int64_t begin = chunk * kScanChunk, end = min(n, begin + kScanChunk);
+  const int64_t first = chunk * kScanChunk + int64_t(threadIdx.x) * kScanPerThread;
+  bool hit[kScanPerThread];
+  int count = 0;
+#pragma unroll
+  for (int j = 0; j < kScanPerThread; ++j) {
+    hit[j] = first + j < n && int64_t(idx[first + j]) == row;
+    count += hit[j];
+  }
+  int offset, sum;
+  Scan(scan_storage).ExclusiveSum(count, offset, sum);
+#pragma unroll
+  for (int j = 0; j < kScanPerThread; ++j)
+    if (hit[j]) matches[offset++] = int32_t(first + j);
+  if (threadIdx.x == 0) total = sum;
+  __syncthreads();
   for (int64_t col = threadIdx.x; col < c; col += blockDim.x) {
     float acc = 0.f;
-    for (int64_t i = begin; i < end; ++i)
-      if (int64_t(idx[i]) == row) acc += to_float(dout[i * c + col]);
+    for (int k = 0; k < total; ++k) acc += to_float(dout[int64_t(matches[k]) * c + col]);
     partial[(chunk * vocab + row) * c + col] = acc;
   }
 }
@@ -102,7 +126,7 @@ void embedding_backward(const KView& dweight, const KView& dout, const KView& id
             static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * vocab * c)));
         if (n > 0) {
           embedding_backward_scan_kernel<T, I>
-              <<<dim3(unsigned(vocab), unsigned(chunks)), 128, 0, s>>>(
+              <<<dim3(unsigned(vocab), unsigned(chunks)), kScanThreads, 0, s>>>(
                   partial, static_cast<const T*>(dout.data), static_cast<const I*>(idx.data), n,
                   vocab, c);
           BG_CUDA_LAUNCH_CHECK();
