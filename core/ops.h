@@ -90,6 +90,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
 Tensor embedding(const Tensor& weight, const Tensor& idx);
 // Zeroes with probability p and scales the rest by 1/(1-p); identity when !training or p == 0.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
+// x + dropout(y, p) in one pass (a residual add after dropout): the same mask and numbers as the
+// two ops, one tensor fewer written and read. x and y share shape and dtype.
+Tensor dropout_add(const Tensor& x, const Tensor& y, double p, bool training, Generator& gen);
 Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
 // layernorm stored as out_dtype (x's, or bf16 for f32 x), as gelu(x, out_dtype).
 Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,

@@ -34,21 +34,28 @@ CausalSelfAttention::CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bi
       register_module("c_proj", std::make_shared<Linear>(n_embd, n_embd, bias, init, proj_std));
 }
 
-Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen) const {
+Tensor dropout_then_add(const Tensor& y, double p, bool training, Generator& gen,
+                        const Tensor& residual) {
+  return residual.defined() ? dropout_add(residual, y, p, training, gen)
+                            : dropout(y, p, training, gen);
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen, const Tensor& residual) const {
   const int64_t b = x.size(0), t = x.size(1), hd = n_embd_ / n_head_;
   if (fused_) {
     // qkv only feeds the attention kernel, which reads bf16 operands; its y (in qkv's dtype)
     // feeds c_proj the same way.
     const Tensor qkv = c_attn->forward_for_bf16_consumer(x);
-    return dropout(c_proj->forward(fused_causal_attention(qkv, n_head_, dropout_, training(), gen)),
-                   dropout_, training(), gen);
+    return dropout_then_add(
+        c_proj->forward(fused_causal_attention(qkv, n_head_, dropout_, training(), gen)), dropout_,
+        training(), gen, residual);
   }
   const auto qkv = split(c_attn->forward(x), {n_embd_, n_embd_, n_embd_}, 2);
   auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
   const Tensor y =
       causal_self_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), dropout_, training(), gen);
-  return dropout(c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_})), dropout_, training(),
-                 gen);
+  return dropout_then_add(c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_})), dropout_,
+                          training(), gen, residual);
 }
 
 Tensor CausalSelfAttention::forward_cached(const Tensor& x, const Tensor& k_cache,
@@ -75,10 +82,11 @@ MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj
       register_module("c_proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, init, proj_std));
 }
 
-Tensor MLP::forward(const Tensor& x, Generator& gen) const {
+Tensor MLP::forward(const Tensor& x, Generator& gen, const Tensor& residual) const {
   // GELU's input and output each feed one matmul: stored in the dtype those matmuls read.
   const Tensor h = c_fc->forward_for_bf16_consumer(x);
-  return dropout(c_proj->forward(gelu(h, matmul_operand_dtype(h))), dropout_, training(), gen);
+  return dropout_then_add(c_proj->forward(gelu(h, matmul_operand_dtype(h))), dropout_, training(),
+                          gen, residual);
 }
 
 }  // namespace bg

@@ -55,7 +55,9 @@ class CausalSelfAttention : public Module {
  public:
   CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout, Generator& init,
                       double proj_std, bool fused = false);
-  Tensor forward(const Tensor& x, Generator& gen) const;  // (B, T, C) -> (B, T, C)
+  // (B, T, C) -> (B, T, C); with a residual, residual + that (the output dropout fused into the
+  // add: same numbers, one pass fewer).
+  Tensor forward(const Tensor& x, Generator& gen, const Tensor& residual = Tensor()) const;
   // Inference with a key/value cache: x (B, T, C) holds positions past..past+T-1; their keys
   // and values are written into k_cache/v_cache (B, H, capacity, D) and the queries attend to
   // positions 0..past+T-1. No dropout, no gradients.
@@ -69,11 +71,15 @@ class CausalSelfAttention : public Module {
   bool fused_;  // fused_causal_attention on the packed qkv, else the composed ops
 };
 
+// dropout(y), or residual + dropout(y) in one pass when a residual is given.
+Tensor dropout_then_add(const Tensor& y, double p, bool training, Generator& gen,
+                        const Tensor& residual);
+
 // Linear(4C) -> GELU -> Linear(C) -> dropout.
 class MLP : public Module {
  public:
   MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std);
-  Tensor forward(const Tensor& x, Generator& gen) const;
+  Tensor forward(const Tensor& x, Generator& gen, const Tensor& residual = Tensor()) const;
   std::shared_ptr<Linear> c_fc, c_proj;
 
  private:

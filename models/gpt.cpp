@@ -60,8 +60,8 @@ Block::Block(const GPTConfig& cfg, Generator& init) {
 }
 
 Tensor Block::forward(const Tensor& x, Generator& gen) const {
-  const Tensor h = x + attn->forward(ln_1->forward_for_matmul(x), gen);
-  return h + mlp->forward(ln_2->forward_for_matmul(h), gen);
+  const Tensor h = attn->forward(ln_1->forward_for_matmul(x), gen, x);  // x + attn(ln_1(x))
+  return mlp->forward(ln_2->forward_for_matmul(h), gen, h);
 }
 
 Tensor Block::forward_cached(const Tensor& x, const Tensor& k, const Tensor& v,

@@ -350,6 +350,21 @@ OpCase embedding_large_case() {  // past the small-vocabulary scan: the radix-so
   return c;
 }
 
+OpCase dropout_add_case() {
+  OpCase c;
+  c.name = "dropout_add";
+  c.inputs = {{{13, 17}}, {{13, 17}}};
+  c.fn = [](const V& x) {
+    Generator gen(78);
+    return dropout_add(x[0], x[1], 0.3, true, gen);
+  };
+  c.reference = [](const V& x) {  // the residual plus bernoulli's mask on y, from the same counters
+    Generator gen(78);
+    return x[0] + x[1] * bernoulli(x[1].shape(), gen, 0.7, 1.0 / 0.7, x[1].dtype(), x[1].device());
+  };
+  c.noncontiguous = true;
+  return c;
+}
 OpCase dropout_case() {
   OpCase c;
   c.name = "dropout";
@@ -539,6 +554,7 @@ BG_OP_TEST("cross_entropy none", ce_none_case)
 BG_OP_TEST("embedding", embedding_case)
 BG_OP_TEST("embedding large vocab", embedding_large_case)
 BG_OP_TEST("dropout", dropout_case)
+BG_OP_TEST("dropout_add", dropout_add_case)
 BG_OP_TEST("layernorm", layernorm_case)
 BG_OP_TEST("layernorm many rows", layernorm_long_case)
 BG_OP_TEST("layernorm strided", layernorm_strided_case)
@@ -673,6 +689,39 @@ TEST_CASE("cuda: bf16-stored layernorm and gelu outputs give the matmul's own ro
   CHECK(matmul_operand_dtype(zeros({2}, DType::f32, gpu)) == DType::f32);
   CHECK_THROWS_WITH(matmul(zeros({2, 3}, DType::bf16, gpu), zeros({3, 2}, DType::f32, gpu)),
                     doctest::Contains("dtype mismatch"));
+}
+
+// The fused residual add draws dropout()'s mask and rounds as the two ops do: equal bit for bit,
+// forward and both gradients, on the CPU and (f32 and bf16) on CUDA.
+void check_dropout_add_matches_two_ops(Device device, DType dtype) {
+  Generator init(41);
+  const Tensor x0 = randn({37, 29}, init, 0, 1, dtype, device);
+  const Tensor y0 = randn({37, 29}, init, 0, 1, dtype, device);
+  const Tensor w = randn({37, 29}, init, 0, 1, dtype, device);
+  std::vector<float> got[2][3];
+  for (int fused = 0; fused < 2; ++fused) {
+    const Tensor x = x0.detach().requires_grad_(true), y = y0.detach().requires_grad_(true);
+    Generator gen(42);
+    const Tensor out = fused ? dropout_add(x, y, 0.2, true, gen) : x + dropout(y, 0.2, true, gen);
+    sum(out * w).backward();
+    got[fused][0] = out.to(DType::f32).to_vector<float>();
+    got[fused][1] = x.grad().to(DType::f32).to_vector<float>();
+    got[fused][2] = y.grad().to(DType::f32).to_vector<float>();
+  }
+  for (int k = 0; k < 3; ++k) CHECK(got[0][k] == got[1][k]);
+}
+
+TEST_CASE("cpu: dropout_add equals x + dropout(y) bit for bit") {
+  check_dropout_add_matches_two_ops(Device::cpu(), DType::f32);
+  Generator gen;
+  CHECK_THROWS_WITH(dropout_add(zeros({2, 3}), zeros({3, 2}), 0.1, true, gen),
+                    doctest::Contains("share shape and dtype"));
+}
+
+TEST_CASE("cuda: dropout_add equals x + dropout(y) bit for bit") {
+  BG_REQUIRE_CUDA();
+  check_dropout_add_matches_two_ops(Device::cuda(0), DType::f32);
+  check_dropout_add_matches_two_ops(Device::cuda(0), DType::bf16);
 }
 
 }  // namespace bg::test

@@ -60,6 +60,34 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   return out;
 }
 
+Tensor dropout_add(const Tensor& x, const Tensor& y, double p, bool training, Generator& gen) {
+  BG_CHECK(p >= 0.0 && p < 1.0, "dropout_add", "p must be in [0, 1), got ", p);
+  if (!training || p == 0.0) return x + y;
+  check_float(y, "dropout_add", "input");
+  check_same_device(x, y, "dropout_add");
+  BG_CHECK(x.shape() == y.shape() && x.dtype() == y.dtype(), "dropout_add",
+           "x and y must share shape and dtype, got ", shape_str(x.shape()), " ",
+           dtype_name(x.dtype()), " and ", shape_str(y.shape()), " ", dtype_name(y.dtype()));
+  // dropout(y)'s counters, so the fused op draws the very mask the two ops would.
+  const double keep = 1.0 - p, scale = 1.0 / (1.0 - p);
+  const uint64_t seed = gen.seed, offset = gen.take(uint64_t(y.numel()));
+  const Tensor xc = compute_input(x), yc = compute_input(y);
+  Tensor out = empty(yc.shape(), yc.dtype(), yc.device());
+  BG_DISPATCH(y.device(), dropout_add_apply, out.kview(), xc.kview(), yc.kview(), keep, scale, seed,
+              offset, stream_for(y.device()));
+  out = compute_output(out, y.dtype());
+  const DType dt = y.dtype();
+  const Device dev = y.device();
+  record(out, "dropout_add", {x, y}, [=](const Tensor& g) {
+    const Tensor gc = compute_input(g);
+    Tensor dy = empty(gc.shape(), gc.dtype(), dev);
+    BG_DISPATCH(dev, dropout_apply, dy.kview(), gc.kview(), keep, scale, seed, offset,
+                stream_for(dev));
+    return std::vector<Tensor>{g, compute_output(dy, dt)};
+  });
+  return out;
+}
+
 namespace {
 
 // out_dtype: x's, or bf16 for f32 x (stored directly by the CUDA kernel: the operand of the

@@ -41,4 +41,24 @@ void dropout_apply(const KView& out, const KView& x, double keep, double scale, 
   });
 }
 
+void dropout_add_apply(const KView& out, const KView& x, const KView& y, double keep, double scale,
+                       uint64_t seed, uint64_t offset, StreamHandle) {
+  if (!out.contiguous() || !x.contiguous() || !y.contiguous())
+    kernel_fail("dropout_add", "views must be contiguous");
+  dispatch_float(y.dtype, "dropout_add", [&](auto zero) {
+    using T = decltype(zero);
+    const T* base = ptr<T>(x);
+    const T* in = ptr<T>(y);
+    T* o = ptr<T>(out);
+    const T s = T(scale);
+    for (int64_t i = 0, n = y.numel(); i < n; ++i) {
+      // volatile: the product is rounded on its own, as dropout() stores it, never fused with
+      // the add into an FMA (x86-64-v3 builds contract by default).
+      volatile T dropped =
+          philox_uniform(seed, offset + uint64_t(i)) < float(keep) ? in[i] * s : T(0);
+      o[i] = base[i] + dropped;
+    }
+  });
+}
+
 }  // namespace bg::cpu

@@ -2,10 +2,10 @@
 // Compute kernels take f32, f16 or bf16 views and accumulate in f32 (f64 is CPU-only).
 // All launches are asynchronous on the given stream; reductions use a fixed partition.
 #pragma once
+#include "../attention_dropout.h"
 #include "../bide_values.h"
 #include "../kernel_types.h"
 #include "../optimizer_params.h"
-#include "../attention_dropout.h"
 #include "../philox.h"
 
 namespace bg {
@@ -22,6 +22,10 @@ void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64
 // regenerated from its counters (dropout's forward, and its backward on dy); contiguous.
 void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
                    uint64_t offset, StreamHandle stream);
+// out = x + dropout_apply(y): the residual add fused with the dropout before it (same mask, and
+// y's dropped value rounded to its dtype before the add, as the two ops would); contiguous.
+void dropout_add_apply(const KView& out, const KView& x, const KView& y, double keep, double scale,
+                       uint64_t seed, uint64_t offset, StreamHandle stream);
 // unary.cu: contiguous, same dtype; f32 x may also have a bf16 out (forward) or a bf16 dy
 // (backward: the gradient of a bf16-stored output).
 void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, double b,

@@ -59,7 +59,42 @@ __global__ void dropout_kernel(T* out, const T* x, int64_t n, float keep, float 
   }
 }
 
+template <typename T>
+__global__ void dropout_add_kernel(T* out, const T* x, const T* y, int64_t n, float keep,
+                                   float scale, uint64_t seed, uint64_t offset) {
+  const float s = to_float(from_float<T>(scale));
+  BG_GRID_LOOP(g, (n + 3) / 4) {
+    const Philox4 r = philox4x32((offset >> 2) + uint64_t(g), seed);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t i = 4 * g + j;
+      if (i >= n) break;
+      const bool kept = float(r.v[j] >> 8) * (1.0f / 16777216.0f) < keep;
+      // The dropped value in T first, what dropout() would have stored; __fmul_rn keeps the
+      // product from being fused with the add into an FMA.
+      const float d = to_float(from_float<T>(kept ? __fmul_rn(to_float(y[i]), s) : 0.f));
+      out[i] = from_float<T>(to_float(x[i]) + d);
+    }
+  }
+}
+
 }  // namespace
+
+void dropout_add_apply(const KView& out, const KView& x, const KView& y, double keep, double scale,
+                       uint64_t seed, uint64_t offset, StreamHandle stream) {
+  if (!out.contiguous() || !x.contiguous() || !y.contiguous())
+    kernel_fail("dropout_add", "views must be contiguous");
+  if (offset % 4 != 0) kernel_fail("dropout_add", "offset must be 4-aligned (Generator::take)");
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  dispatch_float(y.dtype, "dropout_add", [&](auto zero) {
+    using T = decltype(zero);
+    dropout_add_kernel<T><<<grid_for((n + 3) / 4, 256), 256, 0, as_stream(stream)>>>(
+        static_cast<T*>(out.data), static_cast<const T*>(x.data), static_cast<const T*>(y.data), n,
+        float(keep), float(scale), seed, offset);
+  });
+  BG_CUDA_LAUNCH_CHECK();
+}
 
 void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
                    uint64_t offset, StreamHandle stream) {
