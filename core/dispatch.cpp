@@ -22,6 +22,12 @@ Tensor compute_output(const Tensor& t, DType dtype) {
   return t.dtype() == dtype ? t : t.detach().to(dtype);
 }
 
+Tensor incoming_gradient(const Tensor& g, DType input_dtype) {
+  const Tensor gc = compute_input(g);
+  if (gc.is_cuda() && gc.dtype() == DType::bf16 && input_dtype == DType::f32) return gc;
+  return compute_output(gc, input_dtype);
+}
+
 DType stats_dtype(DType compute) { return compute == DType::f64 ? DType::f64 : DType::f32; }
 
 void check_float(const Tensor& t, const char* op, const char* what) {

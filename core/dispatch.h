@@ -28,6 +28,10 @@ DType compute_dtype(const Tensor& t);
 Tensor compute_input(const Tensor& t);
 // Rounds a compute-dtype result back to `dtype` (no-op when equal).
 Tensor compute_output(const Tensor& t, DType dtype);
+// The gradient an op's backward kernels read, for an input computed in `input_dtype`: g
+// contiguous in that dtype, except a bf16 gradient of an f32 input on CUDA (the gradient of an
+// output stored in bf16 under bf16 precision), which the kernels read as it is.
+Tensor incoming_gradient(const Tensor& g, DType input_dtype);
 // Statistics dtype for kernels that store per-row stats (lse, mean, rstd): f64 for f64.
 DType stats_dtype(DType compute);
 

@@ -64,8 +64,7 @@ Tensor fused_causal_attention(const Tensor& qkv, int64_t n_head, double dropout_
   const Tensor ys = y.detach(), qs = qc.detach(), lses = lse.detach();
   const DType dt = qkv.dtype();
   record(out, name, {qkv}, [=](const Tensor& g) {
-    Tensor gc = compute_input(g);
-    if (gc.dtype() != cd) gc = gc.to(cd);  // bf16 qkv's y fed an f32-gradient matmul
+    const Tensor gc = compute_output(compute_input(g), cd);  // the kernels read dy in qkv's dtype
     Tensor dqkv = empty({b, t, 3 * c}, cd, dev);
     Tensor delta = empty({b, n_head, t}, sd, dev);
     BG_DISPATCH(dev, attention_backward, heads_view(dqkv, 0, n_head, d),

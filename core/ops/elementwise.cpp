@@ -155,11 +155,7 @@ Tensor unary(UnaryOp op, const Tensor& x, double a = 1.0, double b = 0.0,
   const Tensor xs = xc.detach(), ys = narrow ? Tensor() : y.detach();
   const DType dt = x.dtype();
   record(out, name, {x}, [=](const Tensor& g) {
-    Tensor gc = compute_input(g);
-    // A bf16-stored output's gradient arrives in bf16: CUDA kernels read it as it is.
-    if (gc.dtype() != xs.dtype() &&
-        !(gc.is_cuda() && gc.dtype() == DType::bf16 && xs.dtype() == DType::f32))
-      gc = gc.to(xs.dtype());
+    const Tensor gc = incoming_gradient(g, xs.dtype());
     Tensor dx = empty(xs.shape(), xs.dtype(), xs.device());
     BG_DISPATCH(xs.device(), unary_backward, op, dx.kview(), xs.kview(),
                 ys.defined() ? ys.kview() : null_view(), gc.kview(), a, stream_for(xs.device()));

@@ -126,11 +126,7 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
   const DType dt = x.dtype();
   const bool has_w = weight.defined(), has_b = bias.defined();
   record(out, name, {x, weight, bias}, [=](const Tensor& g) {
-    Tensor gc = compute_input(g);
-    // A bf16-stored output's gradient arrives in bf16: CUDA kernels read it as it is.
-    if (gc.dtype() != xc.dtype() &&
-        !(gc.is_cuda() && gc.dtype() == DType::bf16 && xc.dtype() == DType::f32))
-      gc = gc.to(xc.dtype());
+    const Tensor gc = incoming_gradient(g, xc.dtype());
     Tensor dx = empty(xc.shape(), xc.dtype(), xc.device());
     Tensor dw = has_w ? empty({c}, xc.dtype(), xc.device()) : Tensor();
     Tensor db = has_b ? empty({c}, xc.dtype(), xc.device()) : Tensor();

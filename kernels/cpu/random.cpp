@@ -28,37 +28,39 @@ void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64
   });
 }
 
-void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
-                   uint64_t offset, StreamHandle) {
-  if (!out.contiguous() || !x.contiguous()) kernel_fail("dropout", "views must be contiguous");
-  dispatch_float(x.dtype, "dropout", [&](auto zero) {
-    using T = decltype(zero);
-    const T* in = ptr<T>(x);
-    T* o = ptr<T>(out);
-    const T s = T(scale);
-    for (int64_t i = 0, n = x.numel(); i < n; ++i)
-      o[i] = philox_uniform(seed, offset + uint64_t(i)) < float(keep) ? in[i] * s : T(0);
-  });
-}
+namespace {
 
-void dropout_add_apply(const KView& out, const KView& x, const KView& y, double keep, double scale,
-                       uint64_t seed, uint64_t offset, StreamHandle) {
-  if (!out.contiguous() || !x.contiguous() || !y.contiguous())
-    kernel_fail("dropout_add", "views must be contiguous");
-  dispatch_float(y.dtype, "dropout_add", [&](auto zero) {
+// out = dropped, or residual + dropped: y * scale where bernoulli(keep) draws 1, else 0.
+void apply_dropout(const char* op, const KView& out, const KView* residual, const KView& y,
+                   double keep, double scale, uint64_t seed, uint64_t offset) {
+  if (!out.contiguous() || !y.contiguous() || (residual && !residual->contiguous()))
+    kernel_fail(op, "views must be contiguous");
+  dispatch_float(y.dtype, op, [&](auto zero) {
     using T = decltype(zero);
-    const T* base = ptr<T>(x);
     const T* in = ptr<T>(y);
+    const T* res = residual ? ptr<T>(*residual) : nullptr;
     T* o = ptr<T>(out);
     const T s = T(scale);
     for (int64_t i = 0, n = y.numel(); i < n; ++i) {
       // volatile: the product is rounded on its own, as dropout() stores it, never fused with
-      // the add into an FMA (x86-64-v3 builds contract by default).
+      // a residual add into an FMA (x86-64-v3 builds contract by default).
       volatile T dropped =
           philox_uniform(seed, offset + uint64_t(i)) < float(keep) ? in[i] * s : T(0);
-      o[i] = base[i] + dropped;
+      o[i] = res ? res[i] + dropped : dropped;
     }
   });
+}
+
+}  // namespace
+
+void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
+                   uint64_t offset, StreamHandle) {
+  apply_dropout("dropout", out, nullptr, x, keep, scale, seed, offset);
+}
+
+void dropout_add_apply(const KView& out, const KView& x, const KView& y, double keep, double scale,
+                       uint64_t seed, uint64_t offset, StreamHandle) {
+  apply_dropout("dropout_add", out, &x, y, keep, scale, seed, offset);
 }
 
 }  // namespace bg::cpu

@@ -118,6 +118,20 @@ __device__ void prefetch_tile(const HeadsView<const T>& src, int b, int h, int t
   }
 }
 
+// Tile `tile` of two same-shaped sources (k and v, or q and dy) into shared memory, and an L2
+// prefetch of the tile after it when the loop will load that one next.
+template <typename T>
+__device__ void load_tile_pair(bf16* tile_a, bf16* tile_b, const HeadsView<const T>& a,
+                               const HeadsView<const T>& b_src, int b, int h, int tile,
+                               bool prefetch_next, int t) {
+  load_tile(tile_a, a, b, h, tile * kTile, t);
+  load_tile(tile_b, b_src, b, h, tile * kTile, t);
+  if (prefetch_next) {
+    prefetch_tile(a, b, h, (tile + 1) * kTile, t);
+    prefetch_tile(b_src, b, h, (tile + 1) * kTile, t);
+  }
+}
+
 __device__ __forceinline__ void store2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = make_float2(a, b);
 }
@@ -225,12 +239,7 @@ __global__ void __launch_bounds__(kThreads)
   zero(o);
   for (int kt = 0; kt <= qt; ++kt) {
     __syncthreads();
-    load_tile(sk, k, b, h, kt * kTile, s.t);
-    load_tile(sv, v, b, h, kt * kTile, s.t);
-    if (kt < qt) {
-      prefetch_tile(k, b, h, (kt + 1) * kTile, s.t);
-      prefetch_tile(v, b, h, (kt + 1) * kTile, s.t);
-    }
+    load_tile_pair(sk, sv, k, v, b, h, kt, kt < qt, s.t);
     __syncthreads();
     float p[8][4];
     zero(p);
@@ -355,8 +364,7 @@ __global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
   const int bh = blockIdx.y, b = bh / s.heads, h = bh % s.heads;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int r0 = qt * kTile + warp * 16 + (lane >> 2);
-  load_tile(sq, q, b, h, qt * kTile, s.t);
-  load_tile(sg, dy, b, h, qt * kTile, s.t);
+  load_tile_pair(sq, sg, q, dy, b, h, qt, false, s.t);
   __syncthreads();
   uint32_t qa[4][4], ga[4][4];
   load_a(qa, sq, warp * 16, lane);
@@ -367,12 +375,7 @@ __global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
   zero(acc);
   for (int kt = 0; kt <= qt; ++kt) {
     __syncthreads();
-    load_tile(sk, k, b, h, kt * kTile, s.t);
-    load_tile(sv, v, b, h, kt * kTile, s.t);
-    if (kt < qt) {
-      prefetch_tile(k, b, h, (kt + 1) * kTile, s.t);
-      prefetch_tile(v, b, h, (kt + 1) * kTile, s.t);
-    }
+    load_tile_pair(sk, sv, k, v, b, h, kt, kt < qt, s.t);
     __syncthreads();
     float p[8][4], ds[8][4];
     probs_and_grads(p, ds, qa, ga, sk, sv, lse2, dl, bh, r0, kt, s, lane);
@@ -425,19 +428,13 @@ __global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
   const int tiles = gridDim.x, kt = blockIdx.x;  // the shortest loops (late keys) last
   const int bh = blockIdx.y, b = bh / s.heads, h = bh % s.heads;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  load_tile(sk, k, b, h, kt * kTile, s.t);
-  load_tile(sv, v, b, h, kt * kTile, s.t);
+  load_tile_pair(sk, sv, k, v, b, h, kt, false, s.t);
   float acc_k[8][4], acc_v[8][4];
   zero(acc_k);
   zero(acc_v);
   for (int qt = kt; qt < tiles; ++qt) {
     __syncthreads();
-    load_tile(sq, q, b, h, qt * kTile, s.t);
-    load_tile(sg, dy, b, h, qt * kTile, s.t);
-    if (qt + 1 < tiles) {
-      prefetch_tile(q, b, h, (qt + 1) * kTile, s.t);
-      prefetch_tile(dy, b, h, (qt + 1) * kTile, s.t);
-    }
+    load_tile_pair(sq, sg, q, dy, b, h, qt, qt + 1 < tiles, s.t);
     __syncthreads();
     // Phase 1: warp w computes P and dS for query rows 16w.. of the tile.
     const int r0 = qt * kTile + warp * 16 + (lane >> 2);

@@ -39,6 +39,18 @@ void dispatch_float(DType t, const char* op, F&& f) {
   }
 }
 
+// Calls f(T{}, P{}) for a kernel whose second tensor (an output, or a gradient) is stored either
+// in the first's dtype T or, for an f32 first, in bf16: the one narrowing bf16 precision uses
+// (an activation stored as the bf16 operand of its consuming matmul, and that activation's bf16
+// gradient). `what` names the second tensor in the error.
+template <typename F>
+void dispatch_float_or_bf16(DType first, DType second, const char* op, const char* what, F&& f) {
+  if (second == first) return dispatch_float(first, op, [&](auto zero) { f(zero, zero); });
+  if (first == DType::f32 && second == DType::bf16) return f(float{}, __nv_bfloat16{});
+  kernel_fail(op, std::string(what) + " dtype " + dtype_name(second) + " for input " +
+                      dtype_name(first) + " (only f32 -> bf16 narrows)");
+}
+
 template <typename F>
 void dispatch_index(DType t, const char* op, F&& f) {
   if (t == DType::i64) return f(int64_t{});

@@ -121,14 +121,7 @@ void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, con
         static_cast<const T*>(x.data), static_cast<const T*>(weight.data),
         static_cast<const T*>(bias.data), rows, c, float(eps), rms);
   };
-  if (y.dtype == x.dtype) {
-    dispatch_float(x.dtype, "layernorm", [&](auto zero) { launch(zero, zero); });
-  } else if (x.dtype == DType::f32 && y.dtype == DType::bf16) {
-    launch(float{}, __nv_bfloat16{});
-  } else {
-    kernel_fail("layernorm", std::string("output dtype ") + dtype_name(y.dtype) + " for input " +
-                                 dtype_name(x.dtype) + " (only f32 -> bf16 narrows)");
-  }
+  dispatch_float_or_bf16(x.dtype, y.dtype, "layernorm", "output", launch);
   BG_CUDA_LAUNCH_CHECK();
 }
 
@@ -171,14 +164,7 @@ void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbia
           <<<column_blocks, 256, 0, s>>>(static_cast<T*>(dbias.data), pb, chunks, c);
     BG_CUDA_LAUNCH_CHECK();
   };
-  if (dy.dtype == x.dtype) {
-    dispatch_float(x.dtype, "layernorm_backward", [&](auto zero) { launch(zero, zero); });
-  } else if (x.dtype == DType::f32 && dy.dtype == DType::bf16) {
-    launch(float{}, __nv_bfloat16{});  // the bf16 gradient of a bf16-stored output
-  } else {
-    kernel_fail("layernorm_backward", std::string("gradient dtype ") + dtype_name(dy.dtype) +
-                                          " for input " + dtype_name(x.dtype));
-  }
+  dispatch_float_or_bf16(x.dtype, dy.dtype, "layernorm_backward", "gradient", launch);
 }
 
 }  // namespace bg::cuda

@@ -69,14 +69,7 @@ void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, doubl
         op, static_cast<TOut*>(out.data), static_cast<const T*>(x.data), n, float(a), float(b),
         vec4_aligned<TOut>(out.data) && vec4_aligned<T>(x.data));
   };
-  if (out.dtype == x.dtype) {
-    dispatch_float(x.dtype, "unary", [&](auto zero) { launch(zero, zero); });
-  } else if (x.dtype == DType::f32 && out.dtype == DType::bf16) {
-    launch(float{}, __nv_bfloat16{});  // the bf16 operand of the matmul that consumes it
-  } else {
-    kernel_fail("unary", std::string("output dtype ") + dtype_name(out.dtype) + " for input " +
-                             dtype_name(x.dtype) + " (only f32 -> bf16 narrows)");
-  }
+  dispatch_float_or_bf16(x.dtype, out.dtype, "unary", "output", launch);
   BG_CUDA_LAUNCH_CHECK();
 }
 
@@ -95,14 +88,7 @@ void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y,
         vec4_aligned<T>(dx.data) && vec4_aligned<T>(x.data) && vec4_aligned<T>(y.data) &&
             vec4_aligned<TG>(dy.data));
   };
-  if (dy.dtype == dx.dtype) {
-    dispatch_float(dy.dtype, "unary_backward", [&](auto zero) { launch(zero, zero); });
-  } else if (dx.dtype == DType::f32 && dy.dtype == DType::bf16) {
-    launch(float{}, __nv_bfloat16{});  // the bf16 gradient of a bf16-stored output
-  } else {
-    kernel_fail("unary_backward", std::string("gradient dtype ") + dtype_name(dy.dtype) +
-                                      " for input " + dtype_name(dx.dtype));
-  }
+  dispatch_float_or_bf16(dx.dtype, dy.dtype, "unary_backward", "gradient", launch);
   BG_CUDA_LAUNCH_CHECK();
 }
 
