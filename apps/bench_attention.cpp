@@ -2,7 +2,9 @@
 // Baby GPT's 64 x 6 heads x 256, with and without its 0.2 dropout, and GPT-2 124M's 16 x 12 x
 // 1024), fused_causal_attention against the composed ops (TF32 matmuls + causal_softmax +
 // dropout + head transposes, what the model ran before): median milliseconds of the forward
-// (training mode) and of the backward, with the tensor-core floor of the causal FLOPs.
+// (training mode) and of the backward, with the tensor-core floor of the causal FLOPs. The fused
+// kernel runs on f32 qkv (fp32/tf32 training, and GPT-2's biased c_attn) and on bf16 qkv (bf16
+// training without biases: its tiles copy asynchronously).
 // qkv rotates through two sets, each past the L2 cache. Writes JSON.
 #include <algorithm>
 #include <cmath>
@@ -17,6 +19,11 @@ namespace bg::cli {
 namespace {
 
 constexpr double kBf16TensorFlops = 728e12;  // measured H200 bf16 GEMM ceiling (REFERENCES.md)
+
+struct Variant {
+  const char* impl;
+  DType inputs;
+};
 
 struct AttentionShape {
   const char* name;
@@ -51,8 +58,8 @@ int run_bench_attention(const Args& args) {
   json << "{\n  \"benchmark\": \"attention\",\n  \"device\": \"" << info.name
        << "\",\n  \"head_dim\": " << head_dim << ", \"reps\": " << reps
        << ", \"bf16_tensor_tflops\": " << kBf16TensorFlops / 1e12 << ",\n  \"results\": [\n";
-  std::printf("%-6s %5s %5s %5s %5s %-9s %9s %9s %9s %9s %8s\n", "shape", "B", "H", "T", "drop",
-              "impl", "fwd_ms", "bwd_ms", "fwd_floor", "bwd_floor", "TFLOP/s");
+  std::printf("%-6s %5s %5s %5s %5s %-9s %-5s %9s %9s %9s %9s %8s\n", "shape", "B", "H", "T",
+              "drop", "impl", "in", "fwd_ms", "bwd_ms", "fwd_floor", "bwd_floor", "TFLOP/s");
   const MatmulPrecision saved = matmul_precision();
   set_matmul_precision(MatmulPrecision::tf32);
   bool first = true;
@@ -70,19 +77,25 @@ int run_bench_attention(const Args& args) {
     const double fwd_flops =
         4.0 * double(s.batch * s.heads * head_dim) * double(s.t) * double(s.t + 1) / 2.0;
     const double fwd_floor = 1e3 * fwd_flops / kBf16TensorFlops, bwd_floor = 2.5 * fwd_floor;
-    for (const char* impl : {"fused", "composed"}) {
-      const bool fused = std::string(impl) == "fused";
+    for (const Variant& variant : {Variant{"fused", DType::f32}, Variant{"fused", DType::bf16},
+                                   Variant{"composed", DType::f32}}) {
+      const bool fused = std::string(variant.impl) == "fused";
+      std::vector<Tensor> qkv_in, dy_in;
+      for (size_t i = 0; i < qkv.size(); ++i) {
+        qkv_in.push_back(qkv[i].to(variant.inputs));
+        dy_in.push_back(dy[i].to(variant.inputs));
+      }
       Generator gen(2);
       std::vector<double> fwd, bwd;
       for (int it = 0; it < reps + 3; ++it) {
         const int i = it % 2;
-        const Tensor x = qkv[size_t(i)].detach().requires_grad_(true);
+        const Tensor x = qkv_in[size_t(i)].detach().requires_grad_(true);
         Tensor y;
         const double tf = bench_time_ms(dev, [&] {
           y = fused ? fused_causal_attention(x, s.heads, s.dropout, true, gen)
                     : composed_attention(x, s.heads, s.dropout, gen);
         });
-        const double tb = bench_time_ms(dev, [&] { y.backward(dy[size_t(i)]); });
+        const double tb = bench_time_ms(dev, [&] { y.backward(dy_in[size_t(i)]); });
         if (it >= 3) {
           fwd.push_back(tf);
           bwd.push_back(tb);
@@ -90,12 +103,14 @@ int run_bench_attention(const Args& args) {
       }
       const double f = median(fwd), b = median(bwd);
       const double tflops = 3.5 * fwd_flops / ((f + b) * 1e-3) / 1e12;
-      std::printf("%-6s %5lld %5lld %5lld %5.2f %-9s %9.3f %9.3f %9.3f %9.3f %8.1f\n", s.name,
-                  (long long)s.batch, (long long)s.heads, (long long)s.t, s.dropout, impl, f, b,
-                  fwd_floor, bwd_floor, tflops);
+      const char* in = dtype_name(variant.inputs);
+      std::printf("%-6s %5lld %5lld %5lld %5.2f %-9s %-5s %9.3f %9.3f %9.3f %9.3f %8.1f\n", s.name,
+                  (long long)s.batch, (long long)s.heads, (long long)s.t, s.dropout, variant.impl,
+                  in, f, b, fwd_floor, bwd_floor, tflops);
       json << (first ? "" : ",\n") << "    {\"shape\": \"" << s.name << "\", \"batch\": " << s.batch
            << ", \"heads\": " << s.heads << ", \"t\": " << s.t << ", \"dropout\": " << s.dropout
-           << ", \"impl\": \"" << impl << "\", \"fwd_ms\": " << f << ", \"bwd_ms\": " << b
+           << ", \"impl\": \"" << variant.impl << "\", \"inputs\": \"" << in
+           << "\", \"fwd_ms\": " << f << ", \"bwd_ms\": " << b
            << ", \"fwd_floor_ms\": " << fwd_floor << ", \"bwd_floor_ms\": " << bwd_floor
            << ", \"tflops\": " << tflops << "}";
       first = false;

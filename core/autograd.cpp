@@ -21,14 +21,32 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(Tensor& output, const char* name, std::vector<Tensor> inputs, BackwardFn backward) {
-  if (!needs_grad(inputs)) return;
+namespace {
+
+std::shared_ptr<Node> attach(Tensor& output, const char* name, std::vector<Tensor> inputs) {
+  if (!needs_grad(inputs)) return nullptr;
   auto node = std::make_shared<Node>();
   node->name = name;
   node->inputs = std::move(inputs);
-  node->backward = std::move(backward);
-  output.impl()->grad_fn = std::move(node);
+  output.impl()->grad_fn = node;
   output.impl()->requires_grad = true;
+  return node;
+}
+
+}  // namespace
+
+void record(Tensor& output, const char* name, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (auto node = attach(output, name, std::move(inputs))) node->backward = std::move(backward);
+}
+
+void record_folding(Tensor& output, const char* name, std::vector<Tensor> inputs, size_t fold_input,
+                    FoldingBackwardFn backward) {
+  BG_CHECK(fold_input < inputs.size(), "record_folding", "input ", fold_input, " of ",
+           inputs.size());
+  if (auto node = attach(output, name, std::move(inputs))) {
+    node->backward_folding = std::move(backward);
+    node->fold_input = fold_input;
+  }
 }
 
 namespace {
@@ -91,9 +109,24 @@ void Tensor::backward(const Tensor& grad) const {
     if (found == grads.end()) continue;  // no gradient flowed here
     Tensor g = found->second;
     grads.erase(found);
-    BG_CHECK(node->backward, "backward", "graph through '", node->name,
+    BG_CHECK(node->backward || node->backward_folding, "backward", "graph through '", node->name,
              "' was already freed by an earlier backward()");
-    std::vector<Tensor> in_grads = node->backward(g);
+    // The gradient pending for the folding input, if another consumer already gave one.
+    Node* fold_child = nullptr;
+    if (node->backward_folding) {
+      const Tensor& in = node->inputs[node->fold_input];
+      if (in.defined() && in.requires_grad() && in.impl()->grad_fn &&
+          grads.count(in.impl()->grad_fn.get()))
+        fold_child = in.impl()->grad_fn.get();
+      for (size_t j = 0; j < node->inputs.size(); ++j)  // the same tensor twice: plain adds
+        if (j != node->fold_input && node->inputs[j].defined() &&
+            node->inputs[j].impl()->grad_fn.get() == fold_child)
+          fold_child = nullptr;
+    }
+    std::vector<Tensor> in_grads =
+        node->backward_folding
+            ? node->backward_folding(g, fold_child ? grads.at(fold_child) : Tensor())
+            : node->backward(g);
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       const Tensor& in = node->inputs[i];
       if (!in.defined() || !in.requires_grad() || i >= in_grads.size() || !in_grads[i].defined())
@@ -105,6 +138,8 @@ void Tensor::backward(const Tensor& grad) const {
         auto slot = grads.find(child);
         if (slot == grads.end()) {
           grads.emplace(child, gi);
+        } else if (child == fold_child && i == node->fold_input) {
+          slot->second = gi;  // already holds the pending gradient
         } else {
           slot->second = add(slot->second, gi);
         }
@@ -114,6 +149,7 @@ void Tensor::backward(const Tensor& grad) const {
     }
     // Free saved tensors now; a second backward() through this graph is an error.
     node->backward = nullptr;
+    node->backward_folding = nullptr;
   }
 }
 

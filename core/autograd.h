@@ -13,11 +13,19 @@
 namespace bg {
 
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+// A backward that folds the gradient already pending for one input (summed from that input's
+// other consumers; undefined when there is none) into the gradient it returns for it, so the
+// sum costs no separate add kernel: the returned gradient must equal add(pending, own) bit for
+// bit (e.g. the residual stream's gradient through a layernorm).
+using FoldingBackwardFn =
+    std::function<std::vector<Tensor>(const Tensor& grad_output, const Tensor& pending)>;
 
 struct Node {
   const char* name;
-  std::vector<Tensor> inputs;  // one gradient edge each
-  BackwardFn backward;
+  std::vector<Tensor> inputs;          // one gradient edge each
+  BackwardFn backward;                 // either this,
+  FoldingBackwardFn backward_folding;  // or this, which folds into inputs[fold_input]
+  size_t fold_input = 0;
 };
 
 bool grad_enabled();
@@ -39,5 +47,8 @@ bool needs_grad(const std::vector<Tensor>& inputs);
 // Attaches a node to `output` if needs_grad(inputs). `backward` must not capture `output`
 // itself (that would be a cycle): capture output.detach() when the output is needed.
 void record(Tensor& output, const char* name, std::vector<Tensor> inputs, BackwardFn backward);
+// record() for a backward that folds the pending gradient of inputs[fold_input].
+void record_folding(Tensor& output, const char* name, std::vector<Tensor> inputs, size_t fold_input,
+                    FoldingBackwardFn backward);
 
 }  // namespace bg

@@ -724,4 +724,49 @@ TEST_CASE("cuda: dropout_add equals x + dropout(y) bit for bit") {
   check_dropout_add_matches_two_ops(Device::cuda(0), DType::bf16);
 }
 
+// x feeds a layernorm and a second consumer (a pre-norm residual stream): the layernorm's backward
+// folds the other consumer's pending gradient into dx in its kernel. x's gradient must equal the
+// sum of the two taken separately, bit for bit, whichever backward runs first; rows of odd width,
+// with and without weight and bias.
+void check_layernorm_folds_pending_gradient(Device device, DType dtype) {
+  Generator init(7);
+  const Tensor x0 = randn({5, 3, 37}, init, 0, 1, dtype, device);
+  const Tensor w = randn({37}, init, 1, 0.1, dtype, device);
+  const Tensor b = randn({37}, init, 0, 0.1, dtype, device);
+  const Tensor up = randn({5, 3, 37}, init, 0, 1, dtype, device);
+  const Tensor side = randn({5, 3, 37}, init, 0, 1, dtype, device);
+  for (int affine = 0; affine < 2; ++affine)
+    for (int side_first = 0; side_first < 2; ++side_first) {
+      CAPTURE(affine);
+      CAPTURE(side_first);
+      const Tensor wp = affine ? w : Tensor(), bp = affine ? b : Tensor();
+      auto ln_term = [&](const Tensor& x) { return sum(layernorm(x, wp, bp, 1e-5) * up); };
+      auto side_term = [&](const Tensor& x) { return sum((x * side) * side); };
+      // Together: x = 2 * x0 has a node, so its two gradients meet in one backward().
+      const Tensor xa = x0.detach().requires_grad_(true);
+      const Tensor x = xa * 2.0;
+      // The later op's backward runs first: side_first puts the side consumer after the norm.
+      const Tensor loss = side_first ? ln_term(x) + side_term(x) : side_term(x) + ln_term(x);
+      loss.backward();
+      // Apart: each term's gradient into a leaf of its own (the factor 2 is exact).
+      const Tensor x_ln = x0.detach().requires_grad_(true),
+                   x_side = x0.detach().requires_grad_(true);
+      ln_term(x_ln * 2.0).backward();
+      side_term(x_side * 2.0).backward();
+      const Tensor g_ln = x_ln.grad(), g_side = x_side.grad();
+      const Tensor want = side_first ? g_side + g_ln : g_ln + g_side;
+      CHECK(xa.grad().to(DType::f32).to_vector<float>() == want.to(DType::f32).to_vector<float>());
+    }
+}
+
+TEST_CASE("cpu: layernorm backward folds the pending residual gradient bit for bit") {
+  check_layernorm_folds_pending_gradient(Device::cpu(), DType::f32);
+  check_layernorm_folds_pending_gradient(Device::cpu(), DType::f64);
+}
+
+TEST_CASE("cuda: layernorm backward folds the pending residual gradient bit for bit") {
+  BG_REQUIRE_CUDA();
+  check_layernorm_folds_pending_gradient(Device::cuda(0), DType::f32);
+}
+
 }  // namespace bg::test

@@ -125,16 +125,22 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
   Tensor out = compute_output(y, out_dtype);
   const DType dt = x.dtype();
   const bool has_w = weight.defined(), has_b = bias.defined();
-  record(out, name, {x, weight, bias}, [=](const Tensor& g) {
+  // The backward folds the gradient pending for x (the residual stream's, in a pre-norm
+  // transformer) into dx in its kernel when it has x's compute dtype.
+  record_folding(out, name, {x, weight, bias}, 0, [=](const Tensor& g, const Tensor& pending) {
     const Tensor gc = incoming_gradient(g, xc.dtype());
+    const bool fold = pending.defined() && pending.dtype() == dt && dt == xc.dtype() &&
+                      pending.device() == xc.device() && pending.is_contiguous();
     Tensor dx = empty(xc.shape(), xc.dtype(), xc.device());
     Tensor dw = has_w ? empty({c}, xc.dtype(), xc.device()) : Tensor();
     Tensor db = has_b ? empty({c}, xc.dtype(), xc.device()) : Tensor();
     ScratchArena scratch(xc.device());
-    BG_DISPATCH(xc.device(), layernorm_backward, dx.kview(), view_or_null(dw), view_or_null(db),
-                gc.kview(), xc.kview(), view_or_null(wc), view_or_null(mu), rstd.kview(), rms,
-                scratch, stream_for(xc.device()));
-    return std::vector<Tensor>{compute_output(dx, dt), has_w ? compute_output(dw, dt) : Tensor(),
+    BG_DISPATCH(xc.device(), layernorm_backward, dx.kview(), fold ? pending.kview() : null_view(),
+                view_or_null(dw), view_or_null(db), gc.kview(), xc.kview(), view_or_null(wc),
+                view_or_null(mu), rstd.kview(), rms, scratch, stream_for(xc.device()));
+    Tensor dx_out = compute_output(dx, dt);
+    if (pending.defined() && !fold) dx_out = add(pending, dx_out);
+    return std::vector<Tensor>{dx_out, has_w ? compute_output(dw, dt) : Tensor(),
                                has_b ? compute_output(db, dt) : Tensor()};
   });
   return out;

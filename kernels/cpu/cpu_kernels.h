@@ -81,9 +81,12 @@ void embedding_backward(const KView& dweight, const KView& dout, const KView& id
 void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
                        const KView& weight, const KView& bias, double eps, bool rms,
                        StreamHandle stream);
-void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbias, const KView& dy,
-                        const KView& x, const KView& weight, const KView& mean, const KView& rstd,
-                        bool rms, Scratch& scratch, StreamHandle stream);
+// dx_addend (x's shape and dtype, or data == nullptr): added to dx as a separate rounding, so dx
+// equals add(dx_addend, dx) bit for bit.
+void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dweight,
+                        const KView& dbias, const KView& dy, const KView& x, const KView& weight,
+                        const KView& mean, const KView& rstd, bool rms, Scratch& scratch,
+                        StreamHandle stream);
 // optimizer.cpp: f32 contiguous buffers of equal length; grad_scale (f32 scalar) may be null.
 void adamw_step(const KView& param, const KView& grad, const KView& m, const KView& v,
                 const AdamWParams& p, const KView& grad_scale, StreamHandle stream);

@@ -39,9 +39,9 @@ void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, con
   });
 }
 
-void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbias, const KView& dy,
-                        const KView& x, const KView& weight, const KView& mean, const KView& rstd,
-                        bool rms, Scratch&, StreamHandle) {
+void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dweight,
+                        const KView& dbias, const KView& dy, const KView& x, const KView& weight,
+                        const KView& mean, const KView& rstd, bool rms, Scratch&, StreamHandle) {
   dispatch_float(x.dtype, "layernorm_backward", [&](auto zero) {
     using T = decltype(zero);
     using Acc = acc_t<T>;
@@ -66,10 +66,13 @@ void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbia
       mean_gx /= double(c);
       if (rms) mean_g = 0;
       T* dxr = ptr<T>(dx) + r * c;
+      const T* addr = dx_addend.data ? ptr<T>(dx_addend) + r * c : nullptr;
       for (int64_t j = 0; j < c; ++j) {
         const double xhat = (xr[j] - mu) * rs;
         const double g = double(gr[j]) * (w ? double(w[j]) : 1.0);
-        dxr[j] = T(rs * (g - mean_g - xhat * mean_gx));
+        // volatile: the addend must meet dx rounded to T, not an FMA with its last product.
+        volatile T own = T(rs * (g - mean_g - xhat * mean_gx));
+        dxr[j] = addr ? T(own + addr[j]) : T(own);
       }
     }
     for (int64_t j = 0; j < c; ++j) {

@@ -11,6 +11,8 @@
 //           thread after a fixed-order loop: no atomics, bit-identical reruns.
 #include <cuda_bf16.h>
 
+#include <type_traits>
+
 #include "../attention_dropout.h"
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
@@ -105,8 +107,8 @@ __device__ void load_tile(bf16* tile, const HeadsView<const T>& src, int b, int 
   }
 }
 
-// Asks L2 for rows t0..t0+63 of one head (the tile the next loop iteration loads), so its
-// synchronous loads find them on chip while this iteration's tensor-core work runs.
+// Asks L2 for rows t0..t0+63 of one head (a tile the loop will load next), so the synchronous
+// loads find them on chip.
 template <typename T>
 __device__ void prefetch_tile(const HeadsView<const T>& src, int b, int h, int t0, int t) {
   constexpr int kLines = kHeadDim * int(sizeof(T)) / 128 > 0 ? kHeadDim * int(sizeof(T)) / 128 : 1;
@@ -118,19 +120,62 @@ __device__ void prefetch_tile(const HeadsView<const T>& src, int b, int h, int t
   }
 }
 
-// Tile `tile` of two same-shaped sources (k and v, or q and dy) into shared memory, and an L2
-// prefetch of the tile after it when the loop will load that one next.
-template <typename T>
-__device__ void load_tile_pair(bf16* tile_a, bf16* tile_b, const HeadsView<const T>& a,
-                               const HeadsView<const T>& b_src, int b, int h, int tile,
-                               bool prefetch_next, int t) {
-  load_tile(tile_a, a, b, h, tile * kTile, t);
-  load_tile(tile_b, b_src, b, h, tile * kTile, t);
-  if (prefetch_next) {
-    prefetch_tile(a, b, h, (tile + 1) * kTile, t);
-    prefetch_tile(b_src, b, h, (tile + 1) * kTile, t);
+// Rows t0..t0+63 of one bf16 head straight into shared memory with cp.async (16 bytes per copy,
+// rows past T zero-filled); the copies land once cp.async.wait_group says so.
+__device__ void copy_tile_async(bf16* tile, const HeadsView<const bf16>& src, int b, int h, int t0,
+                                int t) {
+  constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
+  for (int i = threadIdx.x; i < kTile * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = (i % kChunks) * 8;
+    const bool inside = t0 + r < t;
+    const bf16* from = src.row(b, h, inside ? t0 + r : 0) + c;
+    const uint32_t to = uint32_t(__cvta_generic_to_shared(tile + r * kLd + c));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from),
+                 "r"(inside ? 16 : 0));
   }
 }
+
+// How tiles of two same-shaped sources (k and v, or q and dy) reach shared memory: issue(i + 1)
+// starts the next tile before the loop computes on tile i, land(i) makes tile i readable (after a
+// __syncthreads). bf16 inputs whose rows are 16-byte aligned copy asynchronously into two
+// buffers (issue copies, land waits); other inputs are converted by synchronous loads into one
+// buffer in land(), and issue() only asks L2 for them (a second buffer would only cost
+// occupancy and L1).
+template <typename T, bool kAsync>
+struct TilePipe {
+  static_assert(!kAsync || std::is_same<T, bf16>::value, "cp.async copies bf16 rows as they are");
+  static constexpr int kBuffers = kAsync ? 2 : 1;
+  static constexpr int kTiles = 2 * kBuffers;  // shared tiles it owns
+  HeadsView<const T> src_a, src_b;
+  int batch, head, t;
+  bf16* smem;  // kTiles * kTileElems
+
+  __device__ bf16* a(int tile) const { return smem + (tile % kBuffers) * kTileElems; }
+  __device__ bf16* b(int tile) const { return smem + (kBuffers + tile % kBuffers) * kTileElems; }
+
+  __device__ void issue(int tile) const {
+    if constexpr (kAsync) {
+      copy_tile_async(a(tile), src_a, batch, head, tile * kTile, t);
+      copy_tile_async(b(tile), src_b, batch, head, tile * kTile, t);
+      asm volatile("cp.async.commit_group;\n" ::);
+    } else {
+      prefetch_tile(src_a, batch, head, tile * kTile, t);
+      prefetch_tile(src_b, batch, head, tile * kTile, t);
+    }
+  }
+  // more_issued: whether a later tile was issued after this one (it may stay in flight).
+  __device__ void land(int tile, bool more_issued) const {
+    if constexpr (kAsync) {
+      if (more_issued)
+        asm volatile("cp.async.wait_group 1;\n" ::);
+      else
+        asm volatile("cp.async.wait_group 0;\n" ::);
+    } else {
+      load_tile(a(tile), src_a, batch, head, tile * kTile, t);
+      load_tile(b(tile), src_b, batch, head, tile * kTile, t);
+    }
+  }
+};
 
 __device__ __forceinline__ void store2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = make_float2(a, b);
@@ -222,15 +267,18 @@ __device__ __forceinline__ void store_rows(const HeadsView<T>& out, int b, int h
   }
 }
 
-template <typename T>
+template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_kernel(HeadsView<T> y, float* lse, HeadsView<const T> q, HeadsView<const T> k,
                              HeadsView<const T> v, AttnShape s) {
-  __shared__ __align__(16) bf16 sq[kTileElems], sk[kTileElems], sv[kTileElems];
+  using Pipe = TilePipe<T, kAsync>;
+  __shared__ __align__(16) bf16 sq[kTileElems], pipe_tiles[Pipe::kTiles * kTileElems];
   const int qt = gridDim.x - 1 - blockIdx.x;  // longest rows first
   const int bh = blockIdx.y, b = bh / s.heads, h = bh % s.heads;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int r0 = qt * kTile + warp * 16 + (lane >> 2);  // this thread's rows: r0, r0 + 8
+  const Pipe kv{k, v, b, h, s.t, pipe_tiles};
+  kv.issue(0);
   load_tile(sq, q, b, h, qt * kTile, s.t);
   __syncthreads();
   uint32_t qa[4][4];
@@ -238,8 +286,10 @@ __global__ void __launch_bounds__(kThreads)
   float o[8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   zero(o);
   for (int kt = 0; kt <= qt; ++kt) {
-    __syncthreads();
-    load_tile_pair(sk, sv, k, v, b, h, kt, kt < qt, s.t);
+    const bf16 *sk = kv.a(kt), *sv = kv.b(kt);
+    __syncthreads();  // every warp is done with the buffer the next tile overwrites
+    if (kt < qt) kv.issue(kt + 1);
+    kv.land(kt, kt < qt);
     __syncthreads();
     float p[8][4];
     zero(p);
@@ -354,17 +404,32 @@ __device__ __forceinline__ void row_stats(float lse2[2], float dl[2], const floa
   }
 }
 
-template <typename T>
+// Shared bytes of the backward kernels: q and dy tiles plus the pipe (dQ); k, v, P and dS tiles
+// plus the pipe (dK/dV). Above 48 KB they need the opt-in attribute.
+template <bool kAsync>
+constexpr int dq_smem_bytes() {
+  return (2 + TilePipe<bf16, kAsync>::kTiles) * kTileElems * int(sizeof(bf16));
+}
+template <bool kAsync>
+constexpr int dkdv_smem_bytes() {
+  return (4 + TilePipe<bf16, kAsync>::kTiles) * kTileElems * int(sizeof(bf16));
+}
+
+template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
     attention_dq_kernel(HeadsView<T> dq, HeadsView<const T> q, HeadsView<const T> k,
                         HeadsView<const T> v, HeadsView<const T> dy, const float* lse,
                         const float* delta, AttnShape s) {
-  __shared__ __align__(16) bf16 sq[kTileElems], sg[kTileElems], sk[kTileElems], sv[kTileElems];
+  extern __shared__ __align__(16) bf16 smem[];
+  bf16 *sq = smem, *sg = sq + kTileElems;
   const int qt = gridDim.x - 1 - blockIdx.x;
   const int bh = blockIdx.y, b = bh / s.heads, h = bh % s.heads;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int r0 = qt * kTile + warp * 16 + (lane >> 2);
-  load_tile_pair(sq, sg, q, dy, b, h, qt, false, s.t);
+  const TilePipe<T, kAsync> kv{k, v, b, h, s.t, sg + kTileElems};
+  kv.issue(0);
+  load_tile(sq, q, b, h, qt * kTile, s.t);
+  load_tile(sg, dy, b, h, qt * kTile, s.t);
   __syncthreads();
   uint32_t qa[4][4], ga[4][4];
   load_a(qa, sq, warp * 16, lane);
@@ -374,8 +439,10 @@ __global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
   float acc[8][4];
   zero(acc);
   for (int kt = 0; kt <= qt; ++kt) {
+    const bf16 *sk = kv.a(kt), *sv = kv.b(kt);
     __syncthreads();
-    load_tile_pair(sk, sv, k, v, b, h, kt, kt < qt, s.t);
+    if (kt < qt) kv.issue(kt + 1);
+    kv.land(kt, kt < qt);
     __syncthreads();
     float p[8][4], ds[8][4];
     probs_and_grads(p, ds, qa, ga, sk, sv, lse2, dl, bh, r0, kt, s, lane);
@@ -415,34 +482,36 @@ __device__ __forceinline__ void mma_atb(float acc[8][4], const bf16* x, int m0, 
   }
 }
 
-constexpr int kDkDvSmem = 6 * kTileElems * int(sizeof(bf16));
-
-template <typename T>
+template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
     attention_dkdv_kernel(HeadsView<T> dk, HeadsView<T> dv, HeadsView<const T> q,
                           HeadsView<const T> k, HeadsView<const T> v, HeadsView<const T> dy,
                           const float* lse, const float* delta, AttnShape s) {
   extern __shared__ __align__(16) bf16 smem[];
-  bf16 *sk = smem, *sv = sk + kTileElems, *sq = sv + kTileElems, *sg = sq + kTileElems;
-  bf16 *sp = sg + kTileElems, *sds = sp + kTileElems;
+  bf16 *sk = smem, *sv = sk + kTileElems, *sp = sv + kTileElems, *sds = sp + kTileElems;
   const int tiles = gridDim.x, kt = blockIdx.x;  // the shortest loops (late keys) last
   const int bh = blockIdx.y, b = bh / s.heads, h = bh % s.heads;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  load_tile_pair(sk, sv, k, v, b, h, kt, false, s.t);
+  const TilePipe<T, kAsync> qg{q, dy, b, h, s.t, sds + kTileElems};
+  qg.issue(kt);
+  load_tile(sk, k, b, h, kt * kTile, s.t);
+  load_tile(sv, v, b, h, kt * kTile, s.t);
   float acc_k[8][4], acc_v[8][4];
   zero(acc_k);
   zero(acc_v);
   for (int qt = kt; qt < tiles; ++qt) {
+    const bf16 *sq = qg.a(qt), *sg = qg.b(qt);
+    const int r0 = qt * kTile + warp * 16 + (lane >> 2);
+    float lse2[2], dl[2];
+    row_stats(lse2, dl, lse, delta, bh, r0, s.t);  // in flight during the wait below
     __syncthreads();
-    load_tile_pair(sq, sg, q, dy, b, h, qt, qt + 1 < tiles, s.t);
+    if (qt + 1 < tiles) qg.issue(qt + 1);
+    qg.land(qt, qt + 1 < tiles);
     __syncthreads();
     // Phase 1: warp w computes P and dS for query rows 16w.. of the tile.
-    const int r0 = qt * kTile + warp * 16 + (lane >> 2);
     uint32_t qa[4][4], ga[4][4];
     load_a(qa, sq, warp * 16, lane);
     load_a(ga, sg, warp * 16, lane);
-    float lse2[2], dl[2];
-    row_stats(lse2, dl, lse, delta, bh, r0, s.t);
     float p[8][4], ds[8][4];
     probs_and_grads(p, ds, qa, ga, sk, sv, lse2, dl, bh, r0, kt, s, lane);
     stash(sp, warp * 16, p, lane);
@@ -476,6 +545,28 @@ void check_views(std::initializer_list<const KView*> views, const KView& q) {
     kernel_fail("attention", "T must be < 2^24 and B * H < 65536");
 }
 
+// cp.async copies 16 bytes: bf16 views whose rows all start 16-byte aligned.
+bool async_copyable(std::initializer_list<const KView*> views) {
+  for (const KView* v : views) {
+    if (v->dtype != DType::bf16 || reinterpret_cast<uintptr_t>(v->data) % 16 != 0) return false;
+    for (int d = 0; d < 3; ++d)
+      if (v->strides[d] % 8 != 0) return false;
+  }
+  return true;
+}
+
+// f, with the element type of the views and whether their tiles copy asynchronously.
+template <typename F>
+void dispatch_tiles(DType dtype, bool async, F&& f) {
+  dispatch_float(dtype, "attention", [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_same<T, bf16>::value) {
+      if (async) return f(zero, std::true_type{});
+    }
+    f(zero, std::false_type{});
+  });
+}
+
 AttnShape make_shape(const KView& q, double scale, const AttentionDropout& drop) {
   return AttnShape{int(q.shape[1]), int(q.shape[2]),        float(scale) * kLog2e,
                    float(scale),    float(drop.keep_scale), drop};
@@ -491,9 +582,9 @@ void attention_forward(const KView& y, const KView& lse, const KView& q, const K
   if (q.numel() == 0) return;
   const AttnShape s = make_shape(q, scale, drop);
   const dim3 grid(unsigned((s.t + kTile - 1) / kTile), unsigned(q.shape[0] * q.shape[1]));
-  dispatch_float(q.dtype, "attention", [&](auto zero) {
+  dispatch_tiles(q.dtype, async_copyable({&q, &k, &v}), [&](auto zero, auto async) {
     using T = decltype(zero);
-    attention_forward_kernel<T><<<grid, kThreads, 0, as_stream(stream)>>>(
+    attention_forward_kernel<T, decltype(async)::value><<<grid, kThreads, 0, as_stream(stream)>>>(
         heads<T>(y), static_cast<float*>(lse.data), heads<const T>(q), heads<const T>(k),
         heads<const T>(v), s);
   });
@@ -514,18 +605,22 @@ void attention_backward(const KView& dq, const KView& dk, const KView& dv, const
   const cudaStream_t st = as_stream(stream);
   float* delta_p = static_cast<float*>(delta.data);
   const float* lse_p = static_cast<const float*>(lse.data);
-  dispatch_float(q.dtype, "attention", [&](auto zero) {
+  dispatch_tiles(q.dtype, async_copyable({&q, &k, &v, &dy}), [&](auto zero, auto async) {
     using T = decltype(zero);
+    constexpr bool kAsync = decltype(async)::value;
     attention_delta_kernel<T><<<unsigned((rows + 7) / 8), 256, 0, st>>>(
         delta_p, heads<const T>(y), heads<const T>(dy), s.heads, s.t, rows);
-    attention_dq_kernel<T><<<grid, kThreads, 0, st>>>(heads<T>(dq), heads<const T>(q),
-                                                      heads<const T>(k), heads<const T>(v),
-                                                      heads<const T>(dy), lse_p, delta_p, s);
-    // 55 KB of tiles needs the opt-in above 48 KB; set on every launch (a host-side call) so it
-    // holds on whichever device is current.
-    BG_CUDA_CHECK(cudaFuncSetAttribute(attention_dkdv_kernel<T>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kDkDvSmem));
-    attention_dkdv_kernel<T><<<grid, kThreads, kDkDvSmem, st>>>(
+    // The opt-in is set on every launch (a host-side call) so it holds on whichever device is
+    // current.
+    constexpr int dq_smem = dq_smem_bytes<kAsync>(), dkdv_smem = dkdv_smem_bytes<kAsync>();
+    BG_CUDA_CHECK(cudaFuncSetAttribute(attention_dq_kernel<T, kAsync>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, dq_smem));
+    attention_dq_kernel<T, kAsync>
+        <<<grid, kThreads, dq_smem, st>>>(heads<T>(dq), heads<const T>(q), heads<const T>(k),
+                                          heads<const T>(v), heads<const T>(dy), lse_p, delta_p, s);
+    BG_CUDA_CHECK(cudaFuncSetAttribute(attention_dkdv_kernel<T, kAsync>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, dkdv_smem));
+    attention_dkdv_kernel<T, kAsync><<<grid, kThreads, dkdv_smem, st>>>(
         heads<T>(dk), heads<T>(dv), heads<const T>(q), heads<const T>(k), heads<const T>(v),
         heads<const T>(dy), lse_p, delta_p, s);
   });

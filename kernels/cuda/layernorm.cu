@@ -46,8 +46,9 @@ __global__ void layernorm_forward_kernel(TOut* y, float* mean, float* rstd, cons
 
 // TG: the gradient's storage (T, or bf16 for f32 x whose output was stored in bf16).
 template <typename T, typename TG>
-__global__ void layernorm_dx_kernel(T* dx, const TG* dy, const T* x, const T* w, const float* mean,
-                                    const float* rstd, int64_t rows, int64_t c, bool rms) {
+__global__ void layernorm_dx_kernel(T* dx, const T* dx_addend, const TG* dy, const T* x, const T* w,
+                                    const float* mean, const float* rstd, int64_t rows, int64_t c,
+                                    bool rms) {
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x & 31;
   if (r >= rows) return;
@@ -63,10 +64,13 @@ __global__ void layernorm_dx_kernel(T* dx, const TG* dy, const T* x, const T* w,
   mean_g = rms ? 0.f : warp_sum(mean_g) / float(c);
   mean_gx = warp_sum(mean_gx) / float(c);
   T* dxr = dx + r * c;
+  const T* addr = dx_addend ? dx_addend + r * c : nullptr;
   for (int64_t j = lane; j < c; j += 32) {
     const float g = to_float(gr[j]) * (w ? to_float(w[j]) : 1.f);
     const float xhat = (to_float(xr[j]) - mu) * rs;
-    dxr[j] = from_float<T>(rs * (g - mean_g - xhat * mean_gx));
+    const T own = from_float<T>(rs * (g - mean_g - xhat * mean_gx));
+    // __fadd_rn: the residual gradient meets dx rounded, as a separate add would.
+    dxr[j] = addr ? from_float<T>(__fadd_rn(to_float(own), to_float(addr[j]))) : own;
   }
 }
 
@@ -125,9 +129,10 @@ void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, con
   BG_CUDA_LAUNCH_CHECK();
 }
 
-void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbias, const KView& dy,
-                        const KView& x, const KView& weight, const KView& mean, const KView& rstd,
-                        bool rms, Scratch& scratch, StreamHandle stream) {
+void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dweight,
+                        const KView& dbias, const KView& dy, const KView& x, const KView& weight,
+                        const KView& mean, const KView& rstd, bool rms, Scratch& scratch,
+                        StreamHandle stream) {
   const int64_t c = x.shape[x.ndim - 1];
   if (c == 0 || x.numel() == 0) return;
   const int64_t rows = x.numel() / c;
@@ -142,8 +147,8 @@ void layernorm_backward(const KView& dx, const KView& dweight, const KView& dbia
     if (dx.data) {
       const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
       layernorm_dx_kernel<T, TG><<<grid, 32 * kWarpsPerBlock, 0, s>>>(
-          static_cast<T*>(dx.data), pdy, px, static_cast<const T*>(weight.data), pmean, prstd, rows,
-          c, rms);
+          static_cast<T*>(dx.data), static_cast<const T*>(dx_addend.data), pdy, px,
+          static_cast<const T*>(weight.data), pmean, prstd, rows, c, rms);
       BG_CUDA_LAUNCH_CHECK();
     }
     if (!dweight.data && !dbias.data) return;
