@@ -1,7 +1,8 @@
 // test_attention.cpp: fused_causal_attention. CPU: f32 vs f64 vs an independent per-head
 // reference (with and without dropout), finite differences, strided qkv. CUDA (bf16 tensor-core
 // operands, f32 accumulation): forward and dqkv against the CPU on odd T across 1..4 tiles, with
-// dropout (the same mask), f16/bf16 inputs, strided qkv, bit-identical reruns, the composed ops.
+// dropout (the same mask), f16/bf16 inputs, strided qkv, bit-identical reruns, asynchronous
+// tile copies equal to synchronous loads, the composed ops.
 #include <cmath>
 #include <cstring>
 
@@ -173,6 +174,32 @@ TEST_CASE("cuda: fused_causal_attention half inputs and strided qkv") {
   check_cuda_against_cpu({1, 77, 3 * 2 * 64}, 2, 0.1, DType::bf16, 3e-2);
   check_cuda_against_cpu({1, 77, 3 * 2 * 64}, 2, 0.1, DType::f16, 3e-2);
   check_cuda_against_cpu({2, 70, 3 * 2 * 64}, 2, 0.1, DType::f32, 1e-2, true);
+}
+
+TEST_CASE("cuda: fused_causal_attention bf16 tiles copied asynchronously equal synchronous loads") {
+  BG_REQUIRE_CUDA();
+  // bf16 rows that start 16-byte aligned take the cp.async path (two buffers); rows 8 bytes off
+  // take the synchronous one. Both stage the same bf16 values, so outputs and gradients agree
+  // bit for bit. T = 200: four tiles, both buffers reused, a ragged last tile; with dropout.
+  const Device gpu = Device::cuda(0);
+  Generator gen(test_seed());
+  const int64_t b = 2, t = 200, heads = 2, c3 = 3 * heads * 64;
+  const Tensor qkv = randn({b, t, c3}, gen, 0, 1, DType::f32, gpu).to(DType::bf16);
+  const Tensor w = randn({b, t, c3 / 3}, gen, 0, 1, DType::f32, gpu).to(DType::bf16);
+  Tensor padded = zeros({b, t, c3 + 4}, DType::bf16, gpu);
+  padded.slice(2, 4, 4 + c3).copy_(qkv);
+  auto run = [&](const Tensor& input) {
+    const Tensor x = input.detach().requires_grad_(true);
+    Generator drop(23);
+    const Tensor y = fused_causal_attention(x, heads, 0.2, true, drop);
+    sum(y * w).backward();
+    return std::make_pair(y.to(DType::f32).to_vector<float>(),
+                          x.grad().to(DType::f32).to_vector<float>());
+  };
+  const auto aligned = run(qkv);
+  const auto offset = run(padded.slice(2, 4, 4 + c3));
+  CHECK(aligned.first == offset.first);
+  CHECK(aligned.second == offset.second);
 }
 
 TEST_CASE("cuda: fused_causal_attention reruns are bit-identical") {
