@@ -251,6 +251,13 @@ __device__ __forceinline__ void dropout_row(float z[8][2], const AttentionDropou
   }
 }
 
+// Dropout factors of both of this thread's rows (r0 and r0 + 8) in key tile kt.
+__device__ __forceinline__ void dropout_rows(float z[2][8][2], const AttnShape& s, int bh, int r0,
+                                             int kt, int lane) {
+  for (int i = 0; i < 2; ++i)
+    dropout_row(z[i], s.drop, s.keep_scale, int64_t(bh) * s.t + r0 + 8 * i, s.t, kt * kTile, lane);
+}
+
 // Output rows of this thread: r0 = first of the warp's 16 + lane / 4, and r0 + 8.
 template <typename T>
 __device__ __forceinline__ void store_rows(const HeadsView<T>& out, int b, int h, int r0, int t,
@@ -295,10 +302,7 @@ __global__ void __launch_bounds__(kThreads)
     zero(p);
     mma_tile<true>(p, qa, sk, lane);
     float z[2][8][2];
-    if (s.drop.active())
-      for (int i = 0; i < 2; ++i)
-        dropout_row(z[i], s.drop, s.keep_scale, int64_t(bh) * s.t + r0 + 8 * i, s.t, kt * kTile,
-                    lane);
+    if (s.drop.active()) dropout_rows(z, s, bh, r0, kt, lane);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       float mx = -INFINITY;
@@ -374,10 +378,7 @@ __device__ __forceinline__ void probs_and_grads(float p[8][4], float ds[8][4],
   mma_tile<true>(p, qa, sk, lane);   // scores
   mma_tile<true>(ds, ga, sv, lane);  // dy v^T
   float z[2][8][2];
-  if (s.drop.active())
-    for (int i = 0; i < 2; ++i)
-      dropout_row(z[i], s.drop, s.keep_scale, int64_t(bh) * s.t + r0 + 8 * i, s.t, kt * kTile,
-                  lane);
+  if (s.drop.active()) dropout_rows(z, s, bh, r0, kt, lane);
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
