@@ -76,7 +76,7 @@ int run_bench(const Args& args) {
            "FILE] [--reps N] [--batch B] [--dtype fp32|fp16] "
            "[--variant V]");
   BG_CHECK(cuda_available(), "bench", "no CUDA device: the SICK benchmark times GPU kernels");
-  const int reps = std::max(20, std::stoi(args.option("reps", "30")));
+  const int reps = int(parse_integer(args.option("reps", "30"), "--reps", 20, 100000));
   const Device dev = Device::cuda(0);
   const cuda::DeviceInfo info = cuda::device_info(0);
   const int bits = 16, hid = 32;

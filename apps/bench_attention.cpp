@@ -49,6 +49,8 @@ double median(std::vector<double> v) {
 
 int run_bench_attention(const Args& args) {
   args.allow_only({"out", "reps"});
+  BG_CHECK(args.positional.size() == 1, "bench",
+           "usage: bitgrad bench attention [--out FILE] [--reps N]");
   BG_CHECK(cuda_available(), "bench", "no CUDA device: the attention benchmark times GPU kernels");
   const int reps = int(parse_integer(args.option("reps", "30"), "--reps", 5, 100000));
   const Device dev = Device::cuda(0);

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/files.h"
+
 namespace bg {
 class ConfigReader;
 struct Device;
@@ -22,15 +24,16 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> options;  // --name value
   // The value of --name (or `def`); throws for an option the command does not take.
   std::string option(const std::string& name, const std::string& def) const;
+  bool has(const std::string& name) const;
+  // Throws for an option not in `names`, and for an option given twice.
   void allow_only(const std::vector<std::string>& names) const;
+  // Throws when both options were given.
+  void exclusive(const std::string& a, const std::string& b) const;
 };
 Args parse_args(int argc, char** argv, int first);
 // An option's value as a number in [lo, hi]; a one-line error naming the option otherwise.
 int64_t parse_integer(const std::string& text, const std::string& option, int64_t lo, int64_t hi);
 double parse_number(const std::string& text, const std::string& option, double lo, double hi);
-
-// Writes `text` to `path` atomically (temporary file + rename); creates parent folders.
-void write_file_atomic(const std::string& path, const std::string& text);
 
 // Per-command defaults of the shared optimizer.* and schedule.* keys.
 struct OptimizerDefaults {
@@ -41,9 +44,14 @@ struct OptimizerDefaults {
   double min_lr;
 };
 // optimizer.{lr, betas, eps, weight_decay} and schedule.{type, warmup_steps, min_lr}, checked;
-// the schedule spans `steps`.
+// the schedule spans `steps`. Without `adam` (SGD), betas and eps are reported as not used.
 void read_adamw_and_schedule(ConfigReader& r, const OptimizerDefaults& defaults, int64_t steps,
-                             AdamWConfig* adamw, LrSchedule* schedule);
+                             AdamWConfig* adamw, LrSchedule* schedule, bool adam = true);
+
+// usage.cpp: the usage of one command, or of all of them (bitgrad help).
+bool is_command(const std::string& name);
+void print_usage(const std::string& name);
+void print_all_usage();
 
 int run_train(const Args& args);
 int run_info(const Args& args);

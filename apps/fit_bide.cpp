@@ -3,6 +3,10 @@
 // distribution owns one learned embedding row that is reshaped into its W (H x B) and r (H);
 // the loss is the mean NLL of the values' bit patterns, normalised exactly by SICK.
 // Everything is validated (config, files, values) before the output folder is touched.
+// bide.range restricts each distribution to a value range (fit_bide.h): the normaliser, the
+// gradients and every evaluated quantity then sum over the patterns inside it.
+#include "fit_bide.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,47 +14,47 @@
 #include <filesystem>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 #include "cli.h"
-#include "core/bide.h"
-#include "core/checkpoint.h"
 #include "core/config.h"
 #include "core/graph.h"
-#include "core/optim.h"
-#include "data/distributions.h"
-#include "data/samples.h"
 #include "layers/layers.h"
-#include "plot.h"
 
 namespace bg::cli {
 namespace {
-
-struct DistSpec {
-  std::string name;
-  bool from_file = false;
-  DistributionParams params;
-  SampleFileSpec file;
-  double val_fraction = 0.1;
-};
-
-struct FitConfig {
-  std::string out_dir, device, config_path;
-  uint64_t seed = 0;
-  BideOptions bide;
-  int64_t hidden = 32, steps = 2000, batch = 64, log_interval = 100, eval_samples = 8192,
-          plot_bins = 200;
-  bool cuda_graph = true;
-  double ema = 0.99;
-  AdamWConfig adamw;
-  LrSchedule schedule;
-  std::vector<DistSpec> dists;
-};
 
 const std::vector<std::string> kKinds = {
     "normal",    "gamma",   "mixture",     "pareto", "poisson", "binomial", "lognormal",
     "student_t", "uniform", "exponential", "beta",   "laplace", "weibull",  "file"};
 
+// Every kind's parameter keys, so that a parameter of another kind is named as such.
+const std::vector<std::pair<std::string, std::vector<std::string>>> kParams = {
+    {"normal", {"mu", "sigma"}},
+    {"lognormal", {"mu", "sigma"}},
+    {"gamma", {"alpha", "beta"}},
+    {"pareto", {"x_m", "alpha"}},
+    {"poisson", {"lambda"}},
+    {"binomial", {"n", "p"}},
+    {"student_t", {"nu", "scale"}},
+    {"uniform", {"low", "high"}},
+    {"exponential", {"rate"}},
+    {"beta", {"a", "b"}},
+    {"laplace", {"mu", "b"}},
+    {"weibull", {"k", "lambda"}},
+    {"mixture", {"weights", "means", "stds"}},
+    {"file", {"path", "format", "column", "dataset", "skip_invalid", "val_fraction"}}};
+
 void read_dist_params(ConfigReader& r, const std::string& p, DistSpec& d) {
+  for (const auto& [kind, keys] : kParams)
+    if (kind != d.params.kind)
+      for (const std::string& k : keys) {
+        bool own = false;
+        for (const auto& [k2, keys2] : kParams)
+          if (k2 == d.params.kind)
+            for (const std::string& o : keys2) own |= o == k;
+        if (!own) r.not_used(p + k, "kind is " + d.params.kind);
+      }
   const double tiny = 1e-300, big = 1e300;
   DistributionParams& q = d.params;
   const std::string& k = q.kind;
@@ -128,7 +132,26 @@ FitConfig read_fit_config(ConfigReader& r) {
     code.bits = vt.find("16") != std::string::npos ? 16 : 8;
   }
   c.hidden = r.integer("bide.hidden", 2 * code.bits, 1, 64);
+  if (r.is_list("bide.range")) {
+    const std::vector<double> v = r.numbers("bide.range", {}, 2);
+    if (!(v[0] <= v[1])) r.fail_at("bide.range", "expected [lo, hi] with lo <= hi");
+    if (bide_value_range_patterns(code, v[0], v[1]).empty())
+      r.fail_at("bide.range", "holds no value of bide.dtype " + vt);
+    c.range = RangeMode::fixed;
+    c.range_lo = v[0];
+    c.range_hi = v[1];
+  } else {
+    c.range = r.choice("bide.range", "auto", {"auto", "all"}) == "all" ? RangeMode::all
+                                                                       : RangeMode::automatic;
+  }
+  if (c.range == RangeMode::automatic)
+    c.auto_margin = r.number("bide.auto_margin", 0.02, 0.0, 100.0);
+  else
+    r.not_used("bide.auto_margin", "bide.range is not auto");
   if (r.has("bide.support")) {
+    if (c.range != RangeMode::all)
+      r.fail_at("bide.support",
+                "a pattern range and bide.range exclude each other (set bide.range: all)");
     const std::vector<double> s = r.numbers("bide.support", {}, 2);
     c.bide.support_lo = int64_t(s[0]);
     c.bide.support_hi = int64_t(s[1]);
@@ -160,22 +183,36 @@ FitConfig read_fit_config(ConfigReader& r) {
   return c;
 }
 
-// One distribution's data, as patterns.
-struct DistData {
-  std::unique_ptr<Distribution> truth;  // null for sample files
-  std::vector<uint32_t> train_pool;     // files: the training split
-  std::vector<uint32_t> eval;           // held-out patterns
-  std::vector<double> eval_values;      // their values (files: the empirical reference)
-  int64_t skipped = 0;
-  std::string skip_note;
-};
+// The support table rows of each distribution: all 2^B patterns, or its value range's pieces.
+Tensor support_table(const BideCode& code, const std::vector<DistData>& data) {
+  std::vector<std::pair<double, double>> ranges;
+  for (const DistData& d : data) ranges.emplace_back(d.range_lo, d.range_hi);
+  Tensor table = bide_support_table(code, ranges);
+  int64_t* t = static_cast<int64_t*>(table.data_ptr());
+  const int64_t n = int64_t(data.size());
+  for (int64_t i = 0; i < n; ++i)
+    if (data[size_t(i)].full_support) {
+      t[i] = 0;
+      t[n + i] = int64_t(1) << code.bits;
+      t[2 * n + i] = t[3 * n + i] = 0;
+    }
+  return table;
+}
 
-std::string fmt(double v, int prec = 4) {
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (std::isnan(v)) return "nan";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-  return buf;
+// [min - m, max + m] with m = margin (max - min), never across zero.
+std::pair<double, double> auto_range(const BideCode& code, const std::vector<uint32_t>& patterns,
+                                     double margin_fraction) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (uint32_t k : patterns) {
+    lo = std::min(lo, code.value(k));
+    hi = std::max(hi, code.value(k));
+  }
+  double margin = margin_fraction * (hi - lo);
+  if (hi == lo) margin = margin_fraction * std::max(std::fabs(hi), 1.0);  // one repeated value
+  double a = lo - margin, b = hi + margin;
+  if (lo >= 0) a = std::max(a, 0.0);
+  if (hi <= 0) b = std::min(b, 0.0);
+  return {a, b};
 }
 
 }  // namespace
@@ -192,12 +229,17 @@ int run_fit_bide(const Args& args) {
               reader.effective_yaml().c_str());
   const int64_t n_dist = int64_t(cfg.dists.size()), per_step = n_dist * cfg.batch, bits = code.bits;
   const int64_t support_hi = cfg.bide.support_hi < 0 ? (int64_t(1) << bits) : cfg.bide.support_hi;
+  // Why a value cannot be a training value ("" when it can).
   auto check = [&](double v) -> std::string {
     uint32_t k;
     std::string why;
     if (!bide_encode(code, v, &k, &why)) return why;
     if (int64_t(k) < cfg.bide.support_lo || int64_t(k) >= support_hi)
       return "value outside the configured support";
+    const double x = code.value(k);
+    if (cfg.range == RangeMode::fixed && !(x >= cfg.range_lo && x <= cfg.range_hi))
+      return str_cat("value ", v, " is outside bide.range [", cfg.range_lo, ", ", cfg.range_hi,
+                     "]");
     return "";
   };
 
@@ -242,25 +284,49 @@ int run_fit_bide(const Args& args) {
       for (int attempt = 0;; ++attempt) {
         uint32_t k;
         if (encode(dd.truth->sample(rng), &k)) return k;
-        ++dd.skipped;  // e.g. a Pareto draw beyond float16's range
+        ++dd.skipped;  // e.g. a Pareto draw beyond float16's range, or outside bide.range
         BG_CHECK(attempt < 1000, "fit-bide", spec.name, ": samples keep falling outside ", bits,
-                 "-bit values");
+                 "-bit values", cfg.range == RangeMode::fixed ? " and bide.range" : "");
       }
     };
+    std::vector<uint32_t> drawn(static_cast<size_t>(cfg.steps * cfg.batch));
+    for (uint32_t& k : drawn) k = draw();
     for (int64_t s = 0; s < cfg.steps; ++s)
       for (int64_t i = 0; i < cfg.batch; ++i)
-        train_y[size_t(s * per_step + d * cfg.batch + i)] = draw();
+        train_y[size_t(s * per_step + d * cfg.batch + i)] = drawn[size_t(s * cfg.batch + i)];
     if (!spec.from_file)
       for (int64_t i = 0; i < cfg.eval_samples; ++i) {
         const uint32_t k = draw();
         dd.eval.push_back(k);
         dd.eval_values.push_back(code.value(k));
       }
+    dd.full_support = cfg.range == RangeMode::all;
+    if (cfg.range == RangeMode::fixed) {
+      dd.range_lo = cfg.range_lo;
+      dd.range_hi = cfg.range_hi;
+    } else if (cfg.range == RangeMode::automatic) {
+      std::tie(dd.range_lo, dd.range_hi) =
+          auto_range(code, spec.from_file ? dd.train_pool : drawn, cfg.auto_margin);
+    }
   }
+  // The data is valid: check the output folder before the run, not at its end.
+  check_output_dir(cfg.out_dir, "fit-bide");
   const Tensor y_all = from_vector(train_y, {cfg.steps, per_step}, device);
   std::vector<int64_t> idx_v(static_cast<size_t>(per_step));
   for (int64_t i = 0; i < per_step; ++i) idx_v[size_t(i)] = i / cfg.batch;
   const Tensor idx = from_vector(idx_v, {per_step}, device);
+  // The support per distribution (eval rows) and per training row (rows d * batch + i).
+  BideOptions train_opt = cfg.bide, eval_opt = cfg.bide;
+  if (cfg.range != RangeMode::all) {
+    const Tensor table = support_table(code, data);
+    bide_set_support(eval_opt, table, device);
+    const std::vector<int64_t> t = table.to_vector<int64_t>();
+    std::vector<int64_t> rows(static_cast<size_t>(4 * per_step));
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t i = 0; i < per_step; ++i)
+        rows[size_t(j * per_step + i)] = t[size_t(j * n_dist + idx_v[size_t(i)])];
+    bide_set_support(train_opt, from_vector(rows, {4, per_step}), device);
+  }
 
   // 2. Model: one embedding row per distribution -> W (H x B) and r (H) (the paper's init).
   Generator init(cfg.seed + 1);
@@ -272,11 +338,13 @@ int run_fit_bide(const Args& args) {
   AdamW opt(params, cfg.adamw);
   std::printf(
       "fit-bide: %lld distribution(s), %lld-bit %s values, H = %lld, batch %lld each, %lld steps, "
-      "device %s, variant %s\n",
-      (long long)n_dist, (long long)bits,
-      reader.effective_yaml().find("float16") != std::string::npos ? "float" : "",
+      "device %s, variant %s, range %s\n",
+      (long long)n_dist, (long long)bits, code.is_float() ? "float" : "integer",
       (long long)cfg.hidden, (long long)cfg.batch, (long long)cfg.steps, device.str().c_str(),
-      bide_resolve_variant(cfg.bide, device, per_step, cfg.hidden).c_str());
+      bide_resolve_variant(cfg.bide, device, per_step, cfg.hidden).c_str(),
+      cfg.range == RangeMode::all     ? "all"
+      : cfg.range == RangeMode::fixed ? "fixed"
+                                      : "auto");
 
   // 3. Train. Losses stay on the device until a progress line needs them.
   Tensor losses = zeros({cfg.steps}, DType::f32, device);
@@ -307,7 +375,7 @@ int run_fit_bide(const Args& args) {
     params.zero_grad();
     const Tensor w = w_emb.forward(idx).reshape({per_step, cfg.hidden, bits});
     const Tensor r = r_emb.forward(idx);
-    Tensor loss = bide_nll(w, r, y_buf, cfg.bide);
+    Tensor loss = bide_nll(w, r, y_buf, train_opt);
     loss.backward();
     opt.step_device(hyper);
     loss_buf.copy_(loss.detach().to(DType::f32).reshape({1}));
@@ -342,194 +410,13 @@ int run_fit_bide(const Args& args) {
   const double train_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  // 4. Evaluate each distribution: NLL on held-out values, KS distance, moments, curves.
+  // 4./5. Evaluate each distribution and write every output.
   NoGradGuard no_grad;
-  struct Row {
-    std::string name;
-    double nll, ks, mean_fit, mean_ref, std_fit, std_ref, nonfinite;
-  };
-  std::vector<Row> rows;
-  std::vector<plot::Panel> panels;
-  std::ostringstream curves;
-  curves << "distribution,x,cdf_fit,cdf_true,density_fit,density_true\n";
   const Tensor all_idx = arange(n_dist, DType::i64, device);
   const Tensor w_all = w_emb.forward(all_idx).reshape({n_dist, cfg.hidden, bits}),
                r_all = r_emb.forward(all_idx);
-  const std::vector<double> logp_all =
-      bide_pattern_log_probs(w_all, r_all, cfg.bide).to_vector<double>();
-  const BideMoments mom = bide_moments(w_all, r_all, cfg.bide);
-  const std::vector<double> mean_fit = mom.mean.to_vector<double>(),
-                            var_fit = mom.variance.to_vector<double>(),
-                            nonfinite = mom.nonfinite_mass.to_vector<double>();
-  const int64_t k_all = int64_t(1) << bits;
-  // Finite patterns in value order.
-  std::vector<uint32_t> order;
-  for (uint32_t key = 0; key < uint32_t(k_all); ++key) {
-    const uint32_t k = code.from_order_key(key);
-    if (code.finite(k)) order.push_back(k);
-  }
-  for (int64_t d = 0; d < n_dist; ++d) {
-    const DistData& dd = data[size_t(d)];
-    const double* lp = logp_all.data() + d * k_all;
-    Row row;
-    row.name = cfg.dists[size_t(d)].name;
-    double nll = 0;
-    for (uint32_t k : dd.eval) nll -= lp[k];
-    row.nll = nll / double(dd.eval.size());
-    // Reference CDF at each finite pattern: the true law rounded to the nearest value, or the
-    // empirical CDF of the held-out samples.
-    std::vector<double> sorted_eval = dd.eval_values;
-    std::sort(sorted_eval.begin(), sorted_eval.end());
-    auto ref_cdf_at = [&](size_t i) {
-      const double x = code.value(order[i]);
-      if (!dd.truth)
-        return double(std::upper_bound(sorted_eval.begin(), sorted_eval.end(), x) -
-                      sorted_eval.begin()) /
-               double(sorted_eval.size());
-      if (i + 1 == order.size()) return 1.0;
-      const double nx = code.value(order[i + 1]);
-      return dd.truth->cdf(code.is_float() ? 0.5 * (x + nx) : x);
-    };
-    double cum = 0, ks = 0;
-    std::vector<double> fit_cdf(order.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      cum += std::exp(lp[order[i]]);
-      fit_cdf[i] = cum;
-      ks = std::max(ks, std::fabs(cum - ref_cdf_at(i)));
-    }
-    row.ks = ks;
-    row.mean_fit = mean_fit[size_t(d)];
-    row.std_fit = std::sqrt(var_fit[size_t(d)]);
-    row.nonfinite = nonfinite[size_t(d)];
-    if (dd.truth) {
-      row.mean_ref = dd.truth->mean();
-      row.std_ref = dd.truth->stddev();
-    } else {
-      double m = 0, v = 0;
-      for (double x : dd.eval_values) m += x / double(dd.eval_values.size());
-      for (double x : dd.eval_values) v += (x - m) * (x - m) / double(dd.eval_values.size());
-      row.mean_ref = m;
-      row.std_ref = std::sqrt(v);
-    }
-    rows.push_back(row);
-    // Curves over [q 0.001, q 0.995] of the reference, in plot_bins equal bins.
-    double lo, hi;
-    if (dd.truth) {
-      lo = dd.truth->quantile(0.002);
-      hi = dd.truth->quantile(0.98);
-    } else {
-      lo = sorted_eval[size_t(0.002 * double(sorted_eval.size() - 1))];
-      hi = sorted_eval[size_t(0.98 * double(sorted_eval.size() - 1))];
-    }
-    if (!(hi > lo)) hi = lo + 1;
-    const int64_t nb = cfg.plot_bins;
-    const double width = (hi - lo) / double(nb);
-    // Fitted density of a bin: its mass over the summed widths of the value buckets inside it
-    // (mass / bin width would alias against the float16 spacing).
-    std::vector<double> mass(static_cast<size_t>(nb), 0.0), span(static_cast<size_t>(nb), 0.0), xs,
-        cf, ct, df, dt;
-    for (size_t i = 0; i < order.size(); ++i) {
-      const double x = code.value(order[i]);
-      const int64_t b = int64_t(std::floor((x - lo) / width));
-      if (b >= 0 && b < nb) {
-        mass[size_t(b)] += std::exp(lp[order[i]]);
-        span[size_t(b)] += std::exp(code.log_bucket_width(order[i]));
-      }
-    }
-    auto fit_cdf_at = [&](double x) {  // mass of finite values <= x
-      size_t a = 0, z = order.size();
-      while (a < z) {
-        const size_t m = (a + z) / 2;
-        if (code.value(order[m]) <= x)
-          a = m + 1;
-        else
-          z = m;
-      }
-      return a == 0 ? 0.0 : fit_cdf[a - 1];
-    };
-    auto ref_cdf_x = [&](double x) {
-      if (dd.truth) return dd.truth->cdf(x);
-      return double(std::upper_bound(sorted_eval.begin(), sorted_eval.end(), x) -
-                    sorted_eval.begin()) /
-             double(sorted_eval.size());
-    };
-    for (int64_t b = 0; b < nb; ++b) {
-      const double x0 = lo + double(b) * width, x1 = x0 + width, xc = 0.5 * (x0 + x1);
-      xs.push_back(xc);
-      cf.push_back(fit_cdf_at(x1));
-      ct.push_back(ref_cdf_x(x1));
-      df.push_back(span[size_t(b)] > 0 ? mass[size_t(b)] / span[size_t(b)] : 0.0);
-      dt.push_back((ref_cdf_x(x1) - ref_cdf_x(x0)) / width);
-      curves << row.name << "," << xc << "," << cf.back() << "," << ct.back() << "," << df.back()
-             << "," << dt.back() << "\n";
-    }
-    const std::string ref_label = dd.truth ? "true" : "held-out samples";
-    panels.push_back(
-        {row.name + ": CDF",
-         "value",
-         "P(X <= x)",
-         {{"BIDE fit", "#d62728", xs, cf, false}, {ref_label, "#1f77b4", xs, ct, true}}});
-    panels.push_back(
-        {row.name + ": density",
-         "value",
-         "density (per bin)",
-         {{"BIDE fit", "#d62728", xs, df, false}, {ref_label, "#1f77b4", xs, dt, true}}});
-  }
-
-  // 5. Report and write every output (atomically) only now that everything succeeded.
-  std::printf("\n%-14s %9s %8s %11s %11s %10s %10s %10s %8s\n", "distribution", "NLL", "KS",
-              "mean fit", "mean ref", "std fit", "std ref", "nonfinite", "skipped");
-  std::ostringstream summary;
-  summary << "distribution,nll,ks,mean_fit,mean_ref,std_fit,std_ref,nonfinite_mass,skipped\n";
-  for (size_t d = 0; d < rows.size(); ++d) {
-    const Row& r = rows[d];
-    std::printf("%-14s %9.4f %8.4f %11s %11s %10s %10s %10.2e %8lld\n", r.name.c_str(), r.nll, r.ks,
-                fmt(r.mean_fit).c_str(), fmt(r.mean_ref).c_str(), fmt(r.std_fit).c_str(),
-                fmt(r.std_ref).c_str(), r.nonfinite, (long long)data[d].skipped);
-    summary << r.name << "," << r.nll << "," << r.ks << "," << r.mean_fit << "," << r.mean_ref
-            << "," << r.std_fit << "," << r.std_ref << "," << r.nonfinite << "," << data[d].skipped
-            << "\n";
-    if (!data[d].skip_note.empty())
-      std::printf("  %s: skipped %lld value(s), first: %s\n", r.name.c_str(),
-                  (long long)data[d].skipped, data[d].skip_note.c_str());
-  }
-  // One pass: the debiased EMA curve feeds both metrics.csv and loss.svg.
-  std::ostringstream metrics;
-  metrics << "step,loss,ema_loss,lr\n";
-  std::vector<double> steps_x, loss_y, ema_y;
-  double e = 0;
-  for (size_t s = 0; s < host_losses.size(); ++s) {
-    e = cfg.ema * e + (1 - cfg.ema) * host_losses[s];
-    steps_x.push_back(double(s + 1));
-    loss_y.push_back(host_losses[s]);
-    ema_y.push_back(e / (1 - std::pow(cfg.ema, double(s + 1))));
-    metrics << s + 1 << "," << host_losses[s] << "," << ema_y.back() << ","
-            << cfg.schedule.at(int64_t(s)) << "\n";
-  }
-  const std::string& out = cfg.out_dir;
-  write_file_atomic(out + "/config.yaml", reader.effective_yaml());
-  write_file_atomic(out + "/metrics.csv", metrics.str());
-  write_file_atomic(out + "/summary.csv", summary.str());
-  write_file_atomic(out + "/curves.csv", curves.str());
-  write_file_atomic(out + "/fit.svg", plot::svg(panels, 2));
-  write_file_atomic(out + "/loss.svg", plot::svg({{"training loss (mean NLL, nats)",
-                                                   "step",
-                                                   "loss",
-                                                   {{"loss", "#bbbbbb", steps_x, loss_y, false},
-                                                    {"EMA", "#d62728", steps_x, ema_y, false}}}},
-                                                 1, 640, 360));
-  CheckpointWriter ck(out + "/checkpoint.h5");
-  for (const auto& [name, t] : params.named()) ck.tensor(name, t);
-  ck.tensor("optimizer.exp_avg", opt.exp_avg());
-  ck.tensor("optimizer.exp_avg_sq", opt.exp_avg_sq());
-  ck.attr("format", std::string("bitgrad-bide-fit-v1"));
-  ck.attr("config", reader.effective_yaml());
-  ck.attr("step", cfg.steps);
-  ck.attr("seed", int64_t(cfg.seed));
-  ck.commit();
-  std::printf(
-      "\ntraining: %lld steps in %.3f s (%.0f steps/s) | final EMA loss %.4f | outputs in %s\n",
-      (long long)cfg.steps, train_seconds, double(cfg.steps) / train_seconds, ema_hat, out.c_str());
+  report_fit(cfg, reader, data,
+             {w_all, r_all, eval_opt, params, opt, host_losses, train_seconds, ema_hat});
   return 0;
 }
 

@@ -20,6 +20,12 @@ std::vector<int32_t> read_tokens(const std::string& path, const Tokenizer& tok) 
   return tokens;
 }
 
+bool is_train_checkpoint(const CheckpointReader& ck) {
+  if (!ck.has_attr("format")) return false;
+  const std::string f = ck.str_attr("format");
+  return f == kTrainFormat || f == "bitgrad-train-1";
+}
+
 void load_parameters(const CheckpointReader& ck,
                      const std::vector<std::pair<std::string, Tensor>>& named) {
   for (const auto& [name, t] : named) t.copy_(ck.tensor(name, DType::f32, t.shape()));
@@ -27,8 +33,7 @@ void load_parameters(const CheckpointReader& ck,
 
 std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device) {
   CheckpointReader ck(path);
-  BG_CHECK(ck.has_attr("format") && ck.str_attr("format") == "bitgrad-train-1", "checkpoint", path,
-           " is not a bitgrad train checkpoint");
+  BG_CHECK(is_train_checkpoint(ck), "checkpoint", path, " is not a bitgrad train checkpoint");
   auto out = std::make_unique<LoadedGPT>();
   GPTConfig cfg = load_gpt_config(ck, path);
   // No dropout here, so both attention paths compute the same function: the fused kernel where
@@ -46,7 +51,7 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   out->model->train(false);
   out->step = ck.int_attr("step");
   out->val_data = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
-  out->val_fraction = ck.has_attr("val_fraction") ? std::stod(ck.str_attr("val_fraction")) : 0.1;
+  out->val_fraction = ck.has_attr("val_fraction") ? ck.float_attr("val_fraction") : 0.1;
   return out;
 }
 

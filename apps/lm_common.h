@@ -1,6 +1,7 @@
 // lm_common.h: what train, sample, eval and prepare share for language models: reading token
 // data (text through a tokenizer, or llm.c shards) and rebuilding a GPT from a checkpoint.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ struct LoadedGPT {
 };
 std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device);
 
+// `bitgrad train` checkpoints: bitgrad-train-2 keeps optimizer and tokenizer datasets in
+// groups of their own (optimizer/, tokenizer/), so the root holds exactly the state_dict;
+// bitgrad-train-1 (read too) kept them at the root as optimizer.* and tokenizer.*.
+inline constexpr const char* kTrainFormat = "bitgrad-train-2";
+bool is_train_checkpoint(const CheckpointReader& ck);
+
 // Parameters of `named` from a checkpoint, shapes checked.
 void load_parameters(const CheckpointReader& ck,
                      const std::vector<std::pair<std::string, Tensor>>& named);
@@ -47,9 +54,11 @@ struct SampleSettings {
 int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generator& gen);
 // Continues `ids` by s.new_tokens tokens drawn from the model (KV-cached; once the context
 // passes block_size the window slides, as nanoGPT's crop does). Only ids below `vocab_limit`
-// are drawn (a padded vocabulary's extra rows never are).
+// are drawn (a padded vocabulary's extra rows never are). on_token (optional) sees each token
+// as it is drawn; returning false stops early.
 std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const SampleSettings& s,
-                              int64_t vocab_limit, Generator& gen, Device device);
+                              int64_t vocab_limit, Generator& gen, Device device,
+                              const std::function<bool(int32_t)>& on_token = {});
 
 // The dense bf16 tensor-core peak (TFLOP/s) of a GPU by name; 0 when unknown.
 double peak_bf16_tflops(const std::string& gpu_name);

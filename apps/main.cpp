@@ -3,8 +3,6 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "cli.h"
@@ -37,12 +35,25 @@ std::string Args::option(const std::string& name, const std::string& def) const 
   return def;
 }
 
+bool Args::has(const std::string& name) const {
+  for (const auto& [k, v] : options)
+    if (k == name) return true;
+  return false;
+}
+
 void Args::allow_only(const std::vector<std::string>& names) const {
-  for (const auto& [k, v] : options) {
+  for (size_t i = 0; i < options.size(); ++i) {
+    const std::string& k = options[i].first;
     bool ok = false;
     for (const auto& n : names) ok |= n == k;
-    if (!ok) fail("cli", "unknown option '--", k, "'");
+    if (!ok) fail("cli", "unknown option '--", k, "' (see --help)");
+    for (size_t j = 0; j < i; ++j)
+      if (options[j].first == k) fail("cli", "option --", k, " given twice");
   }
+}
+
+void Args::exclusive(const std::string& a, const std::string& b) const {
+  BG_CHECK(!(has(a) && has(b)), "cli", "--", a, " and --", b, " cannot be used together");
 }
 
 int64_t parse_integer(const std::string& text, const std::string& option, int64_t lo, int64_t hi) {
@@ -73,51 +84,21 @@ double parse_number(const std::string& text, const std::string& option, double l
   return v;
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  if (p.has_parent_path()) fs::create_directories(p.parent_path());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    BG_CHECK(f.good(), "io", tmp, ": cannot open for writing");
-    f << text;
-    f.flush();
-    BG_CHECK(f.good(), "io", tmp, ": write failed");
-  }
-  fs::rename(tmp, p);
-}
-
 }  // namespace bg::cli
 
-namespace {
-
-void usage() {
-  std::puts(
-      "usage: bitgrad <command> [args]\n"
-      "\n"
-      "commands:\n"
-      "  fit-bide CONFIG [--set key=value ...] fit BIDE distributions (samplers or sample files)\n"
-      "  train CONFIG [--set key=value ...]   train the model a YAML config describes\n"
-      "  sample CKPT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
-      "                                       text from a trained GPT checkpoint\n"
-      "  eval CKPT [--data FILE] [--batch-size B]  validation loss and perplexity of a GPT\n"
-      "  prepare TEXT --out DIR [--tokenizer gpt2|byte] [--val-fraction F]\n"
-      "                                       llm.c token shards DIR/train.bin, DIR/val.bin\n"
-      "  bench sick [--out FILE] [--reps N]   SICK kernel benchmark (JSON)\n"
-      "  bench attention [--out FILE]          fused vs composed causal attention (JSON)\n"
-      "  info                                 build and device information\n"
-      "  help                                 this message\n");
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help")) {
-    usage();
+  if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help") ||
+      !std::strcmp(argv[1], "-h")) {
+    bg::cli::print_all_usage();
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  // `bitgrad <command> --help` anywhere among its arguments: that command's usage, exit 0.
+  for (int i = 2; i < argc && bg::cli::is_command(cmd); ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      bg::cli::print_usage(cmd);
+      return 0;
+    }
   try {
     const bg::cli::Args args = bg::cli::parse_args(argc, argv, 2);
     if (cmd == "train") return bg::cli::run_train(args);

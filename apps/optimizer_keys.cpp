@@ -6,19 +6,27 @@
 namespace bg::cli {
 
 void read_adamw_and_schedule(ConfigReader& r, const OptimizerDefaults& d, int64_t steps,
-                             AdamWConfig* adamw, LrSchedule* schedule) {
+                             AdamWConfig* adamw, LrSchedule* schedule, bool adam) {
   schedule->lr = r.number("optimizer.lr", d.lr, 0.0, 10.0);
-  const std::vector<double> betas = r.numbers("optimizer.betas", d.betas, 2);
-  for (double b : betas)
-    if (b < 0 || b >= 1) r.fail_at("optimizer.betas", "each beta must be in [0, 1)");
-  adamw->beta1 = betas[0];
-  adamw->beta2 = betas[1];
-  adamw->eps = r.number("optimizer.eps", 1e-8, 0.0, 1.0);
+  if (adam) {
+    const std::vector<double> betas = r.numbers("optimizer.betas", d.betas, 2);
+    for (double b : betas)
+      if (b < 0 || b >= 1) r.fail_at("optimizer.betas", "each beta must be in [0, 1)");
+    adamw->beta1 = betas[0];
+    adamw->beta2 = betas[1];
+    adamw->eps = r.number("optimizer.eps", 1e-8, 0.0, 1.0);
+  } else {
+    for (const char* k : {"betas", "eps"})
+      r.not_used(std::string("optimizer.") + k, "optimizer.type is sgd");
+  }
   adamw->weight_decay = r.number("optimizer.weight_decay", d.weight_decay, 0.0, 10.0);
   schedule->kind =
       r.choice("schedule.type", d.schedule, {"constant", "cosine", "linear", "exponential"});
   schedule->warmup_steps = r.integer("schedule.warmup_steps", 0, 0, steps);
-  schedule->min_lr = r.number("schedule.min_lr", d.min_lr, 0.0, 10.0);
+  if (schedule->kind == "constant")
+    r.not_used("schedule.min_lr", "schedule.type is constant");
+  else
+    schedule->min_lr = r.number("schedule.min_lr", d.min_lr, 0.0, 10.0);
   if (schedule->kind == "exponential" && schedule->min_lr <= 0)
     r.fail_at("schedule.min_lr", "an exponential schedule needs min_lr > 0");
   schedule->total_steps = steps;

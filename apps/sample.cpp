@@ -1,7 +1,9 @@
 // sample.cpp: `bitgrad sample CKPT`: text from a trained GPT, and the KV-cached generation
 // loop the end of `bitgrad train` shares.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <numeric>
 
@@ -38,7 +40,8 @@ int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generat
 }
 
 std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const SampleSettings& s,
-                              int64_t vocab_limit, Generator& gen, Device device) {
+                              int64_t vocab_limit, Generator& gen, Device device,
+                              const std::function<bool(int32_t)>& on_token) {
   BG_CHECK(!ids.empty(), "sample", "the prompt encodes to no tokens");
   const int64_t block = model.config().block_size;
   NoGradGuard no_grad;
@@ -55,6 +58,7 @@ std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const 
     row.resize(size_t(vocab_limit));
     const int32_t next = sample_token(std::move(row), s, gen);
     ids.push_back(next);
+    if (on_token && !on_token(next)) break;
     if (i + 1 == s.new_tokens) break;
     if (cache.length < block)
       logits = model.forward_cached(from_vector(std::vector<int64_t>{next}, {1, 1}, device), cache);
@@ -79,14 +83,19 @@ double peak_bf16_tflops(const std::string& name) {
   return 0;
 }
 
+namespace {
+// Ctrl-C ends the current sample after the token being drawn; what was written stays.
+std::atomic<int> g_sample_stop{0};
+extern "C" void stop_sampling(int sig) { g_sample_stop = sig; }
+}  // namespace
+
 int run_sample(const Args& args) {
   args.allow_only(
       {"prompt", "prompt-file", "tokens", "temperature", "top-k", "seed", "samples", "device"});
+  args.exclusive("prompt", "prompt-file");
   BG_CHECK(args.positional.size() == 1, "sample",
            "usage: bitgrad sample CKPT [--prompt TEXT | --prompt-file F] [--tokens N] "
            "[--temperature T] [--top-k K] [--seed S] [--samples N] [--device D]");
-  const Device device = parse_device(args.option("device", "auto"));
-  const auto ck = load_gpt_checkpoint(args.positional[0], device);
   SampleSettings s;
   s.new_tokens = parse_integer(args.option("tokens", "500"), "--tokens", 1, 1 << 24);
   s.temperature = parse_number(args.option("temperature", "0.8"), "--temperature", 0, 100);
@@ -97,20 +106,32 @@ int run_sample(const Args& args) {
   const std::string prompt_file = args.option("prompt-file", "");
   const std::string prompt =
       prompt_file.empty() ? args.option("prompt", "\n") : read_text_file(prompt_file);
+  const Device device = parse_device(args.option("device", "auto"));
+  const auto ck = load_gpt_checkpoint(args.positional[0], device);
   const std::vector<int32_t> ids = ck->tokenizer->encode(prompt);
   const int64_t block = ck->model->config().block_size;
   BG_CHECK(!ids.empty(), "sample", "the prompt is empty");
   BG_CHECK(int64_t(ids.size()) <= block, "sample", "the prompt is ", ids.size(),
            " tokens, longer than the model's block_size = ", block);
   Generator gen(seed);
-  for (int64_t k = 0; k < samples; ++k) {
-    const std::vector<int32_t> out =
-        generate(*ck->model, ids, s, ck->tokenizer->vocab_size(), gen, device);
-    const std::string text = ck->tokenizer->decode(out);
+  g_sample_stop = 0;
+  auto old_int = std::signal(SIGINT, stop_sampling);
+  // Each token is written and flushed as it is drawn (its bytes: a UTF-8 character split over
+  // two GPT-2 tokens completes with the second).
+  auto write = [](const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
-    std::printf("\n---------------\n");
+    std::fflush(stdout);
+  };
+  for (int64_t k = 0; k < samples && !g_sample_stop; ++k) {
+    write(ck->tokenizer->decode(ids));
+    generate(*ck->model, ids, s, ck->tokenizer->vocab_size(), gen, device, [&](int32_t id) {
+      write(ck->tokenizer->decode({id}));
+      return g_sample_stop == 0;
+    });
+    write("\n---------------\n");
   }
-  return 0;
+  std::signal(SIGINT, old_int);
+  return g_sample_stop ? 130 : 0;
 }
 
 }  // namespace bg::cli

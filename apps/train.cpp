@@ -5,6 +5,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -54,20 +55,29 @@ TrainConfig read_config(ConfigReader& r) {
   if (c.train_bin.empty()) {
     c.data_path = r.string("data.path");
     c.val_fraction = r.number("data.val_fraction", 0.1, 0.0, 0.5);
+    r.not_used("data.val_bin", "data.train_bin is not set (data.path is split instead)");
   } else {
     c.val_bin = r.string("data.val_bin");
+    r.not_used("data.path", "data.train_bin is set (token shards replace the text file)");
+    r.not_used("data.val_fraction", "data.train_bin is set (data.val_bin holds the split)");
   }
   c.tokenizer = r.choice("data.tokenizer", "char", {"char", "byte", "gpt2"});
   if (!c.train_bin.empty() && c.tokenizer == "char")
     r.fail_at("data.tokenizer", "token shards need a fixed vocabulary: byte or gpt2");
-  if (c.tokenizer == "gpt2") c.gpt2_dir = r.string("data.gpt2_dir", "../shared/data/gpt2");
+  if (c.tokenizer == "gpt2")
+    c.gpt2_dir = r.string("data.gpt2_dir", "../shared/data/gpt2");
+  else
+    r.not_used("data.gpt2_dir", "data.tokenizer is " + c.tokenizer);
   c.model_type = r.choice("model.type", "char_mlp", {"char_mlp", "gpt"});
+  const std::string other_model = "model.type is " + c.model_type;
   if (c.model_type == "char_mlp") {
     c.model.context = r.integer("model.context", 16, 1, 4096);
     c.model.n_embd = r.integer("model.n_embd", 32, 1, 65536);
     c.model.n_hidden = r.integer("model.n_hidden", 256, 1, 1 << 20);
     c.model.n_layer = r.integer("model.n_layer", 2, 0, 64);
     c.model.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
+    for (const char* k : {"block_size", "n_head", "bias", "attention", "vocab_size", "gelu"})
+      r.not_used(std::string("model.") + k, other_model);
   } else {
     c.gpt.block_size = r.integer("model.block_size", 256, 1, 1 << 20);
     c.gpt.n_layer = r.integer("model.n_layer", 6, 1, 256);
@@ -79,10 +89,15 @@ TrainConfig read_config(ConfigReader& r) {
     c.gpt.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
     c.gpt.bias = r.boolean("model.bias", false);
     c.gpt.fused_attention = r.choice("model.attention", "fused", {"fused", "composed"}) == "fused";
+    // tanh: GPT-2 and llm.c; erf: nanoGPT's nn.GELU(), so nanoGPT evaluates the model exactly.
+    c.gpt.gelu =
+        r.choice("model.gelu", "tanh", {"tanh", "erf"}) == "erf" ? GeluForm::erf : GeluForm::tanh;
     // 0: the tokenizer's size; more pads the embedding (GPT-2's 50257 -> 50304, a multiple of
     // 64 for the GEMMs); padded ids are never targets and never sampled.
     c.gpt.vocab_size = r.integer("model.vocab_size", 0, 0, 1 << 24);
     c.model.context = c.gpt.block_size;
+    for (const char* k : {"context", "n_hidden"})
+      r.not_used(std::string("model.") + k, other_model);
   }
   c.steps = r.integer("train.steps", 1000, 1, int64_t(1) << 40);
   c.batch = r.integer("train.batch_size", 64, 1, 1 << 24);
@@ -99,8 +114,11 @@ TrainConfig read_config(ConfigReader& r) {
                                       : MatmulPrecision::fp32;
   c.optimizer = r.choice("optimizer.type", "adamw", {"adamw", "sgd"});
   read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, "constant", 0.0}, c.steps, &c.adamw,
-                          &c.schedule);
-  c.momentum = r.number("optimizer.momentum", 0.9, 0.0, 1.0);
+                          &c.schedule, c.optimizer == "adamw");
+  if (c.optimizer == "sgd")
+    c.momentum = r.number("optimizer.momentum", 0.9, 0.0, 1.0);
+  else
+    r.not_used("optimizer.momentum", "optimizer.type is adamw");
   r.finish();
   return c;
 }
@@ -126,16 +144,22 @@ std::string loss_plot(const std::string& metrics_csv) {
   std::getline(in, line);  // header
   while (std::getline(in, line)) {
     std::istringstream row(line);
-    std::string step, loss, val_loss;
-    std::getline(row, step, ',');
-    std::getline(row, loss, ',');
-    std::getline(row, val_loss, ',');
-    if (step.empty()) continue;
-    train.x.push_back(std::stod(step));
-    train.y.push_back(std::stod(loss));
-    if (!val_loss.empty()) {
-      val.x.push_back(std::stod(step));
-      val.y.push_back(std::stod(val_loss));
+    std::string fields[3];
+    for (std::string& f : fields) std::getline(row, f, ',');
+    // A row that does not parse (a hand-edited metrics_csv attribute) is left out of the plot.
+    double v[3];
+    bool ok[3];
+    for (int i = 0; i < 3; ++i) {
+      char* end = nullptr;
+      v[i] = std::strtod(fields[i].c_str(), &end);
+      ok[i] = !fields[i].empty() && *end == '\0';
+    }
+    if (!ok[0] || !ok[1]) continue;
+    train.x.push_back(v[0]);
+    train.y.push_back(v[1]);
+    if (ok[2]) {
+      val.x.push_back(v[0]);
+      val.y.push_back(v[2]);
     }
   }
   return plot::svg({{"loss (cross-entropy, nats per token)", "step", "loss", {train, val}}}, 1, 640,
@@ -159,6 +183,13 @@ int run_train(const Args& args) {
   ConfigReader reader(args.positional[0], args.overrides);
   const TrainConfig cfg = read_config(reader);
   const Device device = parse_device(cfg.device);
+  // Before any work: an unwritable output folder, or a resume with nothing to resume, would
+  // otherwise surface only at the first save.
+  check_output_dir(cfg.out_dir, "train");
+  const std::string last_path = cfg.out_dir + "/last.h5", best_path = cfg.out_dir + "/best.h5";
+  BG_CHECK(!cfg.resume || std::filesystem::exists(last_path), "train",
+           "run.resume is true but there is no checkpoint to resume: ", last_path,
+           " does not exist (set run.resume: false to start from scratch)");
   std::printf("# effective config (%s)\n%s", args.positional[0].c_str(),
               reader.effective_yaml().c_str());
 
@@ -222,31 +253,29 @@ int run_train(const Args& args) {
   // Checkpoints: last.h5 (every evaluation, the end, a signal: what resume reads) and best.h5
   // (the best validation loss so far). Parameters use the model's state_dict names; the tied
   // LM head is also stored as lm_head.weight so PyTorch's load_state_dict finds every key.
-  const std::string last_path = cfg.out_dir + "/last.h5", best_path = cfg.out_dir + "/best.h5";
   auto save = [&](const std::string& path, const RunState& st) {
     CheckpointWriter ck(path);
     for (const auto& [name, t] : named) ck.tensor(name, t);
     if (is_gpt)
       for (const auto& [name, t] : named)
         if (name == "transformer.wte.weight") ck.tensor("lm_head.weight", t);
+    // Optimizer state in a group of its own: the root holds exactly the model's state_dict.
     if (adamw) {
-      ck.tensor("optimizer.exp_avg", adamw->exp_avg());
-      ck.tensor("optimizer.exp_avg_sq", adamw->exp_avg_sq());
+      ck.tensor("optimizer/exp_avg", adamw->exp_avg());
+      ck.tensor("optimizer/exp_avg_sq", adamw->exp_avg_sq());
     } else {
-      ck.tensor("optimizer.momentum_buffer", sgd->momentum_buffer());
+      ck.tensor("optimizer/momentum_buffer", sgd->momentum_buffer());
     }
-    ck.attr("format", std::string("bitgrad-train-1"));
+    ck.attr("format", std::string(kTrainFormat));
     ck.attr("model_type", cfg.model_type);
     ck.attr("config", reader.effective_yaml());
     tok->save(ck);
     if (is_gpt) save_gpt_config(ck, gpt->config());
     ck.attr("val_data", val_source);
-    ck.attr("val_fraction", std::to_string(cfg.val_fraction));
+    ck.attr("val_fraction", cfg.val_fraction);
     ck.attr("step", st.step);
     ck.attr("optimizer_steps", adamw ? adamw->steps() : st.step);
-    char best[32];
-    std::snprintf(best, sizeof best, "%.17g", st.best_val);
-    ck.attr("best_val_loss", std::string(best));
+    ck.attr("best_val_loss", st.best_val);
     ck.attr("data_rng_offset", int64_t(st.data_offset));
     ck.attr("dropout_rng_offset", int64_t(st.dropout_offset));
     ck.attr("metrics_csv", st.metrics);
@@ -254,8 +283,10 @@ int run_train(const Args& args) {
   };
   RunState state;
   state.metrics = "step,train_loss,val_loss,lr,ms_per_step\n";
-  if (cfg.resume && std::filesystem::exists(last_path)) {
+  int64_t saved_step = -1;  // the step of the last.h5 this run can fall back to (-1: none)
+  if (cfg.resume) {
     CheckpointReader ck(last_path);
+    BG_CHECK(is_train_checkpoint(ck), "train", last_path, " is not a bitgrad train checkpoint");
     BG_CHECK(ck.str_attr("model_type") == cfg.model_type, "train", last_path, " holds a ",
              ck.str_attr("model_type"), " model, the config asks for ", cfg.model_type);
     const auto saved_tok = load_tokenizer(ck);
@@ -272,22 +303,27 @@ int run_train(const Args& args) {
                " holds another architecture than the config (checkpoint vs config: ", diff, ")");
     }
     load_parameters(ck, named);
+    // bitgrad-train-1 kept the optimizer state at the root as optimizer.*.
+    const std::string opt = ck.has("optimizer/exp_avg") || ck.has("optimizer/momentum_buffer")
+                                ? "optimizer/"
+                                : "optimizer.";
     if (adamw) {
-      adamw->exp_avg().copy_(ck.tensor("optimizer.exp_avg", DType::f32, adamw->exp_avg().shape()));
+      adamw->exp_avg().copy_(ck.tensor(opt + "exp_avg", DType::f32, adamw->exp_avg().shape()));
       adamw->exp_avg_sq().copy_(
-          ck.tensor("optimizer.exp_avg_sq", DType::f32, adamw->exp_avg_sq().shape()));
+          ck.tensor(opt + "exp_avg_sq", DType::f32, adamw->exp_avg_sq().shape()));
       adamw->set_steps(ck.int_attr("optimizer_steps"));
     } else {
       sgd->momentum_buffer().copy_(
-          ck.tensor("optimizer.momentum_buffer", DType::f32, sgd->momentum_buffer().shape()));
+          ck.tensor(opt + "momentum_buffer", DType::f32, sgd->momentum_buffer().shape()));
     }
     state.step = ck.int_attr("step");
-    state.best_val = std::stod(ck.str_attr("best_val_loss"));
+    state.best_val = ck.float_attr("best_val_loss");
     data_gen.offset = uint64_t(ck.int_attr("data_rng_offset"));
     dropout_gen.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
     state.metrics = ck.str_attr("metrics_csv");
     BG_CHECK(state.step <= cfg.steps, "train", last_path, " is at step ", state.step,
              ", past train.steps = ", cfg.steps);
+    saved_step = state.step;
     std::printf("resumed from %s at step %lld\n", last_path.c_str(), (long long)state.step);
   }
 
@@ -324,6 +360,23 @@ int run_train(const Args& args) {
     peak_tflops = peak_bf16_tflops(cuda::device_name(device.index));
   }
   set_matmul_precision(cfg.precision);
+  // Non-finite losses and gradient norms are caught on the device at the step they happen and
+  // read when a progress line syncs anyway; nothing non-finite is ever saved.
+  NonFiniteWatch loss_watch(device), grad_watch(device);
+  auto checkpoint_note = [&]() {
+    return saved_step >= 0
+               ? str_cat("the last checkpoint, ", last_path, " (step ", saved_step,
+                         "), is kept as it was")
+               : str_cat("no checkpoint was saved by this run (", last_path,
+                         " is first written at step ", std::min(cfg.eval_interval, cfg.steps), ")");
+  };
+  auto stop_if_nonfinite = [&]() {
+    const int64_t at_loss = loss_watch.first_step(), at_grad = grad_watch.first_step();
+    if (at_loss == 0 && at_grad == 0) return;
+    const bool is_loss = at_loss != 0 && (at_grad == 0 || at_loss <= at_grad);
+    fail("train", is_loss ? "the loss" : "the gradient norm", " became non-finite at step ",
+         is_loss ? at_loss : at_grad, "; stopping: ", checkpoint_note());
+  };
   g_stop_signal = 0;
   auto old_int = std::signal(SIGINT, request_stop);
   auto old_term = std::signal(SIGTERM, request_stop);
@@ -343,10 +396,17 @@ int run_train(const Args& args) {
     Tensor loss;
     for (int64_t micro = 0; micro < cfg.grad_accum; ++micro) {
       loss = batch_loss(split.train, data_gen);
+      loss_watch.check(loss, step + 1);
       (cfg.grad_accum > 1 ? loss / double(cfg.grad_accum) : loss).backward();
     }
     Tensor scale;
-    if (cfg.grad_clip > 0) scale = clip_grad_norm(params, cfg.grad_clip).scale;
+    if (cfg.grad_clip > 0) {
+      const ClipResult clip = clip_grad_norm(params, cfg.grad_clip);
+      scale = clip.scale;
+      grad_watch.check(clip.norm, step + 1);
+    } else {
+      grad_watch.check(grad_norm(params), step + 1);
+    }
     if (adamw)
       adamw->step(lr, scale);
     else
@@ -355,8 +415,7 @@ int run_train(const Args& args) {
     const bool eval = (step + 1) % cfg.eval_interval == 0 || step + 1 == cfg.steps;
     if (!log && !eval) continue;
     last_loss = loss.item();  // syncs the device
-    BG_CHECK(std::isfinite(last_loss), "train", "loss is ", last_loss, " at step ", step + 1,
-             "; stopping (the last checkpoint, ", last_path, ", is kept as it was)");
+    stop_if_nonfinite();
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - t_start).count();
     const double ms =
@@ -366,8 +425,8 @@ int run_train(const Args& args) {
     double val = NAN;
     if (eval) {
       val = evaluate(split.val);
-      BG_CHECK(std::isfinite(val), "train", "validation loss is ", val, " at step ", step + 1,
-               "; stopping (the last checkpoint, ", last_path, ", is kept as it was)");
+      BG_CHECK(std::isfinite(val), "train", "the validation loss is ", val, " at step ", step + 1,
+               "; stopping: ", checkpoint_note());
     }
     const double tokens_per_step = double(cfg.batch * cfg.grad_accum * context);
     const double tokens_per_s = tokens_per_step * 1000.0 / ms;
@@ -391,6 +450,7 @@ int run_train(const Args& args) {
       const bool improved = val < state.best_val;
       if (improved) state.best_val = val;
       save(last_path, state);
+      saved_step = state.step;
       if (improved) save(best_path, state);
       write_file_atomic(cfg.out_dir + "/metrics.csv", state.metrics);
     }
@@ -400,6 +460,7 @@ int run_train(const Args& args) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   if (g_stop_signal || stopped_early) {
+    stop_if_nonfinite();  // a stop saves the state: never a non-finite one
     record_position(step);
     save(last_path, state);
     write_file_atomic(cfg.out_dir + "/metrics.csv", state.metrics);

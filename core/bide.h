@@ -1,9 +1,14 @@
 // bide.h: BIDE distributions (the SICK BIDE paper). Example n's distribution over the 2^B bit
 // patterns of a value is softmax(l), l_k = r_n . relu(W_n b_k), with W (N, H, B) and r (N, H)
 // coming from upstream tensors (gradients flow into them). Normalisation is exact (the SICK
-// pass), optionally over a restricted pattern range [lo, hi).
+// pass), over all 2^B patterns or over a support: one pattern range [lo, hi) for every example,
+// or per example up to two ranges (a float value range [a, b] that spans zero is one range of
+// each sign half). Each range is one SICK pass; the passes merge exactly (max, rescaled sums),
+// so the normaliser, the gradients, sampling, CDF and moments all sum over the support only.
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../kernels/bide_values.h"
 #include "ops.h"
@@ -15,7 +20,25 @@ struct BideOptions {
   std::string variant = "auto";  // auto | bruteforce | precomputed
   std::string dtype = "fp32";    // fp32 | fp16: precision of W and r inside the CUDA kernel
   int64_t support_lo = 0, support_hi = -1;  // restrict to patterns [lo, hi); hi < 0: 2^B
+  // Per-example support, replacing [support_lo, support_hi) when defined: (N, 4) i64 on the
+  // op's device, rows [lo0, hi0, lo1, hi1] (lo1 == hi1 when the example has one range).
+  // ranges_host is the same table on the host (what CDFs, quantiles and plots clip with).
+  Tensor ranges, ranges_host;
 };
+
+// The patterns of `code` whose values lie in [lo, hi] (-0 counts as 0; NaN/Inf never): up to
+// two [begin, end) pattern ranges, in ascending pattern order, none empty. Empty when no value
+// of the type is inside.
+std::vector<std::pair<int64_t, int64_t>> bide_value_range_patterns(const BideCode& code, double lo,
+                                                                   double hi);
+// The (N, 4) support table for per-example value ranges (host tensor; .to(device) for ops).
+// Throws when a range holds no value of the type.
+Tensor bide_support_table(const BideCode& code,
+                          const std::vector<std::pair<double, double>>& ranges);
+// Sets opt.ranges / opt.ranges_host from a host support table, for ops on `device`.
+void bide_set_support(BideOptions& opt, const Tensor& table, Device device);
+// Whether pattern k is inside example n's support.
+bool bide_in_support(const BideOptions& opt, int64_t n, uint32_t k);
 
 // Checks W/r shapes against the options; returns a readable error otherwise.
 void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const char* op);
@@ -60,7 +83,8 @@ namespace bg {
 // failure returns false and says why (overflow to Inf, not an integer, out of range).
 bool bide_encode(const BideCode& code, double v, uint32_t* pattern, std::string* why);
 // log p of every pattern for each example: (N, 2^B), materialised (evaluation and plots only;
-// training never does this). Computes log Z with one SICK pass, then the logits in chunks.
+// training never does this). Computes log Z with SICK passes, then the logits in chunks;
+// patterns outside the support get -inf.
 Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOptions& opt);
 
 }  // namespace bg

@@ -1,7 +1,11 @@
 // checkpoint.h: HDF5 checkpoints. One file: tensors as datasets named like PyTorch state_dict
-// keys (stored as f32/f64/i64/i32/u8 host arrays with their shapes), plus string and integer
-// attributes on the root group (config, step, RNG state, format). Writes go to PATH.tmp and
-// are renamed over PATH only when complete, so a crash never leaves a broken checkpoint.
+// keys (stored as f32/f64/i64/i32/u8 host arrays with their shapes; a name with '/' goes into a
+// group, so optimizer state can live apart from the model's parameters), plus scalar
+// attributes on the root group (config, step, RNG state, format). Strings are written as h5py
+// writes them by default (variable-length UTF-8) and read in every form h5py writes
+// (variable-length, fixed-length, ASCII or UTF-8); an attribute of the wrong kind is refused
+// in one line. Writes go to PATH.tmp and are renamed over PATH only when complete, so a crash
+// never leaves a broken checkpoint, and a failed write leaves no PATH.tmp behind.
 #pragma once
 #include <map>
 #include <string>
@@ -17,6 +21,7 @@ class CheckpointWriter {
   void tensor(const std::string& name, const Tensor& t);
   void attr(const std::string& name, const std::string& value);
   void attr(const std::string& name, int64_t value);
+  void attr(const std::string& name, double value);
   void commit();  // writes PATH.tmp, then renames it to PATH
 
  private:
@@ -24,6 +29,7 @@ class CheckpointWriter {
   std::vector<std::pair<std::string, Tensor>> tensors_;
   std::map<std::string, std::string> str_attrs_;
   std::map<std::string, int64_t> int_attrs_;
+  std::map<std::string, double> float_attrs_;
 };
 
 class CheckpointReader {
@@ -32,12 +38,17 @@ class CheckpointReader {
   ~CheckpointReader();
   CheckpointReader(const CheckpointReader&) = delete;
   CheckpointReader& operator=(const CheckpointReader&) = delete;
-  bool has(const std::string& name) const;
+  bool has(const std::string& name) const;  // a dataset (or group) of that path
   bool has_attr(const std::string& name) const;
   // The dataset as a CPU tensor of `dtype`; throws unless its shape is `expect` (when given).
   Tensor tensor(const std::string& name, DType dtype, const Shape& expect = {}) const;
+  // Scalar attributes; each throws, naming the file and the attribute, when it is missing or
+  // of another kind (a string where an integer belongs, an array, ...).
   std::string str_attr(const std::string& name) const;
   int64_t int_attr(const std::string& name) const;
+  // A float attribute, or a string holding a number (how older checkpoints stored them).
+  double float_attr(const std::string& name) const;
+  const std::string& path() const { return path_; }
 
  private:
   std::string path_;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "files.h"
 
 namespace bg {
 namespace {
@@ -43,15 +44,18 @@ ConfigReader::ConfigReader(const std::string& path, const std::vector<std::strin
   if (path.empty()) {
     root_ = YAML::Node(YAML::NodeType::Map);
   } else {
-    std::ifstream f(path);
-    if (!f) fail("config", path, ": cannot open file");
+    const std::string text = read_file_limited(path, "config", "config file", kMaxConfigBytes);
     try {
-      root_ = YAML::Load(f);
+      root_ = YAML::Load(text);
+    } catch (const YAML::DeepRecursion& e) {
+      fail("config", path, ":", e.mark.line + 1, ":", e.mark.column + 1, ": nested deeper than ",
+           kMaxConfigDepth, " levels");
     } catch (const YAML::Exception& e) {
       fail("config", path, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg);
     }
     if (root_.IsNull()) root_ = YAML::Node(YAML::NodeType::Map);
     if (!root_.IsMap()) fail("config", path, ": top level must be a mapping of sections");
+    check_tree(root_, "");
   }
   effective_ = YAML::Node(YAML::NodeType::Map);
   for (const std::string& o : overrides) {
@@ -59,13 +63,19 @@ ConfigReader::ConfigReader(const std::string& path, const std::vector<std::strin
     if (eq == std::string::npos || eq == 0)
       fail("config", "--set ", o, ": expected key.path=value");
     const std::string key = o.substr(0, eq);
+    const std::string text = o.substr(eq + 1);
+    if (text.find_first_not_of(" \t") == std::string::npos)
+      fail("config", "--set ", o, ": empty value (leave the flag out to keep the config's value)");
     YAML::Node value;
     try {
-      value = YAML::Load(o.substr(eq + 1));
+      value = YAML::Load(text);
     } catch (const YAML::Exception& e) {
       fail("config", "--set ", o, ": ", e.msg);
     }
+    check_tree(value, "--set " + o);
     const std::vector<std::string> parts = split_key(key);
+    for (const std::string& part : parts)
+      if (part.empty()) fail("config", "--set ", o, ": empty part in key '", key, "'");
     // yaml-cpp nodes are handles: walk with copies, creating maps as needed.
     std::vector<YAML::Node> chain{root_};
     // A numeric part indexes an existing list element ("distributions.1.path").
@@ -95,35 +105,100 @@ ConfigReader::ConfigReader(const std::string& path, const std::vector<std::strin
       fail("config", "--set ", o, ": no element ", parts.back(), " in the list");
     else
       chain.back()[parts.back()] = value;
-    overridden_.insert(key);
+    overridden_[key] = o;
   }
 }
 
-// Const access only: a non-const operator[] could add the missing key to the tree. Recursion
-// instead of Node::reset, which throws on the invalid node a missing key yields.
-static YAML::Node lookup(const YAML::Node& node, const std::vector<std::string>& parts, size_t i) {
+// Every value present and meaningful: no empty/null values, no duplicate keys, only scalar keys,
+// bounded depth and size (aliases can make a small file a huge tree: the count bounds the walk).
+// `origin` is "" for the file, or the --set flag a value came from.
+void ConfigReader::check_tree(const YAML::Node& top, const std::string& origin) const {
+  auto at = [&](const YAML::Node& n, const std::string& key) {
+    if (!origin.empty()) return origin;
+    return str_cat(path_, ":", n.Mark().line + 1, ":", n.Mark().column + 1, ": ", key);
+  };
+  const char* empty_hint = ": empty value (remove the key to use its default, or give a value)";
+  if (top.IsNull()) fail("config", at(top, ""), empty_hint);
+  struct Item {
+    YAML::Node node;
+    std::string key;
+    int depth;
+  };
+  std::vector<Item> stack{{top, "", 1}};
+  int64_t values = 0;
+  while (!stack.empty()) {
+    const Item item = stack.back();
+    stack.pop_back();
+    if (++values > kMaxConfigValues)
+      fail("config", origin.empty() ? path_ : origin, ": more than ", kMaxConfigValues,
+           " values (aliases repeating a large part?)");
+    if (item.depth > kMaxConfigDepth)
+      fail("config", at(item.node, item.key), ": nested deeper than ", kMaxConfigDepth, " levels");
+    auto child_key = [&](const std::string& part) {
+      return item.key.empty() ? part : item.key + "." + part;
+    };
+    if (item.node.IsMap()) {
+      std::vector<std::pair<std::string, YAML::Mark>> seen;
+      for (auto it = item.node.begin(); it != item.node.end(); ++it) {
+        if (!it->first.IsScalar())
+          fail("config", at(it->first, item.key), ": keys must be plain names");
+        const std::string k = child_key(it->first.Scalar());
+        for (const auto& [name, mark] : seen)
+          if (name == it->first.Scalar())
+            fail("config", at(it->first, k), ": duplicate key (first at line ", mark.line + 1,
+                 origin.empty() ? "" : " of the value", ")");
+        seen.emplace_back(it->first.Scalar(), it->first.Mark());
+        if (it->second.IsNull()) fail("config", at(it->first, k), empty_hint);
+        stack.push_back({it->second, k, item.depth + 1});
+      }
+    } else if (item.node.IsSequence()) {
+      for (size_t i = 0; i < item.node.size(); ++i) {
+        const std::string k = child_key(std::to_string(i));
+        if (item.node[i].IsNull()) fail("config", at(item.node, k), ": empty list element");
+        stack.push_back({item.node[i], k, item.depth + 1});
+      }
+    }
+  }
+}
+
+namespace {
+
+[[noreturn]] void fail_not_section(const std::string& where, const std::string& prefix,
+                                   const YAML::Node& node, const std::string& key) {
+  fail("config", where, ": ", prefix, ": expected a section (with keys such as ", key, "), got ",
+       node.IsScalar() ? "'" + node.Scalar() + "'" : scalar_text(node));
+}
+
+}  // namespace
+
+// Const access only: a non-const operator[] could add the missing key to the tree, and
+// assigning one Node to another rewrites the tree. Hence recursion, not a loop.
+YAML::Node ConfigReader::lookup(const YAML::Node& node, const std::vector<std::string>& parts,
+                                size_t i, const std::string& key) const {
   if (i == parts.size()) return node;
   if (!node.IsDefined() || node.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+  std::string prefix;
+  for (size_t j = 0; j < i; ++j) prefix += (j ? "." : "") + parts[j];
   if (node.IsSequence()) {
-    if (!is_index(parts[i]) || std::stoul(parts[i]) >= node.size())
-      return YAML::Node(YAML::NodeType::Undefined);
-    return lookup(node[std::stoul(parts[i])], parts, i + 1);
+    if (!is_index(parts[i])) fail_not_section(where(node, prefix), prefix, node, key);
+    if (std::stoul(parts[i]) >= node.size()) return YAML::Node(YAML::NodeType::Undefined);
+    return lookup(node[std::stoul(parts[i])], parts, i + 1, key);
   }
   if (node.IsMap()) {
     const YAML::Node child = node[parts[i]];
     if (!child.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
-    return lookup(child, parts, i + 1);
+    return lookup(child, parts, i + 1, key);
   }
-  return YAML::Node(YAML::NodeType::Undefined);
+  fail_not_section(where(node, prefix), prefix, node, key);
 }
 
 YAML::Node ConfigReader::find(const std::string& key) const {
   const YAML::Node& root = root_;
-  return lookup(root, split_key(key), 0);
+  return lookup(root, split_key(key), 0, key);
 }
 
 std::string ConfigReader::where(const YAML::Node& node, const std::string& key) const {
-  if (overridden_.count(key)) return "--set " + key;
+  if (const auto it = overridden_.find(key); it != overridden_.end()) return "--set " + it->second;
   if (node.IsDefined() && node.Mark().line >= 0)
     return str_cat(path_, ":", node.Mark().line + 1, ":", node.Mark().column + 1);
   return path_.empty() ? std::string("config") : path_;
@@ -295,6 +370,12 @@ size_t ConfigReader::list_size(const std::string& key) {
   return n.size();
 }
 
+bool ConfigReader::is_list(const std::string& key) const { return find(key).IsSequence(); }
+
+void ConfigReader::not_used(const std::string& key, const std::string& because) {
+  not_used_.emplace_back(key, because);
+}
+
 void ConfigReader::finish() const {
   // Depth-first over the tree; a key is known if it, or a key below it, was read.
   std::vector<std::pair<std::string, YAML::Node>> stack{{"", root_}};
@@ -311,6 +392,9 @@ void ConfigReader::finish() const {
           known = true;
         if (!known) {
           const YAML::Node key_node = it->first;
+          for (const auto& [key, because] : not_used_)
+            if (k == key || k.rfind(key + ".", 0) == 0)
+              fail("config", where(key_node, k), ": ", k, ": not used when ", because);
           fail("config", where(key_node, k), ": unknown key '", k, "'");
         }
         if (!used_.count(k)) stack.push_back({k, it->second});

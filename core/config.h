@@ -1,11 +1,17 @@
 // config.h: YAML configs read into typed structs. Every value is read through ConfigReader
 // with its type, default and allowed range; finish() then rejects any key nobody read. Errors
-// name the file, line and column and the key path:
+// name the file, line and column (or the --set flag) and the key path:
 //   [config] configs/x.yaml:7:9: optimizer.lr: expected a number, got 'fast'
-// `--set a.b=value` overrides are applied to the tree before reading.
+// `--set a.b=value` overrides are applied to the tree before reading. Nothing falls back to a
+// default silently: an empty or null value, a scalar or list where a section belongs, and a
+// duplicate key are errors; a key that another setting makes irrelevant is named as such.
+// The file is checked before it is parsed (a regular file of at most 1 MiB), and the parsed
+// tree is bounded (depth, number of values), so a pathological file fails fast.
 #pragma once
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,7 +33,12 @@ class ConfigReader {
   std::string choice(const std::string& key, const std::string& def,
                      const std::vector<std::string>& options);
   std::vector<double> numbers(const std::string& key, const std::vector<double>& def, size_t count);
-  size_t list_size(const std::string& key);  // length of a sequence (0 when absent)
+  size_t list_size(const std::string& key);    // length of a sequence (0 when absent)
+  bool is_list(const std::string& key) const;  // present and a sequence
+
+  // `key` (and anything under it) does not apply in this configuration: finish() reports it,
+  // when present, as "not used when <because>" rather than as an unknown key.
+  void not_used(const std::string& key, const std::string& because);
 
   // Throws on the first key in the file that no read asked for, then on a missing required key
   // (required reads return a default until then, so a misspelt key is reported as such).
@@ -40,6 +51,9 @@ class ConfigReader {
 
  private:
   YAML::Node find(const std::string& key) const;
+  YAML::Node lookup(const YAML::Node& node, const std::vector<std::string>& parts, size_t i,
+                    const std::string& key) const;
+  void check_tree(const YAML::Node& node, const std::string& origin) const;
   std::string where(const YAML::Node& node, const std::string& key) const;
   void mark_used(const std::string& key);
   void record(const std::string& key, const YAML::Node& value);
@@ -48,9 +62,15 @@ class ConfigReader {
   std::string path_;
   YAML::Node root_, effective_;
   std::set<std::string> used_;
-  std::set<std::string> overridden_;
+  std::map<std::string, std::string> overridden_;  // key -> the whole --set text
   std::set<std::string> containers_;
   std::vector<std::string> missing_;  // lists whose elements are read one by one
+  std::vector<std::pair<std::string, std::string>> not_used_;  // key, because
 };
+
+// Limits on a config file: bitgrad's configs are a few KiB and four levels deep.
+inline constexpr int64_t kMaxConfigBytes = 1 << 20;
+inline constexpr int kMaxConfigDepth = 32;
+inline constexpr int64_t kMaxConfigValues = 100000;
 
 }  // namespace bg

@@ -40,6 +40,10 @@ Tensor gelu(const Tensor& x);  // tanh approximation (GPT-2)
 // gelu stored as out_dtype: x's, or bf16 for f32 x, written directly by the CUDA kernel when the
 // output only feeds a bf16 matmul (matmul_operand_dtype) and would be rounded there anyway.
 Tensor gelu(const Tensor& x, DType out_dtype);
+// The exact GELU, 0.5 x (1 + erf(x / sqrt 2)): PyTorch's nn.GELU() and nanoGPT's; out_dtype as
+// for gelu.
+Tensor gelu_erf(const Tensor& x);
+Tensor gelu_erf(const Tensor& x, DType out_dtype);
 Tensor silu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor neg(const Tensor& x);

@@ -112,12 +112,31 @@ ClipResult clip_grad_norm(const FlatParameters& params, double max_norm) {
   NoGradGuard no_grad;
   const Tensor& g = params.grads();
   ClipResult r;
-  r.norm = sqrt(sum(g * g));
+  r.norm = grad_norm(params);
   // scale = max_norm / max(norm, max_norm) == min(1, max_norm / norm), without a host sync.
   const Tensor cap = full({}, max_norm, DType::f32, g.device());
   r.scale = cap / maximum(r.norm, cap);
   return r;
 }
+
+Tensor grad_norm(const FlatParameters& params) {
+  NoGradGuard no_grad;
+  const Tensor& g = params.grads();
+  return sqrt(sum(g * g));
+}
+
+NonFiniteWatch::NonFiniteWatch(Device device) : flag_(zeros({}, DType::i64, device)) {}
+
+void NonFiniteWatch::check(const Tensor& value, int64_t step) {
+  BG_CHECK(value.numel() == 1 && value.device() == flag_.device(), "nonfinite_watch",
+           "expected a scalar on ", flag_.device().str(), ", got ", shape_str(value.shape()),
+           " on ", value.device().str());
+  const Tensor v = value.detach().to(DType::f32).contiguous();
+  BG_DISPATCH(flag_.device(), mark_first_nonfinite, flag_.kview(), v.kview(), step,
+              stream_for(flag_.device()));
+}
+
+int64_t NonFiniteWatch::first_step() const { return flag_.to_vector<int64_t>()[0]; }
 
 double LrSchedule::at(int64_t step) const {
   if (warmup_steps > 0 && step < warmup_steps) return lr * double(step + 1) / double(warmup_steps);

@@ -80,6 +80,24 @@ struct ClipResult {
 // Global-norm clipping. The gradients are not rewritten: the optimizer applies `scale`.
 ClipResult clip_grad_norm(const FlatParameters& params, double max_norm);
 
+// The first step whose loss or gradient norm was NaN or infinite, recorded on the device: each
+// check is one single-thread kernel and no host synchronisation, and the host reads the step
+// only when it syncs anyway (a progress line). A run that goes non-finite at step 7 is then
+// reported at step 7, not at the next log line.
+class NonFiniteWatch {
+ public:
+  explicit NonFiniteWatch(Device device);
+  // Records `step` (1-based) if `value` (a scalar) is non-finite and no step was recorded yet.
+  void check(const Tensor& value, int64_t step);
+  int64_t first_step() const;  // 0 when every checked value was finite (syncs)
+
+ private:
+  Tensor flag_;  // i64 scalar
+};
+
+// The global L2 norm of the gradients (device scalar), as clip_grad_norm computes it.
+Tensor grad_norm(const FlatParameters& params);
+
 struct LrSchedule {
   std::string kind = "constant";  // constant | cosine | linear | exponential
   double lr = 1e-3, min_lr = 0.0;

@@ -296,15 +296,18 @@ Tensor bytes_tensor(const std::string& s) {
 }  // namespace
 
 std::unique_ptr<Gpt2Tokenizer> Gpt2Tokenizer::load(const CheckpointReader& ck) {
-  return std::make_unique<Gpt2Tokenizer>(bytes_dataset(ck, "tokenizer.encoder_json"),
-                                         bytes_dataset(ck, "tokenizer.vocab_bpe"));
+  // bitgrad-train-1 checkpoints kept the two files beside the parameters.
+  const std::string group = ck.has("tokenizer/encoder_json") ? "tokenizer/" : "tokenizer.";
+  return std::make_unique<Gpt2Tokenizer>(bytes_dataset(ck, group + "encoder_json"),
+                                         bytes_dataset(ck, group + "vocab_bpe"));
 }
 
 void Gpt2Tokenizer::save(CheckpointWriter& ck) const {
   ck.attr("tokenizer", kind());
-  // The two files verbatim (1.5 MB): too large for HDF5 attributes, so u8 datasets.
-  ck.tensor("tokenizer.encoder_json", bytes_tensor(encoder_json_));
-  ck.tensor("tokenizer.vocab_bpe", bytes_tensor(vocab_bpe_));
+  // The two files verbatim (1.5 MB): too large for HDF5 attributes, so u8 datasets, in a
+  // group of their own so that the root holds only the model's state_dict.
+  ck.tensor("tokenizer/encoder_json", bytes_tensor(encoder_json_));
+  ck.tensor("tokenizer/vocab_bpe", bytes_tensor(vocab_bpe_));
 }
 
 std::vector<std::string> Gpt2Tokenizer::pretokenize(const std::string& text) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/files.h"
 
 namespace bg {
 namespace {
@@ -129,6 +130,7 @@ SampleSet read_hdf5(const SampleFileSpec& spec, const std::function<std::string(
 
 SampleSet read_samples(const SampleFileSpec& spec,
                        const std::function<std::string(double)>& check) {
+  check_input_file(spec.path, "samples", "sample file");
   const std::string fmt = detect_format(spec);
   BG_CHECK(fmt == "text" || fmt == "csv" || fmt == "hdf5", "samples", spec.path,
            ": unknown format '", fmt, "' (text, csv, hdf5)");

@@ -3,11 +3,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/files.h"
 #include "kernels/philox.h"
 
 namespace bg {
 
 std::string read_text_file(const std::string& path) {
+  check_input_file(path, "data", "text file");
   std::ifstream f(path, std::ios::binary);
   BG_CHECK(f.good(), "data", path, ": cannot open file");
   std::ostringstream ss;

@@ -1,10 +1,10 @@
 #include "token_shards.h"
 
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
+#include "core/files.h"
 
 namespace bg {
 
@@ -21,22 +21,18 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
              " at position ", i, " does not fit uint16");
     body[i] = uint16_t(tokens[i]);
   }
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const std::string tmp = path + ".tmp";
-  {
+  write_atomically(path, "shards", [&](const std::string& tmp) {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     BG_CHECK(f.good(), "shards", tmp, ": cannot open for writing");
     f.write(reinterpret_cast<const char*>(header), sizeof header);
     f.write(reinterpret_cast<const char*>(body.data()), std::streamsize(body.size() * 2));
     f.flush();
     BG_CHECK(f.good(), "shards", tmp, ": write failed");
-  }
-  fs::rename(tmp, target);
+  });
 }
 
 std::vector<int32_t> read_token_shard(const std::string& path) {
+  check_input_file(path, "shards", "token file");
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   BG_CHECK(f.good(), "shards", path, ": cannot open file");
   const int64_t bytes = int64_t(f.tellg());

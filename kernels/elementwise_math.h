@@ -20,6 +20,8 @@ BG_HD float m_log(float x) { return logf(x); }
 BG_HD double m_log(double x) { return ::log(x); }
 BG_HD float m_tanh(float x) { return tanhf(x); }
 BG_HD double m_tanh(double x) { return ::tanh(x); }
+BG_HD float m_erf(float x) { return erff(x); }
+BG_HD double m_erf(double x) { return ::erf(x); }
 BG_HD float m_sqrt(float x) { return sqrtf(x); }
 BG_HD double m_sqrt(double x) { return ::sqrt(x); }
 
@@ -28,7 +30,9 @@ struct UnaryParams {
   double a = 1.0, b = 0.0;
 };
 
-constexpr double kGeluK = 0.7978845608028654;  // sqrt(2/pi)
+constexpr double kGeluK = 0.7978845608028654;       // sqrt(2/pi)
+constexpr double kInvSqrt2 = 0.7071067811865476;    // 1/sqrt(2)
+constexpr double kInvSqrt2Pi = 0.3989422804014327;  // 1/sqrt(2 pi)
 
 template <typename A>
 BG_HD A unary_scalar(UnaryOp op, A x, A pa, A pb) {
@@ -45,6 +49,8 @@ BG_HD A unary_scalar(UnaryOp op, A x, A pa, A pb) {
       A inner = A(kGeluK) * (x + A(0.044715) * x * x * x);
       return A(0.5) * x * (A(1) + m_tanh(inner));
     }
+    case UnaryOp::gelu_erf:
+      return A(0.5) * x * (A(1) + m_erf(x * A(kInvSqrt2)));
     case UnaryOp::silu:
       return x / (A(1) + m_exp(-x));
     case UnaryOp::sigmoid:
@@ -81,6 +87,9 @@ BG_HD A unary_scalar_grad(UnaryOp op, A x, A y, A dy, A pa) {
       A dinner = A(kGeluK) * (A(1) + A(3 * 0.044715) * x2);
       return dy * (A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * dinner);
     }
+    case UnaryOp::gelu_erf:  // Phi(x) + x phi(x)
+      return dy * (A(0.5) * (A(1) + m_erf(x * A(kInvSqrt2))) +
+                   x * A(kInvSqrt2Pi) * m_exp(A(-0.5) * x * x));
     case UnaryOp::silu: {
       A s = A(1) / (A(1) + m_exp(-x));
       return dy * s * (A(1) + x * (A(1) - s));

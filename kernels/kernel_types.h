@@ -117,7 +117,8 @@ enum class UnaryOp : uint8_t {
   log,
   tanh,
   relu,
-  gelu,
+  gelu,      // tanh approximation (GPT-2, llm.c)
+  gelu_erf,  // exact: 0.5 x (1 + erf(x / sqrt 2)) (PyTorch's nn.GELU(), nanoGPT)
   silu,
   sigmoid,
   neg,

@@ -75,8 +75,8 @@ Tensor CausalSelfAttention::forward_cached(const Tensor& x, const Tensor& k_cach
   return c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_}));
 }
 
-MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std)
-    : dropout_(dropout) {
+MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std, GeluForm gelu)
+    : dropout_(dropout), gelu_(gelu) {
   c_fc = register_module("c_fc", std::make_shared<Linear>(n_embd, 4 * n_embd, bias, init));
   c_proj =
       register_module("c_proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, init, proj_std));
@@ -85,8 +85,9 @@ MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj
 Tensor MLP::forward(const Tensor& x, Generator& gen, const Tensor& residual) const {
   // GELU's input and output each feed one matmul: stored in the dtype those matmuls read.
   const Tensor h = c_fc->forward_for_bf16_consumer(x);
-  return dropout_then_add(c_proj->forward(gelu(h, matmul_operand_dtype(h))), dropout_, training(),
-                          gen, residual);
+  const DType act_dtype = matmul_operand_dtype(h);
+  const Tensor act = gelu_ == GeluForm::erf ? gelu_erf(h, act_dtype) : gelu(h, act_dtype);
+  return dropout_then_add(c_proj->forward(act), dropout_, training(), gen, residual);
 }
 
 }  // namespace bg

@@ -75,15 +75,20 @@ class CausalSelfAttention : public Module {
 Tensor dropout_then_add(const Tensor& y, double p, bool training, Generator& gen,
                         const Tensor& residual);
 
+// GPT-2 and llm.c use the tanh approximation; nanoGPT's nn.GELU() is the exact erf form.
+enum class GeluForm { tanh, erf };
+
 // Linear(4C) -> GELU -> Linear(C) -> dropout.
 class MLP : public Module {
  public:
-  MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std);
+  MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std,
+      GeluForm gelu = GeluForm::tanh);
   Tensor forward(const Tensor& x, Generator& gen, const Tensor& residual = Tensor()) const;
   std::shared_ptr<Linear> c_fc, c_proj;
 
  private:
   double dropout_;
+  GeluForm gelu_;
 };
 
 }  // namespace bg

@@ -13,6 +13,7 @@ void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg) {
   ck.attr("model.n_head", cfg.n_head);
   ck.attr("model.n_embd", cfg.n_embd);
   ck.attr("model.bias", int64_t(cfg.bias));
+  ck.attr("model.gelu", std::string(cfg.gelu == GeluForm::erf ? "erf" : "tanh"));
 }
 
 GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
@@ -26,6 +27,10 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
   cfg.n_head = ck.int_attr("model.n_head");
   cfg.n_embd = ck.int_attr("model.n_embd");
   cfg.bias = ck.int_attr("model.bias") != 0;
+  const std::string gelu = ck.has_attr("model.gelu") ? ck.str_attr("model.gelu") : "tanh";
+  BG_CHECK(gelu == "tanh" || gelu == "erf", "gpt", path, ": model.gelu is '", gelu,
+           "', expected tanh or erf");
+  cfg.gelu = gelu == "erf" ? GeluForm::erf : GeluForm::tanh;
   BG_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_head > 0 &&
                cfg.n_embd > 0 && cfg.n_embd % cfg.n_head == 0,
            "gpt", path, ": inconsistent model.* attributes");
@@ -45,6 +50,9 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
   cmp("n_head", a.n_head, b.n_head);
   cmp("n_embd", a.n_embd, b.n_embd);
   cmp("bias", a.bias, b.bias);
+  if (a.gelu != b.gelu)
+    d += std::string(d.empty() ? "" : ", ") + "gelu " + (a.gelu == GeluForm::erf ? "erf" : "tanh") +
+         " vs " + (b.gelu == GeluForm::erf ? "erf" : "tanh");
   return d;
 }
 
@@ -55,8 +63,8 @@ Block::Block(const GPTConfig& cfg, Generator& init) {
       "attn", std::make_shared<CausalSelfAttention>(cfg.n_embd, cfg.n_head, cfg.bias, cfg.dropout,
                                                     init, proj_std, cfg.fused_attention));
   ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
-  mlp = register_module("mlp",
-                        std::make_shared<MLP>(cfg.n_embd, cfg.bias, cfg.dropout, init, proj_std));
+  mlp = register_module(
+      "mlp", std::make_shared<MLP>(cfg.n_embd, cfg.bias, cfg.dropout, init, proj_std, cfg.gelu));
 }
 
 Tensor Block::forward(const Tensor& x, Generator& gen) const {

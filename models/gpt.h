@@ -18,6 +18,7 @@ struct GPTConfig {
   int64_t vocab_size = 0, block_size = 256, n_layer = 6, n_head = 6, n_embd = 384;
   double dropout = 0.0;
   bool bias = false;
+  GeluForm gelu = GeluForm::tanh;  // part of the architecture: saved as model.gelu
   // fused_causal_attention (one kernel per pass; bf16 tensor cores on CUDA, head dim 64) or the
   // composed matmul + causal_softmax + dropout + matmul (exact in the run's precision). Not part
   // of the architecture: a checkpoint trained one way evaluates either way.
@@ -25,10 +26,11 @@ struct GPTConfig {
 };
 
 // The architecture as checkpoint attributes (model.vocab_size, model.block_size, model.n_layer,
-// model.n_head, model.n_embd, model.bias), from which sample and eval rebuild the model.
+// model.n_head, model.n_embd, model.bias, model.gelu), from which sample and eval rebuild the
+// model. Checkpoints without model.gelu were trained with the tanh form.
 void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg);
 GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path);
-// Empty when a and b have the same shapes; else what differs ("n_layer 2 vs 6").
+// Empty when a and b are the same architecture; else what differs ("n_layer 2 vs 6").
 std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b);
 
 // Keys and values of every layer for incremental decoding: (B, H, block_size, D) each.

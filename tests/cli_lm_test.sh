@@ -4,16 +4,7 @@
 # exits, checkpoints left intact).
 set -u
 bin=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-one_line_error() {  # one_line_error PATTERN CMD...: CMD fails with one stderr line matching PATTERN
-  local pattern=$1; shift
-  local msg
-  msg=$("$@" 2>&1 >/dev/null) && fail "accepted: $*"
-  [ "$(echo "$msg" | wc -l)" -eq 1 ] || fail "error is not one line: $msg"
-  echo "$msg" | grep -q -- "$pattern" || fail "expected '$pattern', got: $msg"
-}
+source "$(dirname "$0")/cli_lib.sh"
 printf 'First Citizen:\nBefore we proceed any further, hear me speak.\n' > "$dir/line.txt"
 for i in $(seq 1 200); do cat "$dir/line.txt"; done > "$dir/corpus.txt"
 
@@ -51,7 +42,7 @@ grep -q "perplexity" "$dir/eval.log" || fail "eval printed no perplexity: $(cat 
 # Bad input.
 one_line_error "longer than the model's block_size = 16" "$bin" sample "$dir/run/best.h5" --prompt "$(head -c 40 "$dir/corpus.txt")"
 one_line_error "not a readable HDF5 file" "$bin" sample "$dir/corpus.txt"
-one_line_error "cannot open file" "$bin" prepare "$dir/nope.txt" --out "$dir/x"
+one_line_error "nope.txt: cannot open text file (No such file" "$bin" prepare "$dir/nope.txt" --out "$dir/x"
 head -c 600 "$dir/shards/train.bin" > "$dir/short.bin"
 one_line_error "shorter than the 1024-byte header" "$bin" train "$dir/gpt.yaml" --set data.train_bin="$dir/short.bin" --set run.out_dir="$dir/x"
 # A checkpoint of another architecture: resuming with another n_layer is refused, untouched.
@@ -70,12 +61,20 @@ YAML
 : > "$dir/empty.txt"
 one_line_error "empty.txt: file is empty" "$bin" train "$dir/char.yaml" --set data.path="$dir/empty.txt" --set run.out_dir="$dir/x"
 one_line_error "'Z' (byte 90) at position 1 is not in the" "$bin" sample "$dir/char/last.h5" --prompt "FZ"
-# NaN loss (SGD at lr 10 diverges within a few steps): the run stops naming the step, exits
-# non-zero, and last.h5 stays the checkpoint of the last evaluation before it (every 2 steps).
-msg=$("$bin" train "$dir/char.yaml" --set run.out_dir="$dir/nan" --set train.steps=40 --set train.log_interval=1 --set train.eval_interval=2 --set train.grad_clip=0 --set optimizer.type=sgd --set optimizer.lr=10 --set optimizer.momentum=0.99 2>&1 >/dev/null) && fail "a diverging run exited 0"
+# NaN loss (SGD at lr 10 diverges within a few steps): the run stops naming the first
+# non-finite step, exits non-zero, and last.h5 stays the checkpoint of the last evaluation
+# before it (every 2 steps), which the message names.
+nan_run=(train "$dir/char.yaml" --set train.steps=40 --set train.grad_clip=0 --set optimizer.type=sgd --set optimizer.lr=10 --set optimizer.momentum=0.99)
+msg=$("$bin" "${nan_run[@]}" --set run.out_dir="$dir/nan" --set train.log_interval=1 --set train.eval_interval=2 2>&1 >/dev/null) && fail "a diverging run exited 0"
 [ "$(echo "$msg" | wc -l)" -eq 1 ] || fail "error is not one line: $msg"
-bad_step=$(echo "$msg" | sed -n 's/.*loss is -*nan at step \([0-9]*\);.*/\1/p')
+bad_step=$(echo "$msg" | sed -n 's/.*became non-finite at step \([0-9]*\);.*/\1/p')
 [ -n "$bad_step" ] && [ "$bad_step" -gt 2 ] || fail "unexpected NaN message: $msg"
 good_step=$(( (bad_step - 1) / 2 * 2 ))
+echo "$msg" | grep -q "the last checkpoint, $dir/nan/last.h5 (step $good_step), is kept as it was" || fail "the NaN message names no checkpoint of step $good_step: $msg"
 "$bin" eval "$dir/nan/last.h5" 2>&1 | grep -q "step $good_step " || fail "last.h5 is not the step-$good_step checkpoint after the NaN at step $bad_step"
+# The same run logging and evaluating only at step 40: the first non-finite step is still the
+# one reported (a device-side flag, not the next log line), and no checkpoint is claimed.
+msg=$("$bin" "${nan_run[@]}" --set run.out_dir="$dir/nan2" --set train.log_interval=40 --set train.eval_interval=40 2>&1 >/dev/null) && fail "a diverging run exited 0"
+echo "$msg" | grep -q "became non-finite at step $bad_step; stopping: no checkpoint was saved by this run" || fail "expected step $bad_step and no checkpoint, got: $msg"
+[ ! -e "$dir/nan2/last.h5" ] || fail "a diverged run left a last.h5"
 echo "cli_lm_test: all checks passed"

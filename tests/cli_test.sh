@@ -3,9 +3,7 @@
 # writes every output; bad input fails with a one-line error and leaves no output folder.
 set -u
 bin=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/cli_lib.sh"
 cat > "$dir/fit.yaml" <<YAML
 run: {out_dir: $dir/out, device: cpu, seed: 1}
 bide: {dtype: uint, bits: 8, hidden: 8}
@@ -22,6 +20,26 @@ for f in config.yaml metrics.csv summary.csv curves.csv fit.svg loss.svg checkpo
   [ -s "$dir/out/$f" ] || fail "missing output $f"
 done
 grep -q "^bino," "$dir/out/summary.csv" || fail "summary lacks the binomial row"
+head -1 "$dir/out/summary.csv" | grep -q "^distribution,range_lo,range_hi,nll,ks,mean_fit,mean_ref,std_fit,std_ref,median_fit,median_ref,q01_fit,q01_ref,q99_fit,q99_ref,nonfinite_mass,skipped,outside$" || fail "summary columns: $(head -1 "$dir/out/summary.csv")"
+# bide.range auto (the default): the file's values are 100..149, widened by 2% of 49.
+grep -q "^file,99.02,149.98," "$dir/out/summary.csv" || fail "auto range of the file: $(grep ^file "$dir/out/summary.csv")"
+# A fixed range the data leave: the first value outside is an error naming file and line.
+one_line_error "samples.txt:1: value 137 is outside bide.range [20, 120]" "$bin" fit-bide "$dir/fit.yaml" --set "bide.range=[20, 120]" --set run.out_dir="$dir/out4"
+one_line_error "bide.range: expected [lo, hi] with lo <= hi" "$bin" fit-bide "$dir/fit.yaml" --set "bide.range=[5, 1]" --set run.out_dir="$dir/out4"
+one_line_error "bide.range: 'some' is not one of: auto, all" "$bin" fit-bide "$dir/fit.yaml" --set bide.range=some --set run.out_dir="$dir/out4"
+# Float16 values near 130 are 0.125 apart, wider than the plot's bins (~0.025): the density
+# panel is drawn from the bucket-interpolated CDF, so no bin inside the body reads 0 (no comb).
+cat > "$dir/comb.yaml" <<YAML
+run: {out_dir: $dir/comb, device: cpu}
+bide: {dtype: float16, hidden: 8}
+train: {steps: 30, batch_size: 32}
+eval: {samples: 2000, plot_bins: 200}
+distributions:
+  - {name: narrow, kind: normal, mu: 130, sigma: 1}
+YAML
+"$bin" fit-bide "$dir/comb.yaml" > "$dir/comb.log" 2>&1 || { cat "$dir/comb.log"; fail "float16 fit failed"; }
+zeros=$(awk -F, 'NR > 1 && $5 == 0' "$dir/comb/curves.csv" | wc -l)
+[ "$zeros" -eq 0 ] || fail "$zeros plot bins of the fitted density are 0 (comb teeth)"
 # The stored effective config runs again as is.
 "$bin" fit-bide "$dir/out/config.yaml" --set run.out_dir="$dir/out2" --set train.steps=2 > /dev/null 2>&1 || fail "stored config did not re-run"
 # Bad input: a non-number in a sample file.

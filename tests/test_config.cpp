@@ -69,7 +69,7 @@ TEST_CASE("cpu: config errors name file line column and key") {
   CHECK_THROWS_WITH(ConfigReader(p, {"noequals"}),
                     doctest::Contains("--set noequals: expected key.path=value"));
   CHECK_THROWS_WITH(ConfigReader("/nonexistent.yaml", {}),
-                    doctest::Contains("/nonexistent.yaml: cannot open file"));
+                    doctest::Contains("/nonexistent.yaml: cannot open config file (No such file"));
   CHECK_THROWS_WITH(ConfigReader(write_tmp("a: [1, 2\n"), {}), doctest::Contains(":2:1:"));
 }
 

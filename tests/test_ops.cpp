@@ -26,6 +26,8 @@ double gelu_ref(double x) {
   return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
 
+double gelu_erf_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+
 OpCase exp_case() {
   return unary_case("exp", bg::exp, [](double x) { return std::exp(x); });
 }
@@ -40,6 +42,12 @@ OpCase relu_case() {
   return unary_case("relu", bg::relu, [](double x) { return x > 0 ? x : 0.0; });
 }
 OpCase gelu_case() { return unary_case("gelu", bg::gelu, gelu_ref); }
+OpCase gelu_erf_case() { return unary_case("gelu_erf", bg::gelu_erf, gelu_erf_ref); }
+OpCase gelu_erf_strided_case() {
+  OpCase c = gelu_erf_case();
+  c.noncontiguous = true;
+  return c;
+}
 OpCase silu_case() {
   return unary_case("silu", bg::silu, [](double x) { return x / (1 + std::exp(-x)); });
 }
@@ -517,6 +525,8 @@ BG_OP_TEST("rsqrt", rsqrt_case)
 BG_OP_TEST("abs", abs_case)
 BG_OP_TEST("affine", affine_case)
 BG_OP_TEST("gelu strided", unary_strided_case)
+BG_OP_TEST("gelu_erf", gelu_erf_case)
+BG_OP_TEST("gelu_erf strided", gelu_erf_strided_case)
 BG_OP_TEST("add", add_case)
 BG_OP_TEST("sub", sub_case)
 BG_OP_TEST("mul", mul_case)
@@ -645,6 +655,8 @@ TEST_CASE("cpu: layernorm and gelu narrow to bf16 exactly as a cast does") {
                 layernorm(x, w, Tensor(), 1e-5).to(DType::bf16).to(DType::f64)) == 0.0);
   CHECK(rel_err(gelu(x, DType::bf16).to(DType::f64), gelu(x).to(DType::bf16).to(DType::f64)) ==
         0.0);
+  CHECK(rel_err(gelu_erf(x, DType::bf16).to(DType::f64),
+                gelu_erf(x).to(DType::bf16).to(DType::f64)) == 0.0);
   CHECK_THROWS_WITH(gelu(x.to(DType::f64), DType::bf16), doctest::Contains("only f32 -> bf16"));
   CHECK_THROWS_WITH(layernorm(x, w, Tensor(), 1e-5, DType::f16),
                     doctest::Contains("only f32 -> bf16"));

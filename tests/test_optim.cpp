@@ -120,4 +120,28 @@ TEST_CASE("cuda: AdamW and SGD kernels match the CPU") {
   }
 }
 
+// The watch keeps the first non-finite step, whatever comes after it, on either device.
+void check_nonfinite_watch(Device dev) {
+  NonFiniteWatch watch(dev);
+  CHECK(watch.first_step() == 0);
+  const std::vector<double> losses = {2.5, 1.0, NAN, 3.0, INFINITY, -INFINITY};
+  for (size_t i = 0; i < losses.size(); ++i)
+    watch.check(full({}, losses[i], DType::f32, dev), int64_t(i) + 1);
+  CHECK(watch.first_step() == 3);
+  NonFiniteWatch inf_first(dev);
+  inf_first.check(full({1}, -INFINITY, DType::f32, dev), 41);
+  inf_first.check(full({1}, NAN, DType::f32, dev), 42);
+  CHECK(inf_first.first_step() == 41);
+  CHECK_THROWS_WITH(watch.check(zeros({2}, DType::f32, dev), 9), doctest::Contains("a scalar"));
+}
+
+TEST_CASE("cpu: the non-finite watch records the first NaN/Inf step") {
+  check_nonfinite_watch(Device::cpu());
+}
+
+TEST_CASE("cuda: the non-finite watch records the first NaN/Inf step on the device") {
+  BG_REQUIRE_CUDA();
+  check_nonfinite_watch(Device::cuda(0));
+}
+
 }  // namespace bg::test

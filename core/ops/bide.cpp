@@ -36,11 +36,21 @@ int64_t support_hi(const BideOptions& opt) {
   return opt.support_hi < 0 ? (int64_t(1) << opt.code.bits) : opt.support_hi;
 }
 
+// Whether some example of the per-example table has a second, non-empty range.
+bool two_piece_support(const BideOptions& opt) {
+  const int64_t n = opt.ranges_host.size(1);
+  const int64_t* t = static_cast<const int64_t*>(opt.ranges_host.data_ptr());
+  for (int64_t i = 0; i < n; ++i)
+    if (t[2 * n + i] < t[3 * n + i]) return true;
+  return false;
+}
+
 struct SickResult {
   Tensor m, s, gr, gw, stats, sample, logz;
 };
 
-// Runs the fused pass over per-example ranges (lo/hi (N) i64, or undefined for the support).
+// Runs the fused pass over per-example ranges lo/hi ((N) i64), or over all 2^B patterns when
+// they are undefined.
 SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs, const Tensor& lo,
                     const Tensor& hi, uint64_t seed = 0) {
   const Device dev = p.w.device();
@@ -52,11 +62,6 @@ SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs,
   a.w = p.w.kview();
   a.r = p.r.kview();
   Tensor lo_t = lo, hi_t = hi;
-  if (!lo_t.defined() &&
-      (opt.support_lo != 0 || support_hi(opt) != (int64_t(1) << opt.code.bits))) {
-    lo_t = full({p.n}, double(opt.support_lo), DType::i64, dev);
-    hi_t = full({p.n}, double(support_hi(opt)), DType::i64, dev);
-  }
   if (lo_t.defined()) {
     lo_t = lo_t.contiguous();
     hi_t = hi_t.contiguous();
@@ -91,16 +96,100 @@ SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs,
   return out;
 }
 
-// Host copies of per-example bounds clipped to the support (empty ranges stay empty).
-void clip_ranges(const Tensor& lo, const Tensor& hi, const BideOptions& opt, Tensor* lo_out,
-                 Tensor* hi_out) {
-  std::vector<int64_t> l = lo.to_vector<int64_t>(), h = hi.to_vector<int64_t>();
-  for (size_t i = 0; i < l.size(); ++i) {
-    l[i] = std::min(std::max(l[i], opt.support_lo), support_hi(opt));
-    h[i] = std::min(std::max(h[i], l[i]), support_hi(opt));
+Tensor logaddexp(const Tensor& a, const Tensor& b);
+
+// One contiguous pattern range per example: a piece of the support.
+struct Piece {
+  Tensor lo, hi;  // (N) i64 on the device; undefined: all 2^B patterns
+};
+
+// The support as SICK passes: one piece (all patterns, or [support_lo, support_hi)), or the
+// per-example table's pieces; the second only when some example has a second range.
+std::vector<Piece> support_pieces(const BideOptions& opt, int64_t n, Device dev) {
+  if (opt.ranges.defined()) {
+    std::vector<Piece> out{
+        {opt.ranges.slice(0, 0, 1).reshape({n}), opt.ranges.slice(0, 1, 2).reshape({n})}};
+    if (two_piece_support(opt))
+      out.push_back(
+          {opt.ranges.slice(0, 2, 3).reshape({n}), opt.ranges.slice(0, 3, 4).reshape({n})});
+    return out;
   }
-  *lo_out = from_vector(l, {int64_t(l.size())}, lo.device());
-  *hi_out = from_vector(h, {int64_t(h.size())}, lo.device());
+  if (opt.support_lo != 0 || support_hi(opt) != (int64_t(1) << opt.code.bits))
+    return {{full({n}, double(opt.support_lo), DType::i64, dev),
+             full({n}, double(support_hi(opt)), DType::i64, dev)}};
+  return {Piece{}};
+}
+
+// Example n's support pieces as host [lo, hi) pairs (empty pieces included).
+std::vector<std::pair<int64_t, int64_t>> host_pieces(const BideOptions& opt, const Tensor& table,
+                                                     int64_t n) {
+  if (!table.defined()) return {{opt.support_lo, support_hi(opt)}};
+  const int64_t* t = static_cast<const int64_t*>(table.data_ptr());
+  const int64_t cols = table.size(1);
+  return {{t[n], t[cols + n]}, {t[2 * cols + n], t[3 * cols + n]}};
+}
+
+// Merges two passes over disjoint pattern sets into the pass over their union: every sum is
+// rescaled from its own max to the common one (exact up to rounding).
+SickResult merge_passes(const SickResult& a, const SickResult& b) {
+  const Tensor mx = maximum(a.m, b.m);
+  const Tensor m = where(eq(mx, full({}, -INFINITY, mx.dtype(), mx.device())),
+                         zeros({}, mx.dtype(), mx.device()), mx);  // both empty: stays finite
+  const Tensor ca = exp(a.m - m), cb = exp(b.m - m);
+  SickResult out;
+  out.m = m;
+  out.s = ca * a.s + cb * b.s;
+  out.logz = m + log(out.s);
+  auto mix = [&](const Tensor& x, const Tensor& y) {
+    if (!x.defined()) return Tensor();
+    Shape col(size_t(x.ndim()), 1);
+    col[0] = x.size(0);
+    return ca.reshape(col) * x + cb.reshape(col) * y;
+  };
+  out.gr = mix(a.gr, b.gr);
+  out.gw = mix(a.gw, b.gw);
+  out.stats = mix(a.stats, b.stats);
+  return out;
+}
+
+// Samples of the union of two pieces: Gumbel-max over the union is the larger of each piece's
+// winning l + g, with g the same per-pattern noise both passes drew (sick_gumbel).
+Tensor merge_samples(const Prepared& p, const BideOptions& opt, const SickResult& a,
+                     const SickResult& b, uint64_t seed) {
+  const Device dev = p.w.device();
+  auto logits_at = [&](const Tensor& k) {
+    Tensor l = empty({p.n}, p.w.dtype(), dev);
+    BG_DISPATCH(dev, bide_logits, l.kview(), p.w.kview(), p.r.kview(), k.kview(), opt.code.bits,
+                null_view(), null_view(), stream_for(dev));
+    return l.to(Device::cpu(), DType::f64).to_vector<double>();
+  };
+  const std::vector<int64_t> ka = a.sample.to_vector<int64_t>(), kb = b.sample.to_vector<int64_t>();
+  const std::vector<double> la = logits_at(a.sample), lb = logits_at(b.sample);
+  const std::vector<double> ma = a.m.to(Device::cpu(), DType::f64).to_vector<double>(),
+                            mb = b.m.to(Device::cpu(), DType::f64).to_vector<double>();
+  std::vector<int64_t> out(static_cast<size_t>(p.n));
+  for (int64_t i = 0; i < p.n; ++i) {
+    const size_t u = size_t(i);
+    const double ga = la[u] + sick_gumbel(seed, uint64_t(i), uint32_t(ka[u]));
+    const double gb = lb[u] + sick_gumbel(seed, uint64_t(i), uint32_t(kb[u]));
+    const bool use_b = mb[u] > -INFINITY && (ma[u] == -INFINITY || gb > ga);
+    out[u] = use_b ? kb[u] : ka[u];
+  }
+  return from_vector(out, {p.n}, dev);
+}
+
+// The fused pass over each example's support.
+SickResult run_support(const Prepared& p, const BideOptions& opt, uint32_t outputs,
+                       uint64_t seed = 0) {
+  const std::vector<Piece> pieces = support_pieces(opt, p.n, p.w.device());
+  SickResult r = run_sick(p, opt, outputs, pieces[0].lo, pieces[0].hi, seed);
+  if (pieces.size() == 1) return r;
+  const SickResult second = run_sick(p, opt, outputs, pieces[1].lo, pieces[1].hi, seed);
+  Tensor sample;
+  if (outputs & kSickSample) sample = merge_samples(p, opt, r, second, seed);
+  r = merge_passes(r, second);
+  r.sample = sample;
+  return r;
 }
 
 }  // namespace
@@ -129,6 +218,17 @@ void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const 
            ") is not a non-empty range inside [0, ", full_range, ")");
   if (opt.code.is_float())
     BG_CHECK(bits == 16, op, "float16/bfloat16 values have 16 bits, got ", bits);
+  if (opt.ranges.defined()) {
+    BG_CHECK(opt.ranges.dtype() == DType::i64 && opt.ranges.ndim() == 2 &&
+                 opt.ranges.size(0) == 4 && opt.ranges.size(1) == w.size(0) &&
+                 opt.ranges.is_contiguous() && opt.ranges.device() == w.device(),
+             op, "support ranges must be a contiguous (4, ", w.size(0), ") i64 table on ",
+             w.device().str(), ", got ", shape_str(opt.ranges.shape()), " ",
+             dtype_name(opt.ranges.dtype()), " on ", opt.ranges.device().str());
+    BG_CHECK(opt.ranges_host.defined() && !opt.ranges_host.is_cuda() &&
+                 opt.ranges_host.shape() == opt.ranges.shape(),
+             op, "ranges_host must hold the support table on the CPU (use bide_set_support)");
+  }
   if (w.is_cuda())
     BG_CHECK(w.size(1) <= 64, op, "the CUDA SICK kernel supports hidden sizes up to 64, got ",
              w.size(1));
@@ -155,7 +255,7 @@ Tensor bide_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, const Bi
   check_same_device(w, y, "bide_log_prob");
   const Tensor yc = y.contiguous();
   const bool grad = needs_grad({w, r});
-  SickResult sr = run_sick(p, opt, grad ? uint32_t(kSickGrad) : 0u, Tensor(), Tensor());
+  SickResult sr = run_support(p, opt, grad ? uint32_t(kSickGrad) : 0u);
   // log p(y) = l_y - log Z in one small kernel.
   Tensor out = empty({p.n}, sr.logz.dtype(), p.w.device());
   BG_DISPATCH(p.w.device(), bide_logits, null_view(), p.w.kview(), p.r.kview(), yc.kview(),
@@ -186,7 +286,7 @@ Tensor bide_nll(const Tensor& w, const Tensor& r, const Tensor& y, const BideOpt
 Tensor bide_log_normalizer(const Tensor& w, const Tensor& r, const BideOptions& opt) {
   NoGradGuard ng;
   const Prepared p = prepare(w, r, opt, "bide_log_normalizer");
-  return run_sick(p, opt, 0, Tensor(), Tensor()).logz;
+  return run_support(p, opt, 0).logz;
 }
 
 Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, const Tensor& hi,
@@ -196,9 +296,29 @@ Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, c
   BG_CHECK(lo.dtype() == DType::i64 && hi.dtype() == DType::i64 && lo.numel() == p.n &&
                hi.numel() == p.n,
            "bide_range_log_mass", "lo and hi must be (", p.n, ",) i64");
-  Tensor l, h;
-  clip_ranges(lo, hi, opt, &l, &h);
-  return run_sick(p, opt, 0, l, h).logz;  // -inf for an empty range
+  // Each query range intersected with each support piece: one pass per piece, summed in log
+  // space (-inf for an empty intersection).
+  const std::vector<int64_t> qlo = lo.to_vector<int64_t>(), qhi = hi.to_vector<int64_t>();
+  const Tensor table = opt.ranges.defined() ? opt.ranges_host : Tensor();
+  const size_t pieces = table.defined() ? 2 : 1, count = static_cast<size_t>(p.n);
+  std::vector<std::vector<int64_t>> plo(pieces, std::vector<int64_t>(count)),
+      phi(pieces, std::vector<int64_t>(count));
+  for (int64_t i = 0; i < p.n; ++i) {
+    const auto ranges = host_pieces(opt, table, i);
+    for (size_t j = 0; j < pieces; ++j) {
+      const int64_t a = std::max(qlo[size_t(i)], ranges[j].first);
+      plo[j][size_t(i)] = a;
+      phi[j][size_t(i)] = std::max(a, std::min(qhi[size_t(i)], ranges[j].second));
+    }
+  }
+  Tensor out;
+  for (size_t j = 0; j < pieces; ++j) {
+    const Tensor lz = run_sick(p, opt, 0, from_vector(plo[j], {p.n}, w.device()),
+                               from_vector(phi[j], {p.n}, w.device()))
+                          .logz;
+    out = j == 0 ? lz : logaddexp(out, lz);
+  }
+  return out;
 }
 
 Tensor bide_log_density(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt) {
@@ -324,13 +444,13 @@ Tensor bide_quantile(const Tensor& w, const Tensor& r, const Tensor& q, const Bi
 Tensor bide_sample(const Tensor& w, const Tensor& r, const BideOptions& opt, uint64_t seed) {
   NoGradGuard ng;
   const Prepared p = prepare(w, r, opt, "bide_sample");
-  return run_sick(p, opt, kSickSample, Tensor(), Tensor(), seed).sample;
+  return run_support(p, opt, kSickSample, seed).sample;
 }
 
 BideMoments bide_moments(const Tensor& w, const Tensor& r, const BideOptions& opt) {
   NoGradGuard ng;
   const Prepared p = prepare(w, r, opt, "bide_moments");
-  const SickResult sr = run_sick(p, opt, kSickStats, Tensor(), Tensor());
+  const SickResult sr = run_support(p, opt, kSickStats);
   // Finish in f64 on the host: these are n-sized.
   const Tensor st = sr.stats.to(Device::cpu(), DType::f64);
   const Tensor s = sr.s.to(Device::cpu(), DType::f64), m = sr.m.to(Device::cpu(), DType::f64);
@@ -344,109 +464,6 @@ BideMoments bide_moments(const Tensor& w, const Tensor& r, const BideOptions& op
   const Device dev = w.device();
   for (Tensor* t : {&out.entropy, &out.mean, &out.variance, &out.nonfinite_mass})
     *t = t->to(dev, sr.s.dtype());
-  return out;
-}
-
-}  // namespace bg
-
-namespace bg {
-namespace {
-
-uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-// IEEE binary16, round to nearest even, from a float.
-uint32_t float_to_half_bits(float f) {
-  const uint32_t x = float_bits(f), sign = (x >> 16) & 0x8000u;
-  const int32_t exp = int32_t((x >> 23) & 0xFF) - 127 + 15;
-  uint32_t mant = x & 0x7FFFFFu;
-  if (((x >> 23) & 0xFF) == 0xFF) return sign | 0x7C00u | (mant ? 0x200u : 0u);
-  if (exp >= 31) return sign | 0x7C00u;  // overflow to Inf
-  if (exp <= 0) {                        // subnormal or zero
-    if (exp < -10) return sign;
-    mant |= 0x800000u;
-    const int shift = 14 - exp;
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) ++h;
-    return sign | h;
-  }
-  uint32_t h = (uint32_t(exp) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1FFFu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: correct
-  return sign | h;
-}
-
-uint32_t float_to_bf16_bits(float f) {
-  const uint32_t x = float_bits(f);
-  if ((x & 0x7F800000u) == 0x7F800000u) return (x >> 16) | ((x & 0xFFFFu) ? 0x40u : 0u);
-  return (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
-}
-
-}  // namespace
-
-bool bide_encode(const BideCode& code, double v, uint32_t* pattern, std::string* why) {
-  if (!std::isfinite(v)) {
-    *why = "not a finite number";
-    return false;
-  }
-  switch (code.type) {
-    case BideValueType::f16:
-    case BideValueType::bf16: {
-      const uint32_t k = code.type == BideValueType::f16 ? float_to_half_bits(float(v))
-                                                         : float_to_bf16_bits(float(v));
-      if (!code.finite(k)) {
-        *why = str_cat("value ", v, " overflows ",
-                       code.type == BideValueType::f16 ? "float16" : "bfloat16");
-        return false;
-      }
-      *pattern = k;
-      return true;
-    }
-    default: {
-      const bool sgn = code.type == BideValueType::sint;
-      const double lo = sgn ? -std::ldexp(1.0, code.bits - 1) : 0.0;
-      const double hi = sgn ? std::ldexp(1.0, code.bits - 1) - 1 : std::ldexp(1.0, code.bits) - 1;
-      if (v != std::floor(v) || v < lo || v > hi) {
-        *why = str_cat("value ", v, " is not an integer in [", lo, ", ", hi, "]");
-        return false;
-      }
-      *pattern = uint32_t(int64_t(v) & ((int64_t(1) << code.bits) - 1));
-      return true;
-    }
-  }
-}
-
-Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOptions& opt) {
-  NoGradGuard ng;
-  const Tensor log_z = bide_log_normalizer(w, r, opt).to(Device::cpu(), DType::f64);
-  const int64_t n = w.size(0), k_all = int64_t(1) << opt.code.bits,
-                chunk = std::min<int64_t>(k_all, 8192);
-  const Prepared p = prepare(w, r, opt, "bide_pattern_log_probs");
-  Tensor out = empty({n, k_all}, DType::f64);
-  for (int64_t i = 0; i < n; ++i) {
-    const Tensor wi = p.w.slice(0, i, i + 1), ri = p.r.slice(0, i, i + 1);
-    for (int64_t k0 = 0; k0 < k_all; k0 += chunk) {
-      const int64_t c = std::min(chunk, k_all - k0);
-      Tensor we = wi.expand({c, p.hidden, opt.code.bits}).contiguous(),
-             re = ri.expand({c, p.hidden}).contiguous();
-      if (p.half) {  // the same f16 rounding of W and r as the fp16 SICK pass
-        we = we.to(DType::f16);
-        re = re.to(DType::f16);
-      }
-      const Tensor ys = add_scalar(arange(c, DType::f64), double(k0)).to(DType::i64).to(w.device());
-      Tensor l = empty({c}, we.dtype(), p.w.device());
-      BG_DISPATCH(p.w.device(), bide_logits, l.kview(), we.kview(), re.kview(), ys.kview(),
-                  opt.code.bits, null_view(), null_view(), stream_for(p.w.device()));
-      out.slice(0, i, i + 1)
-          .slice(1, k0, k0 + c)
-          .copy_(add_scalar(l.to(Device::cpu(), DType::f64), -log_z.slice(0, i, i + 1).item())
-                     .reshape({1, c}));
-    }
-  }
   return out;
 }
 

@@ -119,6 +119,8 @@ const char* unary_name(UnaryOp op) {
       return "relu";
     case UnaryOp::gelu:
       return "gelu";
+    case UnaryOp::gelu_erf:
+      return "gelu_erf";
     case UnaryOp::silu:
       return "silu";
     case UnaryOp::sigmoid:
@@ -200,6 +202,10 @@ Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x); }
 Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x); }
 Tensor gelu(const Tensor& x, DType out_dtype) {
   return unary(UnaryOp::gelu, x, 1.0, 0.0, out_dtype);
+}
+Tensor gelu_erf(const Tensor& x) { return unary(UnaryOp::gelu_erf, x); }
+Tensor gelu_erf(const Tensor& x, DType out_dtype) {
+  return unary(UnaryOp::gelu_erf, x, 1.0, 0.0, out_dtype);
 }
 Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x); }
 Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }

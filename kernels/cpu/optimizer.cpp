@@ -39,4 +39,9 @@ void sgd_step(const KView& param, const KView& grad, const KView& momentum_buf, 
   }
 }
 
+void mark_first_nonfinite(const KView& flag, const KView& value, int64_t step, StreamHandle) {
+  int64_t* f = ptr<int64_t>(flag);
+  if (*f == 0 && !std::isfinite(*ptr<float>(value))) *f = step;
+}
+
 }  // namespace bg::cpu

@@ -96,6 +96,9 @@ void adamw_step(const KView& param, const KView& grad, const KView& m, const KVi
                 const AdamWParams& p, const KView& grad_scale, StreamHandle stream);
 void sgd_step(const KView& param, const KView& grad, const KView& momentum_buf, float lr,
               float momentum, float weight_decay, const KView& grad_scale, StreamHandle stream);
+// optimizer.cu: flag (i64 scalar, 0 = none yet) becomes `step` if it is still 0 and value (a
+// f32 scalar: a loss, a gradient norm) is NaN or infinite. One thread; no host sync.
+void mark_first_nonfinite(const KView& flag, const KView& value, int64_t step, StreamHandle stream);
 
 // sick.cu: BIDE/SICK. sick_forward runs the fused pass over every example's pattern range.
 void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream);

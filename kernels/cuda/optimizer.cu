@@ -35,6 +35,10 @@ __global__ void sgd_kernel(float* w, const float* g, float* buf, int64_t n, floa
   }
 }
 
+__global__ void mark_first_nonfinite_kernel(int64_t* flag, const float* value, int64_t step) {
+  if (*flag == 0 && !isfinite(*value)) *flag = step;
+}
+
 }  // namespace
 
 void adamw_step(const KView& param, const KView& grad, const KView& m, const KView& v,
@@ -56,6 +60,13 @@ void sgd_step(const KView& param, const KView& grad, const KView& momentum_buf, 
       static_cast<float*>(param.data), static_cast<const float*>(grad.data),
       static_cast<float*>(momentum_buf.data), n, lr, momentum, weight_decay,
       static_cast<const float*>(grad_scale.data));
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+void mark_first_nonfinite(const KView& flag, const KView& value, int64_t step,
+                          StreamHandle stream) {
+  mark_first_nonfinite_kernel<<<1, 1, 0, as_stream(stream)>>>(
+      static_cast<int64_t*>(flag.data), static_cast<const float*>(value.data), step);
   BG_CUDA_LAUNCH_CHECK();
 }
 

@@ -7,11 +7,11 @@
 namespace bg::cuda {
 namespace {
 
-// kOp >= 0 fixes the op at compile time (GELU, the hot one in GPT's MLP: its tanh then runs
-// without the per-element switch); -1 reads it at run time. Eight elements per thread, moved as
-// two Vec4s when every pointer is aligned to them (`vector`), every load issued before any value
-// is used: a bf16 Vec4 is only 8 bytes, and one per thread leaves too few bytes in flight to
-// keep HBM busy.
+// kOp >= 0 fixes the op at compile time (GELU, the hot one in GPT's MLP, in both forms: its
+// tanh or erf then runs without the per-element switch); -1 reads it at run time. Eight elements
+// per thread, moved as two Vec4s when every pointer is aligned to them (`vector`), every load
+// issued before any value is used: a bf16 Vec4 is only 8 bytes, and one per thread leaves too few
+// bytes in flight to keep HBM busy.
 constexpr int kVecs = 2;               // Vec4s per thread
 constexpr int kPerThread = 4 * kVecs;  // elements per thread
 
@@ -84,8 +84,9 @@ void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, doubl
   auto launch = [&](auto in, auto o) {
     using T = decltype(in);
     using TOut = decltype(o);
-    auto kernel = op == UnaryOp::gelu ? unary_forward_kernel<T, TOut, int(UnaryOp::gelu)>
-                                      : unary_forward_kernel<T, TOut, -1>;
+    auto kernel = op == UnaryOp::gelu       ? unary_forward_kernel<T, TOut, int(UnaryOp::gelu)>
+                  : op == UnaryOp::gelu_erf ? unary_forward_kernel<T, TOut, int(UnaryOp::gelu_erf)>
+                                            : unary_forward_kernel<T, TOut, -1>;
     kernel<<<grid_for((n + kPerThread - 1) / kPerThread, 256), 256, 0, as_stream(stream)>>>(
         op, static_cast<TOut*>(out.data), static_cast<const T*>(x.data), n, float(a), float(b),
         vec4_aligned<TOut>(out.data) && vec4_aligned<T>(x.data));
@@ -101,8 +102,9 @@ void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y,
   auto launch = [&](auto xt, auto gt) {
     using T = decltype(xt);
     using TG = decltype(gt);
-    auto kernel = op == UnaryOp::gelu ? unary_backward_kernel<T, TG, int(UnaryOp::gelu)>
-                                      : unary_backward_kernel<T, TG, -1>;
+    auto kernel = op == UnaryOp::gelu       ? unary_backward_kernel<T, TG, int(UnaryOp::gelu)>
+                  : op == UnaryOp::gelu_erf ? unary_backward_kernel<T, TG, int(UnaryOp::gelu_erf)>
+                                            : unary_backward_kernel<T, TG, -1>;
     kernel<<<grid_for((n + kPerThread - 1) / kPerThread, 256), 256, 0, as_stream(stream)>>>(
         op, static_cast<T*>(dx.data), static_cast<const T*>(x.data), static_cast<const T*>(y.data),
         static_cast<const TG*>(dy.data), n, float(a),

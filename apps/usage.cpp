@@ -1,0 +1,105 @@
+// usage.cpp: every command's usage and flags, written once: `bitgrad help` prints them all,
+// `bitgrad <command> --help` prints one.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace bg::cli {
+namespace {
+
+struct Flag {
+  const char* name;  // "--tokens N"
+  const char* help;
+};
+
+struct Command {
+  const char* name;
+  const char* synopsis;
+  const char* summary;
+  std::vector<Flag> flags;
+};
+
+const Flag kSetFlag = {"--set KEY.PATH=VALUE",
+                       "override one config key (repeatable); see README for the keys"};
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"fit-bide",
+       "fit-bide CONFIG [--set key=value ...]",
+       "fit BIDE distributions (built-in samplers or sample files) with exact SICK normalisation",
+       {kSetFlag}},
+      {"train",
+       "train CONFIG [--set key=value ...]",
+       "train the model a YAML config describes (char MLP or GPT); checkpoints in run.out_dir",
+       {kSetFlag}},
+      {"sample",
+       "sample CKPT [--prompt TEXT | --prompt-file FILE] [options]",
+       "text from a trained GPT checkpoint, written as it is generated",
+       {{"--prompt TEXT", "the text to continue (default: a newline)"},
+        {"--prompt-file FILE", "read the prompt from FILE (not with --prompt)"},
+        {"--tokens N", "tokens to generate per sample (default 500)"},
+        {"--temperature T", "softmax temperature; 0 is greedy (default 0.8)"},
+        {"--top-k K", "draw from the K most likely tokens; 0 keeps all (default 200)"},
+        {"--seed S", "random seed (default 1337)"},
+        {"--samples N", "independent samples (default 1)"},
+        {"--device D", "auto, cpu, cuda or cuda:N (default auto)"}}},
+      {"eval",
+       "eval CKPT [--data FILE] [--batch-size B] [--device D]",
+       "mean cross-entropy and perplexity of a GPT over every token of a validation set",
+       {{"--data FILE", "a text file or an llm.c .bin shard (default: the run's own split)"},
+        {"--batch-size B", "block_size windows per forward pass (default 8)"},
+        {"--device D", "auto, cpu, cuda or cuda:N (default auto)"}}},
+      {"prepare",
+       "prepare TEXT --out DIR [--tokenizer gpt2|byte] [--gpt2-dir DIR] [--val-fraction F]",
+       "a text file to llm.c token shards DIR/train.bin and DIR/val.bin",
+       {{"--out DIR", "output folder (required)"},
+        {"--tokenizer gpt2|byte", "vocabulary (default gpt2)"},
+        {"--gpt2-dir DIR", "folder with encoder.json and vocab.bpe (default ../shared/data/gpt2)"},
+        {"--val-fraction F", "last fraction of the characters held out (default 0.1)"}}},
+      {"bench",
+       "bench sick|attention [options]",
+       "GPU kernel benchmarks: medians over rotated inputs, JSON with the GPU named",
+       {{"--out FILE", "write the JSON here"},
+        {"--reps N", "timed repetitions per case (default 30)"},
+        {"--batch B", "sick: only this batch (64 or 16384)"},
+        {"--dtype fp32|fp16", "sick: only this SICK precision"},
+        {"--variant V", "sick: only bruteforce or precomputed"}}},
+      {"info", "info", "build and device information", {}},
+      {"help", "help", "this list of every command and flag", {}},
+  };
+  return table;
+}
+
+void print(const Command& c) {
+  std::printf("  bitgrad %s\n      %s\n", c.synopsis, c.summary);
+  for (const Flag& f : c.flags) std::printf("      %-24s %s\n", f.name, f.help);
+}
+
+}  // namespace
+
+bool is_command(const std::string& name) {
+  for (const Command& c : commands())
+    if (name == c.name) return true;
+  return false;
+}
+
+void print_usage(const std::string& name) {
+  for (const Command& c : commands())
+    if (name == c.name) {
+      std::printf("usage:\n");
+      print(c);
+      return;
+    }
+}
+
+void print_all_usage() {
+  std::printf("usage: bitgrad <command> [args]   (bitgrad <command> --help: that command)\n\n");
+  for (const Command& c : commands()) {
+    print(c);
+    std::printf("\n");
+  }
+}
+
+}  // namespace bg::cli

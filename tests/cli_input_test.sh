@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# cli_input_test.sh BITGRAD: what a new user gets wrong, each refused in one line that names the
+# file:line or the flag, with a non-zero exit, before anything is written: empty or null values,
+# scalars where a section belongs, duplicate keys and sections, directories given as files,
+# pathological YAML, resume with nothing to resume, exclusive flags, keys another setting makes
+# irrelevant, unwritable output folders, failed saves (no .tmp left). Also --help per command,
+# `bitgrad help`, and `sample` writing tokens as they come (SIGINT keeps them).
+set -u
+bin=$1
+source "$(dirname "$0")/cli_lib.sh"
+printf 'First Citizen:\nBefore we proceed any further, hear me speak.\n' > "$dir/line.txt"
+for i in $(seq 1 100); do cat "$dir/line.txt"; done > "$dir/corpus.txt"
+ok="$dir/ok.yaml"
+cat > "$ok" <<YAML
+run: {out_dir: $dir/run, device: cpu}
+data:
+  path: $dir/corpus.txt
+model: {type: gpt, block_size: 16, n_layer: 1, n_head: 2, n_embd: 16}
+train:
+  steps: 4
+  batch_size: 4
+  eval_interval: 4
+  eval_iters: 1
+YAML
+cfg() { printf "$2" > "$dir/$1"; echo "$dir/$1"; }
+
+# Empty and null values never become defaults.
+one_line_error "empty.yaml:2:3: train.steps: empty value" "$bin" train "$(cfg empty.yaml 'train:\n  steps:\n')"
+one_line_error "null.yaml:2:3: model.type: empty value" "$bin" train "$(cfg null.yaml 'model:\n  type: ~\n')"
+one_line_error "--set train.steps=: empty value" "$bin" train "$ok" --set train.steps=
+one_line_error "--set model.type=~: empty value" "$bin" train "$ok" --set model.type=~
+# A scalar where a section belongs.
+one_line_error "scalar.yaml:1:8: model: expected a section (with keys such as model.type), got 'gpt'" "$bin" train "$(cfg scalar.yaml 'model: gpt\n')"
+one_line_error "optimizer: expected a section" "$bin" train "$(cfg opt.yaml "data: {path: $dir/corpus.txt}\noptimizer: sgd\n")"
+one_line_error "--set model=3: model: expected a section" "$bin" train "$ok" --set model=3
+# Duplicate keys and sections name both lines.
+one_line_error "dup.yaml:3:3: train.steps: duplicate key (first at line 2)" "$bin" train "$(cfg dup.yaml 'train:\n  steps: 3\n  steps: 4\n')"
+one_line_error "dups.yaml:3:1: train: duplicate key (first at line 1)" "$bin" train "$(cfg dups.yaml 'train:\n  steps: 3\ntrain:\n  batch_size: 4\n')"
+# Directories where files belong: config, data, prompt, sample file, checkpoint.
+mkdir -p "$dir/adir"
+one_line_error "adir: is a directory, expected a config file" "$bin" train "$dir/adir"
+one_line_error "adir: is a directory, expected a text file" "$bin" train "$ok" --set data.path="$dir/adir"
+one_line_error "adir: is a directory, expected a checkpoint" "$bin" sample "$dir/adir"
+one_line_error "adir: is a directory, expected a sample file" "$bin" fit-bide "$(cfg fit.yaml "run: {out_dir: $dir/fit, device: cpu}\nbide: {dtype: uint, bits: 8, hidden: 4}\ntrain: {steps: 2}\ndistributions:\n  - {kind: file, path: $dir/adir}\n")"
+# Pathological YAML: deep nesting and huge files fail fast.
+head -c 300000 /dev/zero | tr '\0' '[' | sed 's/^/a: /' > "$dir/deep.yaml"
+one_line_error "nested deeper than 32 levels" "$bin" train "$dir/deep.yaml"
+head -c 30000000 /dev/zero | tr '\0' '#' > "$dir/huge.yaml"
+one_line_error "huge.yaml: config file is larger than 1048576 bytes; refused" "$bin" train "$dir/huge.yaml"
+# Resume with nothing to resume.
+one_line_error "run.resume is true but there is no checkpoint to resume: $dir/fresh/last.h5 does not exist" "$bin" train "$ok" --set run.resume=true --set run.out_dir="$dir/fresh"
+# Keys another setting makes irrelevant are named as such.
+one_line_error "data.path: not used when data.train_bin is set" "$bin" train "$ok" --set data.train_bin=x.bin --set data.val_bin=y.bin --set data.tokenizer=byte
+one_line_error "model.n_hidden: not used when model.type is gpt" "$bin" train "$ok" --set model.n_hidden=8
+one_line_error "optimizer.momentum: not used when optimizer.type is adamw" "$bin" train "$ok" --set optimizer.momentum=0.9
+one_line_error "distributions.0.sigma: not used when kind is gamma" "$bin" fit-bide "$(cfg kind.yaml "distributions:\n  - {kind: gamma, alpha: 2, sigma: 1}\n")"
+# An unwritable output folder is reported before training (no progress line printed).
+out=$("$bin" train "$ok" --set run.out_dir="$dir/corpus.txt/run" 2>&1) && fail "an output folder under a file was accepted"
+echo "$out" | grep -qF "cannot create the output folder (Not a directory)" || fail "unexpected: $out"
+echo "$out" | grep -q "^step" && fail "training started before the output folder was checked"
+# A failed save (last.h5 is a non-empty folder) fails in one line and leaves no .tmp.
+mkdir -p "$dir/blocked/last.h5/x"
+one_line_error "blocked/last.h5: cannot replace with" "$bin" train "$ok" --set run.out_dir="$dir/blocked"
+[ ! -e "$dir/blocked/last.h5.tmp" ] || fail "a failed save left last.h5.tmp behind"
+
+# A checkpoint for the sample flags.
+"$bin" train "$ok" > "$dir/train.log" 2>&1 || { cat "$dir/train.log"; fail "train failed"; }
+one_line_error "--prompt and --prompt-file cannot be used together" "$bin" sample "$dir/run/last.h5" --prompt a --prompt-file "$dir/line.txt"
+one_line_error "option --tokens given twice" "$bin" sample "$dir/run/last.h5" --tokens 3 --tokens 4
+one_line_error "adir: is a directory, expected a text file" "$bin" sample "$dir/run/last.h5" --prompt-file "$dir/adir"
+# sample writes tokens as they are drawn: interrupted, it keeps what it wrote and exits 130.
+"$bin" sample "$dir/run/last.h5" --tokens 10000000 > "$dir/stream.txt" 2> "$dir/stream.err" &
+pid=$!
+for i in $(seq 1 100); do [ "$(wc -c < "$dir/stream.txt")" -gt 20 ] && break; sleep 0.1; done
+[ "$(wc -c < "$dir/stream.txt")" -gt 20 ] || { kill $pid; fail "sample wrote nothing while generating"; }
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 130 ] || fail "an interrupted sample exited $rc, expected 130: $(cat "$dir/stream.err")"
+[ "$(wc -c < "$dir/stream.txt")" -gt 20 ] || fail "the interrupted sample's text was lost"
+
+# Usage: per command with --help (exit 0), every flag of every command with help.
+for c in fit-bide train sample eval prepare bench info; do
+  out=$("$bin" $c --help) || fail "$c --help exited non-zero"
+  echo "$out" | grep -q "bitgrad $c" || fail "$c --help does not show its usage: $out"
+done
+all=$("$bin" help) || fail "bitgrad help exited non-zero"
+for flag in --set --prompt --prompt-file --tokens --temperature --top-k --seed --samples --device --data --batch-size --out --tokenizer --gpt2-dir --val-fraction --reps --batch --dtype --variant; do
+  echo "$all" | grep -q -- "$flag " || fail "bitgrad help does not list $flag"
+done
+echo "cli_input_test: all checks passed"
