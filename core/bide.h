@@ -43,7 +43,9 @@ bool bide_in_support(const BideOptions& opt, int64_t n, uint32_t k);
 // Checks W/r shapes against the options; returns a readable error otherwise.
 void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const char* op);
 
-// log p(y_n) for patterns y (N) i64: differentiable in W and r.
+// log p(y_n) for patterns y (N) i64: differentiable in W and r. Each y_n must lie inside example
+// n's support: that is not checked here (it would sync the device every step); fit-bide checks
+// every value before training.
 Tensor bide_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt);
 // Mean (or "sum"/"none") negative log-likelihood.
 Tensor bide_nll(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt,
