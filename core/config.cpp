@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 #include "error.h"
 #include "files.h"
@@ -138,16 +139,15 @@ void ConfigReader::check_tree(const YAML::Node& top, const std::string& origin) 
       return item.key.empty() ? part : item.key + "." + part;
     };
     if (item.node.IsMap()) {
-      std::vector<std::pair<std::string, YAML::Mark>> seen;
+      std::unordered_map<std::string, YAML::Mark> seen;  // a flat 1 MiB map has ~10^5 keys
       for (auto it = item.node.begin(); it != item.node.end(); ++it) {
         if (!it->first.IsScalar())
           fail("config", at(it->first, item.key), ": keys must be plain names");
         const std::string k = child_key(it->first.Scalar());
-        for (const auto& [name, mark] : seen)
-          if (name == it->first.Scalar())
-            fail("config", at(it->first, k), ": duplicate key (first at line ", mark.line + 1,
-                 origin.empty() ? "" : " of the value", ")");
-        seen.emplace_back(it->first.Scalar(), it->first.Mark());
+        const auto [first, fresh] = seen.emplace(it->first.Scalar(), it->first.Mark());
+        if (!fresh)
+          fail("config", at(it->first, k), ": duplicate key (first at line ",
+               first->second.line + 1, origin.empty() ? "" : " of the value", ")");
         if (it->second.IsNull()) fail("config", at(it->first, k), empty_hint);
         stack.push_back({it->second, k, item.depth + 1});
       }

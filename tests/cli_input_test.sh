@@ -47,6 +47,10 @@ head -c 300000 /dev/zero | tr '\0' '[' | sed 's/^/a: /' > "$dir/deep.yaml"
 one_line_error "nested deeper than 32 levels" "$bin" train "$dir/deep.yaml"
 head -c 30000000 /dev/zero | tr '\0' '#' > "$dir/huge.yaml"
 one_line_error "huge.yaml: config file is larger than 1048576 bytes; refused" "$bin" train "$dir/huge.yaml"
+# A 1 MiB map of 85,000 keys: duplicates are found by hashing, so this is refused at once (with
+# a scan per key it took 3 minutes; the test's CTest timeout catches that).
+awk 'BEGIN { print "x:"; for (i = 0; i < 85000; i++) printf "  k%d: 1\n", i }' > "$dir/flat.yaml"
+one_line_error "flat.yaml:1:1: unknown key 'x'" "$bin" train "$dir/flat.yaml"
 # Resume with nothing to resume.
 one_line_error "run.resume is true but there is no checkpoint to resume: $dir/fresh/last.h5 does not exist" "$bin" train "$ok" --set run.resume=true --set run.out_dir="$dir/fresh"
 # Keys another setting makes irrelevant are named as such.
