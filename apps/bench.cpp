@@ -13,9 +13,6 @@
 #include "cli.h"
 #include "core/bide.h"
 #include "kernels/cuda/device_runtime.h"
-#if BITGRAD_WITH_CUDA
-#include "kernels/cuda/cuda_kernels.h"
-#endif
 
 namespace bg::cli {
 namespace {
@@ -100,8 +97,8 @@ int run_bench(const Args& args) {
         BideOptions opt;
         opt.code.type = BideValueType::f16;
         opt.code.bits = bits;
-        opt.variant = variant;
-        opt.dtype = dtype;
+        parse_sick_variant(variant, &opt.variant);
+        parse_sick_precision(dtype, &opt.precision);
         const bool half = std::string(dtype) == "fp16";
         const DType dt = half ? DType::f16 : DType::f32;
         // Enough rotating input sets to exceed 128 MB (twice the H200's L2).
@@ -128,26 +125,10 @@ int run_bench(const Args& args) {
                kgw = empty({batch, hid, bits}, DType::f32, dev);
         BumpScratch bump(dev, size_t(64) << 20);
         auto kernel_ms = [&](int i, bool grad) {
-#if BITGRAD_WITH_CUDA
-          SickArgs a;
-          a.w = ws[size_t(i)].kview();
-          a.r = rs[size_t(i)].kview();
-          a.m = km.kview();
-          a.s = ks.kview();
-          a.logz = kz.kview();
-          a.gr = kgr.kview();
-          a.gw = kgw.kview();
-          a.code = opt.code;
-          a.outputs = grad ? kSickGrad : 0;
-          a.precomputed = std::string(variant) == "precomputed";
-          a.half_compute = half;
           bump.reset();
-          return time_ms(dev, [&] { cuda::sick_forward(a, bump, stream_for(dev)); });
-#else
-          (void)i;
-          (void)grad;
-          return 0.0;
-#endif
+          return time_ms(dev, [&] {
+            bide_sick_pass(ws[size_t(i)], rs[size_t(i)], opt, grad, {km, ks, kz, kgr, kgw}, bump);
+          });
         };
         synchronize(dev);
         cuda_reset_peak(0);

@@ -35,7 +35,10 @@ Tensor composed_attention(const Tensor& qkv, int64_t n_head, double p, Generator
   const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3, d = c / n_head;
   const auto parts = split(qkv, {c, c, c}, 2);
   auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head, d}).transpose(1, 2); };
-  return causal_self_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), p, true, gen)
+  ComputeMode tf32;  // the composed baseline on tf32 tensor cores
+  tf32.precision = MatmulPrecision::tf32;
+  return causal_self_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), p, true, gen,
+                               tf32)
       .transpose(1, 2)
       .reshape({b, t, c});
 }
@@ -62,8 +65,8 @@ int run_bench_attention(const Args& args) {
        << ", \"bf16_tensor_tflops\": " << kBf16TensorFlops / 1e12 << ",\n  \"results\": [\n";
   std::printf("%-6s %5s %5s %5s %5s %-9s %-5s %9s %9s %9s %9s %8s\n", "shape", "B", "H", "T",
               "drop", "impl", "in", "fwd_ms", "bwd_ms", "fwd_floor", "bwd_floor", "TFLOP/s");
-  const MatmulPrecision saved = matmul_precision();
-  set_matmul_precision(MatmulPrecision::tf32);
+  ComputeMode bf16;  // the fused kernel's products are bf16
+  bf16.precision = MatmulPrecision::bf16;
   bool first = true;
   for (const AttentionShape& s :
        {AttentionShape{"baby", 64, 6, 256, 0.2}, AttentionShape{"baby", 64, 6, 256, 0.0},
@@ -94,7 +97,7 @@ int run_bench_attention(const Args& args) {
         const Tensor x = qkv_in[size_t(i)].detach().requires_grad_(true);
         Tensor y;
         const double tf = bench_time_ms(dev, [&] {
-          y = fused ? fused_causal_attention(x, s.heads, s.dropout, true, gen)
+          y = fused ? fused_causal_attention(x, s.heads, s.dropout, true, gen, bf16)
                     : composed_attention(x, s.heads, s.dropout, gen);
         });
         const double tb = bench_time_ms(dev, [&] { y.backward(dy_in[size_t(i)]); });
@@ -118,7 +121,6 @@ int run_bench_attention(const Args& args) {
       first = false;
     }
   }
-  set_matmul_precision(saved);
   json << "\n  ]\n}\n";
   write_bench_json(args, json.str());
   return 0;

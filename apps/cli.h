@@ -55,6 +55,7 @@ void print_all_usage();
 
 int run_train(const Args& args);
 int run_info(const Args& args);
+int run_checksum(const Args& args);
 int run_bench(const Args& args);
 int run_bench_attention(const Args& args);
 // Milliseconds fn takes on dev's stream (CUDA events around it).

@@ -58,6 +58,14 @@ struct DistData {
   double range_lo = 0, range_hi = 0;  // the value range of the support otherwise
 };
 
+// fit_bide_config.cpp: the config, checked.
+FitConfig read_fit_config(ConfigReader& r);
+// The support table rows of each distribution: all 2^B patterns, or its value range's pieces.
+Tensor support_table(const BideCode& code, const std::vector<DistData>& data);
+// [min - m, max + m] of the patterns' values with m = margin (max - min), never across zero.
+std::pair<double, double> auto_range(const BideCode& code, const std::vector<uint32_t>& patterns,
+                                     double margin_fraction);
+
 // Evaluates the fitted distributions (w_all (N, H, B), r_all (N, H)) against their data and
 // writes every output of the run (summary.csv, curves.csv, fit.svg, metrics.csv, loss.svg,
 // config.yaml, checkpoint.h5) into cfg.out_dir, after printing the summary table.

@@ -26,19 +26,15 @@ bool is_train_checkpoint(const CheckpointReader& ck) {
   return f == kTrainFormat || f == "bitgrad-train-1";
 }
 
-void load_parameters(const CheckpointReader& ck,
-                     const std::vector<std::pair<std::string, Tensor>>& named) {
-  for (const auto& [name, t] : named) t.copy_(ck.tensor(name, DType::f32, t.shape()));
-}
-
 std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device) {
   CheckpointReader ck(path);
   BG_CHECK(is_train_checkpoint(ck), "checkpoint", path, " is not a bitgrad train checkpoint");
   auto out = std::make_unique<LoadedGPT>();
   GPTConfig cfg = load_gpt_config(ck, path);
   // No dropout here, so both attention paths compute the same function: the fused kernel where
-  // it runs (any head size on the CPU, 64 on CUDA), the composed ops otherwise.
-  cfg.fused_attention = !device.is_cuda() || cfg.n_embd / cfg.n_head == 64;
+  // it honours the fp32 mode (the CPU), the composed ops otherwise (CUDA, whose fused kernel
+  // multiplies in bf16).
+  cfg.fused_attention = fused_attention_supports(ComputeMode(), device, cfg.n_embd / cfg.n_head).empty();
   out->tokenizer = load_tokenizer(ck);
   BG_CHECK(out->tokenizer->vocab_size() <= cfg.vocab_size, "checkpoint", path, ": the ",
            out->tokenizer->kind(), " tokenizer has ", out->tokenizer->vocab_size(),

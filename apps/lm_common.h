@@ -35,10 +35,6 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
 inline constexpr const char* kTrainFormat = "bitgrad-train-2";
 bool is_train_checkpoint(const CheckpointReader& ck);
 
-// Parameters of `named` from a checkpoint, shapes checked.
-void load_parameters(const CheckpointReader& ck,
-                     const std::vector<std::pair<std::string, Tensor>>& named);
-
 }  // namespace bg::cli
 
 namespace bg::cli {

@@ -15,10 +15,21 @@
 
 namespace bg {
 
+// sick.variant: how the SICK pass walks the 2^B patterns; automatic picks per shape and device
+// (bide_resolve_variant).
+enum class SickVariant : uint8_t { automatic, bruteforce, precomputed };
+// sick.dtype: the precision of W and r inside the CUDA kernel (the CPU computes in W's dtype).
+enum class SickPrecision : uint8_t { fp32, fp16 };
+const char* sick_variant_name(SickVariant v);      // "auto", "bruteforce", "precomputed"
+const char* sick_precision_name(SickPrecision p);  // "fp32", "fp16"
+// The config names back to values; false for an unknown name.
+bool parse_sick_variant(const std::string& name, SickVariant* v);
+bool parse_sick_precision(const std::string& name, SickPrecision* p);
+
 struct BideOptions {
-  BideCode code;                 // value type and bits
-  std::string variant = "auto";  // auto | bruteforce | precomputed
-  std::string dtype = "fp32";    // fp32 | fp16: precision of W and r inside the CUDA kernel
+  BideCode code;  // value type and bits
+  SickVariant variant = SickVariant::automatic;
+  SickPrecision precision = SickPrecision::fp32;
   int64_t support_lo = 0, support_hi = -1;  // restrict to patterns [lo, hi); hi < 0: 2^B
   // Per-example support, replacing [support_lo, support_hi) when defined: (N, 4) i64 on the
   // op's device, rows [lo0, hi0, lo1, hi1] (lo1 == hi1 when the example has one range).
@@ -74,8 +85,18 @@ struct BideMoments {
 };
 BideMoments bide_moments(const Tensor& w, const Tensor& r, const BideOptions& opt);
 
+// The SICK pass alone over all 2^B patterns, into preallocated f32 outputs and with scratch
+// memory from `scratch` (W and r contiguous, in the kernel's dtype): what `bench sick` times as
+// the kernel, apart from the op's allocations. m, s, logz (N); with grads also the K-sums gr
+// (N, H) and gw (N, H, B).
+struct SickPassOutputs {
+  Tensor m, s, logz, gr, gw;
+};
+void bide_sick_pass(const Tensor& w, const Tensor& r, const BideOptions& opt, bool grads,
+                    const SickPassOutputs& out, Scratch& scratch);
+
 // The variant `auto` resolves to for this shape and device.
-std::string bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden);
+SickVariant bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden);
 
 }  // namespace bg
 

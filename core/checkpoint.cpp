@@ -188,6 +188,37 @@ bool CheckpointReader::has_attr(const std::string& name) const {
   return H5Aexists(hid_t(file_), name.c_str()) > 0;
 }
 
+namespace {
+extern "C" herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t*, void* out) {
+  const hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
+  if (obj < 0) return 0;
+  if (H5Iget_type(obj) == H5I_DATASET) static_cast<std::vector<std::string>*>(out)->push_back(name);
+  H5Oclose(obj);
+  return 0;
+}
+}  // namespace
+
+std::vector<std::string> CheckpointReader::datasets() const {
+  std::vector<std::string> names;
+  H5Lvisit(hid_t(file_), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names);
+  return names;
+}
+
+std::vector<uint8_t> CheckpointReader::raw_bytes(const std::string& name) const {
+  Handle ds(H5Dopen2(hid_t(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
+  BG_CHECK(ds.ok(), "checkpoint", path_, ": '", name, "' is not a dataset");
+  Handle type(H5Dget_type(ds.get()), H5Tclose);
+  BG_CHECK(H5Tis_variable_str(type.get()) <= 0, "checkpoint", path_, ": '", name,
+           "' holds variable-length strings");
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  std::vector<uint8_t> bytes(size_t(n) * H5Tget_size(type.get()));
+  BG_CHECK(bytes.empty() ||
+               H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()) >= 0,
+           "checkpoint", path_, ": cannot read '", name, "'");
+  return bytes;
+}
+
 Tensor CheckpointReader::tensor(const std::string& name, DType dtype, const Shape& expect) const {
   BG_CHECK(has(name), "checkpoint", path_, ": missing tensor '", name,
            "' (a checkpoint of another model?)");
@@ -293,6 +324,11 @@ double CheckpointReader::float_attr(const std::string& name) const {
   BG_CHECK(H5Aread(at.a.get(), H5T_NATIVE_DOUBLE, &v) >= 0, "checkpoint", path_,
            ": cannot read attribute '", name, "'");
   return v;
+}
+
+void load_parameters(const CheckpointReader& ck,
+                     const std::vector<std::pair<std::string, Tensor>>& named) {
+  for (const auto& [name, t] : named) t.copy_(ck.tensor(name, DType::f32, t.shape()));
 }
 
 }  // namespace bg

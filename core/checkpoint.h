@@ -7,6 +7,7 @@
 // in one line. Writes go to PATH.tmp and are renamed over PATH only when complete, so a crash
 // never leaves a broken checkpoint, and a failed write leaves no PATH.tmp behind.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -49,10 +50,18 @@ class CheckpointReader {
   // A float attribute, or a string holding a number (how older checkpoints stored them).
   double float_attr(const std::string& name) const;
   const std::string& path() const { return path_; }
+  // Every dataset's path ("optimizer/exp_avg"), in name order.
+  std::vector<std::string> datasets() const;
+  // A dataset's bytes as stored (its file type, little-endian here), for checksums.
+  std::vector<uint8_t> raw_bytes(const std::string& name) const;
 
  private:
   std::string path_;
   long long file_ = -1;
 };
+
+// Parameters of `named` from a checkpoint (f32, shapes checked).
+void load_parameters(const CheckpointReader& ck,
+                     const std::vector<std::pair<std::string, Tensor>>& named);
 
 }  // namespace bg

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd.h"
+#include "compute_mode.h"
 #include "rng.h"
 #include "tensor.h"
 
@@ -38,12 +39,15 @@ Tensor tanh(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);  // tanh approximation (GPT-2)
 // gelu stored as out_dtype: x's, or bf16 for f32 x, written directly by the CUDA kernel when the
-// output only feeds a bf16 matmul (matmul_operand_dtype) and would be rounded there anyway.
+// output only feeds a bf16 matmul and would be rounded there anyway.
 Tensor gelu(const Tensor& x, DType out_dtype);
+// gelu whose output only feeds matmuls of `consumer`: stored as stored_dtype says.
+Tensor gelu(const Tensor& x, const ComputeMode& consumer);
 // The exact GELU, 0.5 x (1 + erf(x / sqrt 2)): PyTorch's nn.GELU() and nanoGPT's; out_dtype as
 // for gelu.
 Tensor gelu_erf(const Tensor& x);
 Tensor gelu_erf(const Tensor& x, DType out_dtype);
+Tensor gelu_erf(const Tensor& x, const ComputeMode& consumer);
 Tensor silu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor neg(const Tensor& x);
@@ -59,24 +63,18 @@ Tensor var(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false, in
 // Sums a broadcast result back down to `shape` (the gradient of broadcasting).
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
-// (..., M, K) @ (..., K, N); batch dims broadcast; transposed views cost no copy.
-Tensor matmul(const Tensor& a, const Tensor& b);
-// The product stored as out_dtype: bf16 under bf16 precision on CUDA (rounded once from the f32
-// accumulators) for a consumer that reads bf16 anyway; else it must equal a's dtype.
-Tensor matmul(const Tensor& a, const Tensor& b, std::optional<DType> out_dtype);
-// Process-wide precision of CUDA matmuls on f32 tensors (train.precision); fp32 by default.
-// Gradients flow as usual: each backward matmul rounds its operands the same way.
-void set_matmul_precision(MatmulPrecision p);
-MatmulPrecision matmul_precision();
-// The dtype a matmul reads x in: bf16 for an f32 CUDA tensor under bf16 precision (the matmul
-// rounds it), else x's own. A producer whose only consumer is a matmul can store this dtype.
-// In bf16 precision, matmul also takes a bf16 operand beside an f32 one.
-DType matmul_operand_dtype(const Tensor& x);
-// x (..., in) @ weight (out, in)^T + bias (out): PyTorch's layout.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
-// linear with the product stored as out_dtype (see matmul); no bias then.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
-              std::optional<DType> out_dtype);
+// (..., M, K) @ (..., K, N); batch dims broadcast; transposed views cost no copy. `mode` says
+// how (precision, algorithm; its backward products run the same way); mode.on(device) is what a
+// device runs, anything else is refused. Under bf16 precision an operand may arrive as bf16
+// already (a producer stored it for this matmul), beside an f32 one. consumer == matmul stores
+// the product as stored_dtype says (bf16 under bf16 precision on CUDA, rounded once from the
+// f32 accumulators) for a reader that rounds to bf16 anyway.
+Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode = ComputeMode(),
+              Consumer consumer = Consumer::any);
+// x (..., in) @ weight (out, in)^T + bias (out): PyTorch's layout. A narrowed product
+// (consumer == matmul) takes no bias: it would round before the bias add.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              const ComputeMode& mode = ComputeMode(), Consumer consumer = Consumer::any);
 
 Tensor softmax(const Tensor& x, int dim = -1);
 Tensor log_softmax(const Tensor& x, int dim = -1);
@@ -101,17 +99,26 @@ Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, doub
 // layernorm stored as out_dtype (x's, or bf16 for f32 x), as gelu(x, out_dtype).
 Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                  DType out_dtype);
+// layernorm whose output only feeds matmuls of `consumer`: stored as stored_dtype says.
+Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                 const ComputeMode& consumer);
 Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
-// q, k, v (B, H, T, D) -> (B, H, T, D); composed of matmul/masked_fill/softmax/dropout.
+// q, k, v (B, H, T, D) -> (B, H, T, D); composed of matmul/causal_softmax/dropout, its two
+// products computed as `mode` says.
 Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,
-                             bool training, Generator& gen);
+                             bool training, Generator& gen,
+                             const ComputeMode& mode = ComputeMode());
 
 // qkv (B, T, 3C), c_attn's packed queries, keys and values of n_head heads -> y (B, T, C):
 // softmax(q k^T / sqrt(D) + causal mask) v per head, attention dropout included, in one fused
 // kernel per pass (no T x T tensor; no head transposes). CUDA: bf16 tensor-core operands with
-// f32 accumulation, head dim 64. Its dropout mask is its own (kernels/attention_dropout.h).
+// f32 accumulation, head dim 64, so it honours bf16 precision only (fused_attention_supports
+// says why not otherwise); the CPU kernel computes fp32. Its dropout mask is its own
+// (kernels/attention_dropout.h).
 Tensor fused_causal_attention(const Tensor& qkv, int64_t n_head, double dropout_p, bool training,
-                              Generator& gen);
+                              Generator& gen, const ComputeMode& mode = ComputeMode());
+// "" when the fused kernel runs heads of head_dim under `mode` on `device`; else why not.
+std::string fused_attention_supports(const ComputeMode& mode, Device device, int64_t head_dim);
 
 Tensor concat(const std::vector<Tensor>& xs, int dim);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int dim);

@@ -8,7 +8,29 @@
 
 namespace bg {
 
-enum class DType : uint8_t { f32, f64, f16, bf16, i8, u8, i16, u16, i32, i64 };
+// Every storage type, one row each: its name, its size in bytes, whether it holds floating-point
+// values, and the element type kernels load and store it as. Half and BFloat16 are each
+// backend's own 16-bit float types (Eigen's on the CPU, CUDA's on the GPU), named by the
+// backend before it expands the table. A new storage type costs one row here, plus its element
+// type in each backend when that is not a plain C++ type: the enum, dtype_size, dtype_name,
+// dtype_is_float and both backends' element loads and stores (kernels/*/copy.*) follow.
+#define BG_DTYPES(X)         \
+  X(f32, 4, true, float)     \
+  X(f64, 8, true, double)    \
+  X(f16, 2, true, Half)      \
+  X(bf16, 2, true, BFloat16) \
+  X(i8, 1, false, int8_t)    \
+  X(u8, 1, false, uint8_t)   \
+  X(i16, 2, false, int16_t)  \
+  X(u16, 2, false, uint16_t) \
+  X(i32, 4, false, int32_t)  \
+  X(i64, 8, false, int64_t)
+
+enum class DType : uint8_t {
+#define BG_DTYPE_ENUM(name, bytes, is_float, element) name,
+  BG_DTYPES(BG_DTYPE_ENUM)
+#undef BG_DTYPE_ENUM
+};
 
 // How a CUDA matmul of f32 operands runs: fp32 (CUDA cores), tf32 (tensor cores, 10-bit
 // mantissa inputs) or bf16 (operands rounded to bf16, tensor cores); fp32 accumulation always.
@@ -22,54 +44,39 @@ struct SoftmaxOptions {
 };
 
 enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
-constexpr int kNumDTypes = 10;
+#define BG_DTYPE_COUNT(name, bytes, is_float, element) +1
+constexpr int kNumDTypes = 0 BG_DTYPES(BG_DTYPE_COUNT);
+#undef BG_DTYPE_COUNT
 
 inline size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f64:
-    case DType::i64:
-      return 8;
-    case DType::f32:
-    case DType::i32:
-      return 4;
-    case DType::f16:
-    case DType::bf16:
-    case DType::i16:
-    case DType::u16:
-      return 2;
-    case DType::i8:
-    case DType::u8:
-      return 1;
+#define BG_DTYPE_SIZE(name, bytes, is_float, element) \
+  case DType::name:                                   \
+    return bytes;
+    BG_DTYPES(BG_DTYPE_SIZE)
+#undef BG_DTYPE_SIZE
   }
   return 0;
 }
 inline const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32:
-      return "f32";
-    case DType::f64:
-      return "f64";
-    case DType::f16:
-      return "f16";
-    case DType::bf16:
-      return "bf16";
-    case DType::i8:
-      return "i8";
-    case DType::u8:
-      return "u8";
-    case DType::i16:
-      return "i16";
-    case DType::u16:
-      return "u16";
-    case DType::i32:
-      return "i32";
-    case DType::i64:
-      return "i64";
+#define BG_DTYPE_NAME(name, bytes, is_float, element) \
+  case DType::name:                                   \
+    return #name;
+    BG_DTYPES(BG_DTYPE_NAME)
+#undef BG_DTYPE_NAME
   }
   return "?";
 }
 inline bool dtype_is_float(DType t) {
-  return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16;
+  switch (t) {
+#define BG_DTYPE_FLOAT(name, bytes, is_float, element) \
+  case DType::name:                                    \
+    return is_float;
+    BG_DTYPES(BG_DTYPE_FLOAT)
+#undef BG_DTYPE_FLOAT
+  }
+  return false;
 }
 
 // Kernels report misuse with the same "[op] message" convention as the rest of bitgrad.

@@ -31,4 +31,9 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
+void Module::set_compute_mode(const ComputeMode& mode) {
+  mode_ = mode;
+  for (auto& [name, child] : children_) child->set_compute_mode(mode);
+}
+
 }  // namespace bg

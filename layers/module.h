@@ -18,6 +18,10 @@ class Module {
   int64_t parameter_count() const;
   void train(bool on = true);
   bool training() const { return training_; }
+  // How this module and its children compute (core/compute_mode.h): set once per run, resolved
+  // for the parameters' device (ComputeMode::on); layers pass it to every matmul they run.
+  void set_compute_mode(const ComputeMode& mode);
+  const ComputeMode& compute_mode() const { return mode_; }
 
  protected:
   Tensor register_parameter(const std::string& name, Tensor value);
@@ -32,6 +36,7 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  ComputeMode mode_;
 };
 
 }  // namespace bg

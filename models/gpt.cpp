@@ -14,6 +14,7 @@ void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg) {
   ck.attr("model.n_embd", cfg.n_embd);
   ck.attr("model.bias", int64_t(cfg.bias));
   ck.attr("model.gelu", std::string(cfg.gelu == GeluForm::erf ? "erf" : "tanh"));
+  ck.attr("model.linear", std::string(linear_kind_name(cfg.linear)));
 }
 
 GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
@@ -31,6 +32,9 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
   BG_CHECK(gelu == "tanh" || gelu == "erf", "gpt", path, ": model.gelu is '", gelu,
            "', expected tanh or erf");
   cfg.gelu = gelu == "erf" ? GeluForm::erf : GeluForm::tanh;
+  const std::string linear = ck.has_attr("model.linear") ? ck.str_attr("model.linear") : "dense";
+  BG_CHECK(parse_linear_kind(linear, &cfg.linear), "gpt", path, ": model.linear is '", linear,
+           "', which this build does not know");
   BG_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_head > 0 &&
                cfg.n_embd > 0 && cfg.n_embd % cfg.n_head == 0,
            "gpt", path, ": inconsistent model.* attributes");
@@ -50,6 +54,9 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
   cmp("n_head", a.n_head, b.n_head);
   cmp("n_embd", a.n_embd, b.n_embd);
   cmp("bias", a.bias, b.bias);
+  if (a.linear != b.linear)
+    d += std::string(d.empty() ? "" : ", ") + "linear " + linear_kind_name(a.linear) + " vs " +
+         linear_kind_name(b.linear);
   if (a.gelu != b.gelu)
     d += std::string(d.empty() ? "" : ", ") + "gelu " + (a.gelu == GeluForm::erf ? "erf" : "tanh") +
          " vs " + (b.gelu == GeluForm::erf ? "erf" : "tanh");
@@ -59,12 +66,12 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
 Block::Block(const GPTConfig& cfg, Generator& init) {
   const double proj_std = 0.02 / std::sqrt(2.0 * double(cfg.n_layer));
   ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
-  attn = register_module(
-      "attn", std::make_shared<CausalSelfAttention>(cfg.n_embd, cfg.n_head, cfg.bias, cfg.dropout,
-                                                    init, proj_std, cfg.fused_attention));
+  attn = register_module("attn", std::make_shared<CausalSelfAttention>(
+                                     cfg.n_embd, cfg.n_head, cfg.bias, cfg.dropout, init, proj_std,
+                                     cfg.fused_attention, cfg.linear));
   ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
-  mlp = register_module(
-      "mlp", std::make_shared<MLP>(cfg.n_embd, cfg.bias, cfg.dropout, init, proj_std, cfg.gelu));
+  mlp = register_module("mlp", std::make_shared<MLP>(cfg.n_embd, cfg.bias, cfg.dropout, init,
+                                                     proj_std, cfg.gelu, cfg.linear));
 }
 
 Tensor Block::forward(const Tensor& x, Generator& gen) const {
@@ -102,8 +109,8 @@ Tensor GPT::forward(const Tensor& idx, Generator& gen) const {
   Tensor x =
       dropout(wte_->forward(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
   for (const auto& block : blocks_) x = block->forward(x, gen);
-  return linear(ln_f_->forward_for_matmul(x),
-                wte_->weight);  // the LM head tied to the token embedding
+  // The LM head, tied to the token embedding.
+  return linear(ln_f_->forward_for_matmul(x), wte_->weight, Tensor(), compute_mode());
 }
 
 KVCache GPT::new_cache(int64_t batch, Device device, DType dtype) const {
@@ -126,7 +133,8 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) const {
     x = blocks_[i]->forward_cached(x, cache.k[i], cache.v[i], past);
   cache.length = past + t;
   const Tensor last = ln_f_->forward(x.slice(1, t - 1, t));
-  return linear(last, wte_->weight).reshape({idx.size(0), cfg_.vocab_size});
+  return linear(last, wte_->weight, Tensor(), compute_mode())
+      .reshape({idx.size(0), cfg_.vocab_size});
 }
 
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets, Generator& gen) const {

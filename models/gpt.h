@@ -19,15 +19,19 @@ struct GPTConfig {
   double dropout = 0.0;
   bool bias = false;
   GeluForm gelu = GeluForm::tanh;  // part of the architecture: saved as model.gelu
-  // fused_causal_attention (one kernel per pass; bf16 tensor cores on CUDA, head dim 64) or the
-  // composed matmul + causal_softmax + dropout + matmul (exact in the run's precision). Not part
-  // of the architecture: a checkpoint trained one way evaluates either way.
+  // The projections' layer kind (model.linear; saved as such). The tied LM head is the token
+  // embedding's transpose, a dense product in the run's compute mode.
+  LinearKind linear = LinearKind::dense;
+  // fused_causal_attention (one kernel per pass; on CUDA bf16 tensor cores, head dim 64, so only
+  // under bf16 precision) or the composed matmul + causal_softmax + dropout + matmul (any
+  // mode). Not part of the architecture: a checkpoint trained one way evaluates either way.
   bool fused_attention = true;
 };
 
 // The architecture as checkpoint attributes (model.vocab_size, model.block_size, model.n_layer,
-// model.n_head, model.n_embd, model.bias, model.gelu), from which sample and eval rebuild the
-// model. Checkpoints without model.gelu were trained with the tanh form.
+// model.n_head, model.n_embd, model.bias, model.gelu, model.linear), from which sample and eval
+// rebuild the model. Checkpoints without model.gelu were trained with the tanh form, without
+// model.linear with dense layers.
 void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg);
 GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path);
 // Empty when a and b are the same architecture; else what differs ("n_layer 2 vs 6").

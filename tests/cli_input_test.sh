@@ -72,6 +72,17 @@ one_line_error "blocked/last.h5: cannot replace with" "$bin" train "$ok" --set r
 one_line_error "--prompt and --prompt-file cannot be used together" "$bin" sample "$dir/run/last.h5" --prompt a --prompt-file "$dir/line.txt"
 one_line_error "option --tokens given twice" "$bin" sample "$dir/run/last.h5" --tokens 3 --tokens 4
 one_line_error "adir: is a directory, expected a text file" "$bin" sample "$dir/run/last.h5" --prompt-file "$dir/adir"
+# checksum: one sha256 line per dataset; a second run from the same seed has the same lines.
+"$bin" checksum "$dir/run/last.h5" > "$dir/sum1" || fail "checksum failed"
+grep -qE "^[0-9a-f]{64}  transformer.wte.weight$" "$dir/sum1" || fail "checksum lacks transformer.wte.weight: $(head -3 "$dir/sum1")"
+grep -qE "^[0-9a-f]{64}  optimizer/exp_avg$" "$dir/sum1" || fail "checksum lacks optimizer/exp_avg"
+"$bin" train "$ok" --set run.out_dir="$dir/run2" > /dev/null 2>&1 || fail "second train failed"
+"$bin" checksum "$dir/run2/last.h5" | cmp -s - "$dir/sum1" || fail "two runs from one seed differ in their checkpoints"
+one_line_error "not a readable HDF5 file" "$bin" checksum "$dir/corpus.txt"
+one_line_error "usage: bitgrad checksum FILE.h5" "$bin" checksum
+# The linear-layer factory's kinds: dense (the default, saved as model.linear); others refused.
+one_line_error "model.linear" "$bin" train "$ok" --set model.linear=bitlinear
+one_line_error "model.linear: not used when model.type is char_mlp" "$bin" train "$(cfg mlp.yaml "data: {path: $dir/corpus.txt}\nmodel: {type: char_mlp, linear: dense}\n")"
 # sample writes tokens as they are drawn: interrupted, it keeps what it wrote and exits 130.
 "$bin" sample "$dir/run/last.h5" --tokens 10000000 > "$dir/stream.txt" 2> "$dir/stream.err" &
 pid=$!
@@ -84,7 +95,7 @@ rc=$?
 [ "$(wc -c < "$dir/stream.txt")" -gt 20 ] || fail "the interrupted sample's text was lost"
 
 # Usage: per command with --help (exit 0), every flag of every command with help.
-for c in fit-bide train sample eval prepare bench info; do
+for c in fit-bide train sample eval prepare bench checksum info; do
   out=$("$bin" $c --help) || fail "$c --help exited non-zero"
   echo "$out" | grep -q "bitgrad $c" || fail "$c --help does not show its usage: $out"
 done

@@ -23,6 +23,17 @@ grep -q "^bino," "$dir/out/summary.csv" || fail "summary lacks the binomial row"
 head -1 "$dir/out/summary.csv" | grep -q "^distribution,range_lo,range_hi,nll,ks,mean_fit,mean_ref,std_fit,std_ref,median_fit,median_ref,q01_fit,q01_ref,q99_fit,q99_ref,nonfinite_mass,skipped,outside$" || fail "summary columns: $(head -1 "$dir/out/summary.csv")"
 # bide.range auto (the default): the file's values are 100..149, widened by 2% of 49.
 grep -q "^file,99.02,149.98," "$dir/out/summary.csv" || fail "auto range of the file: $(grep ^file "$dir/out/summary.csv")"
+# Ctrl-C (or SIGTERM) during training stops after the current step and exits 130, writing
+# nothing (fit-bide writes its outputs at the end).
+"$bin" fit-bide "$dir/fit.yaml" --set train.steps=20000 --set train.log_interval=1 --set run.out_dir="$dir/int" > "$dir/int.log" 2>&1 &
+pid=$!
+for i in $(seq 1 300); do grep -q "^step" "$dir/int.log" && break; sleep 0.1; done
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 130 ] || fail "an interrupted fit-bide exited $rc, expected 130: $(tail -2 "$dir/int.log")"
+grep -q "stopped by signal 2 after step .*: nothing was written" "$dir/int.log" || fail "no stop line: $(tail -2 "$dir/int.log")"
+[ ! -e "$dir/int/checkpoint.h5" ] || fail "an interrupted fit-bide wrote a checkpoint"
 # A fixed range the data leave: the first value outside is an error naming file and line.
 one_line_error "samples.txt:1: value 137 is outside bide.range [20, 120]" "$bin" fit-bide "$dir/fit.yaml" --set "bide.range=[20, 120]" --set run.out_dir="$dir/out4"
 one_line_error "bide.range: expected [lo, hi] with lo <= hi" "$bin" fit-bide "$dir/fit.yaml" --set "bide.range=[5, 1]" --set run.out_dir="$dir/out4"

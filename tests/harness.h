@@ -50,11 +50,17 @@ Tensor noncontiguous_copy(const Tensor& t);
 void check_cpu_case(const OpCase& c);
 void check_cuda_case(const OpCase& c);
 
-// Restores the process-wide matmul precision when a test that changes it ends.
-struct MatmulPrecisionGuard {
-  MatmulPrecision saved = matmul_precision();
-  ~MatmulPrecisionGuard() { set_matmul_precision(saved); }
-};
+// A compute mode of the given precision (standard algorithm).
+inline ComputeMode precision_mode(MatmulPrecision p) {
+  ComputeMode m;
+  m.precision = p;
+  return m;
+}
+// The mode the fused attention kernel honours on `device`: bf16 products on CUDA, fp32 on the
+// CPU.
+inline ComputeMode fused_attention_mode(Device device) {
+  return precision_mode(MatmulPrecision::bf16).on(device);
+}
 
 // CUDA test cases start with this: without a GPU the case is reported as skipped (the test
 // binary exits 77 when every case it ran was skipped, which CTest shows as "Skipped").

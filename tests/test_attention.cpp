@@ -62,7 +62,7 @@ OpCase fused_case(const char* name, Shape qkv_shape, int64_t n_head, double p, b
   c.noncontiguous = strided;
   c.fn = [n_head, p](const V& x) {
     Generator gen(17);
-    return fused_causal_attention(x[0], n_head, p, true, gen);
+    return fused_causal_attention(x[0], n_head, p, true, gen, fused_attention_mode(x[0].device()));
   };
   c.reference = [n_head, p](const V& x) { return attention_reference(x[0], n_head, p, 17); };
   c.f32_tol = 1e-5;
@@ -84,7 +84,8 @@ TEST_CASE("cpu: fused_causal_attention strided head dim 64") {
 TEST_CASE("cpu: fused_causal_attention matches the composed ops without dropout") {
   Generator gen(3), unused;
   const Tensor qkv = randn({2, 10, 3 * 12}, gen, 0, 1, DType::f64);
-  const Tensor fused = fused_causal_attention(qkv, 3, 0.0, true, unused);
+  const Tensor fused =
+      fused_causal_attention(qkv, 3, 0.0, true, unused, fused_attention_mode(qkv.device()));
   auto heads = [](const Tensor& z) { return z.reshape({2, 10, 3, 4}).transpose(1, 2); };
   const auto parts = split(qkv, {12, 12, 12}, 2);
   const Tensor composed =
@@ -117,7 +118,7 @@ AttentionRun run_fused(const Tensor& qkv64, const Tensor& w64, int64_t n_head, d
   if (strided) x = noncontiguous_copy(x);
   x = x.detach().requires_grad_(true);
   Generator gen(23);
-  Tensor y = fused_causal_attention(x, n_head, p, true, gen);
+  Tensor y = fused_causal_attention(x, n_head, p, true, gen, fused_attention_mode(x.device()));
   sum(y * w64.to(device).to(dtype)).backward();
   return {y.detach().to(Device::cpu()).to(DType::f64), x.grad().to(Device::cpu()).to(DType::f64)};
 }
@@ -191,7 +192,8 @@ TEST_CASE("cuda: fused_causal_attention bf16 tiles copied asynchronously equal s
   auto run = [&](const Tensor& input) {
     const Tensor x = input.detach().requires_grad_(true);
     Generator drop(23);
-    const Tensor y = fused_causal_attention(x, heads, 0.2, true, drop);
+    const Tensor y =
+        fused_causal_attention(x, heads, 0.2, true, drop, fused_attention_mode(x.device()));
     sum(y * w).backward();
     return std::make_pair(y.to(DType::f32).to_vector<float>(),
                           x.grad().to(DType::f32).to_vector<float>());
@@ -223,9 +225,11 @@ TEST_CASE("cuda: fused_causal_attention reruns are bit-identical") {
 TEST_CASE("cuda: fused_causal_attention needs head dim 64") {
   BG_REQUIRE_CUDA();
   Generator gen;
-  CHECK_THROWS_WITH(fused_causal_attention(zeros({1, 4, 3 * 64}, DType::f32, Device::cuda(0)), 2,
-                                           0.0, false, gen),
-                    doctest::Contains("needs head_dim 64, got 32"));
+  CHECK_THROWS_WITH(
+      fused_causal_attention(
+          zeros({1, 4, 3 * 64}, DType::f32, Device::cuda(0)), 2, 0.0, false, gen,
+          fused_attention_mode(zeros({1, 4, 3 * 64}, DType::f32, Device::cuda(0)).device())),
+      doctest::Contains("needs head_dim 64, got 32"));
 }
 
 }  // namespace bg::test

@@ -61,7 +61,7 @@ TEST_CASE("cpu: restricted support equals the explicit softmax over the range") 
   const std::vector<double> lz = bide_log_normalizer(w, r, opt).to_vector<double>();
   for (int i = 0; i < 2; ++i)
     CHECK(lz[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
-  opt.variant = "precomputed";
+  opt.variant = SickVariant::precomputed;
   const std::vector<double> lz2 = bide_log_normalizer(w, r, opt).to_vector<double>();
   for (int i = 0; i < 2; ++i)
     CHECK(lz2[size_t(i)] == doctest::Approx(ex.log_z[size_t(i)]).epsilon(1e-12));
@@ -158,9 +158,10 @@ TEST_CASE("cpu: bad BIDE inputs are rejected with the reason") {
   BideOptions opt = options(25, "bruteforce");
   CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 25}), zeros({1, 4}), opt),
                     doctest::Contains("25 bits refused"));
-  opt = options(8, "fastest");
-  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 8}), zeros({1, 4}), opt),
-                    doctest::Contains("variant must be"));
+  SickVariant variant;  // names outside the enum are refused where they are parsed
+  CHECK_FALSE(parse_sick_variant("fastest", &variant));
+  SickPrecision precision;
+  CHECK_FALSE(parse_sick_precision("fp8", &precision));
   opt = options(8, "bruteforce");
   CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 7}), zeros({1, 4}), opt),
                     doctest::Contains("W must be (N, H, 8)"));
@@ -180,7 +181,7 @@ TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") 
       for (const char* dtype : {"fp32", "fp16"}) {
         INFO("n ", sh.n, " h ", sh.h, " bits ", sh.bits, " ", variant, " ", dtype);
         BideOptions opt = options(sh.bits, variant);
-        opt.dtype = dtype;
+        REQUIRE(parse_sick_precision(dtype, &opt.precision));
         const Tensor w = randn({sh.n, sh.h, sh.bits}, gen, 0, std::sqrt(2.0 / sh.bits));
         const Tensor r = randn({sh.n, sh.h}, gen, 0, 1.0 / std::sqrt(double(sh.h)));
         const Tensor y = random_patterns(sh.n, sh.bits, gen);

@@ -116,12 +116,14 @@ struct GptRun {
 };
 
 // `steps` AdamW steps of a 2-layer GPT on the tiny corpus (dropout on); grads after the last.
-GptRun train_gpt(Device device, int steps, bool fused = false, int64_t n_embd = 16) {
+GptRun train_gpt(Device device, int steps, bool fused = false, int64_t n_embd = 16,
+                 const ComputeMode& mode = ComputeMode()) {
   const std::string text = gpt_corpus();
   const CharTokenizer vocab(text);
   const std::vector<int32_t> tokens = vocab.encode(text);
   Generator init(5), data(6), drop(7);
   GPT model(tiny_config(vocab.vocab_size(), false, fused, n_embd), init);
+  model.set_compute_mode(mode.on(device));
   FlatParameters params(model.named_parameters(), device);
   AdamW opt(params, {0.9, 0.99, 1e-8, 0.1});
   GptRun r;
@@ -170,16 +172,18 @@ TEST_CASE("cuda: a 2-layer gpt agrees with the CPU on the loss and every gradien
 
 TEST_CASE("cuda: a 2-layer gpt with fused attention agrees with the CPU and repeats bit for bit") {
   BG_REQUIRE_CUDA();
-  // Head dim 64; the CUDA kernel's bf16 operands against the CPU's f32 ones, the same masks.
+  // Head dim 64; the fused kernel multiplies bf16 operands, so the CUDA run is in bf16 mode
+  // (every matmul on bf16 operands) against the CPU's fp32, with the same masks.
+  const ComputeMode bf16 = precision_mode(MatmulPrecision::bf16);
   const GptRun c = train_gpt(Device::cpu(), 1, true, 128),
-               g = train_gpt(Device::cuda(0), 1, true, 128);
+               g = train_gpt(Device::cuda(0), 1, true, 128, bf16);
   CHECK(g.losses[0] == doctest::Approx(c.losses[0]).epsilon(1e-3));
   const Tensor gc = from_vector(c.grads, {int64_t(c.grads.size())});
   const Tensor gg = from_vector(g.grads, {int64_t(g.grads.size())});
   CHECK(rel_err(gg, gc) < 1e-2);
   const GptRun c10 = train_gpt(Device::cpu(), 10, true, 128);
-  const GptRun g10 = train_gpt(Device::cuda(0), 10, true, 128);
-  const GptRun g10b = train_gpt(Device::cuda(0), 10, true, 128);
+  const GptRun g10 = train_gpt(Device::cuda(0), 10, true, 128, bf16);
+  const GptRun g10b = train_gpt(Device::cuda(0), 10, true, 128, bf16);
   for (size_t i = 0; i < 10; ++i)
     CHECK(g10.losses[i] == doctest::Approx(c10.losses[i]).epsilon(1e-2));
   CHECK(g10.losses == g10b.losses);
@@ -188,18 +192,22 @@ TEST_CASE("cuda: a 2-layer gpt with fused attention agrees with the CPU and repe
 
 TEST_CASE("cuda: a bf16-precision gpt with fused attention tracks fp32 and repeats bit for bit") {
   BG_REQUIRE_CUDA();
-  const MatmulPrecisionGuard guard;
   // bf16 precision stores layernorm/GELU outputs, qkv and the attention output in bf16 (the
-  // operands their consumers round to anyway); the losses stay within bf16 rounding of fp32's.
-  set_matmul_precision(MatmulPrecision::fp32);
-  const GptRun f32 = train_gpt(Device::cuda(0), 10, true, 128);
-  set_matmul_precision(MatmulPrecision::bf16);
-  const GptRun a = train_gpt(Device::cuda(0), 10, true, 128);
-  const GptRun b = train_gpt(Device::cuda(0), 10, true, 128);
+  // operands their consumers round to anyway); the losses stay within bf16 rounding of an fp32
+  // run's (composed attention: the fused kernel refuses fp32).
+  const ComputeMode bf16 = precision_mode(MatmulPrecision::bf16);
+  const GptRun f32 = train_gpt(Device::cuda(0), 10, false, 128);
+  const GptRun a = train_gpt(Device::cuda(0), 10, true, 128, bf16);
+  const GptRun b = train_gpt(Device::cuda(0), 10, true, 128, bf16);
   for (size_t i = 0; i < 10; ++i)
     CHECK(a.losses[i] == doctest::Approx(f32.losses[i]).epsilon(2e-2));
   CHECK(a.losses == b.losses);
   CHECK(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)) == 0);
+  // The mode reaches every matmul: a mode no matmul can honour is refused by the first one.
+  ComputeMode refused;
+  refused.deterministic = true;
+  CHECK_THROWS_WITH(train_gpt(Device::cuda(0), 1, false, 128, refused),
+                    doctest::Contains("deterministic mode needs a batch-invariant algorithm"));
 }
 
 namespace {

@@ -241,6 +241,40 @@ OpCase linear_case() {
   return c;
 }
 
+// MatmulAlgo::naive, the reference algorithm: the same checks as the standard one (f64 finite
+// differences, CUDA against the CPU, strided and transposed operands, broadcast batches).
+ComputeMode naive_mode() {
+  ComputeMode m;
+  m.algo = MatmulAlgo::naive;
+  return m;
+}
+OpCase matmul_naive_case() {
+  OpCase c = matmul_case();
+  c.name = "matmul naive";
+  c.fn = [](const V& x) { return matmul(x[0], x[1], naive_mode()); };
+  return c;
+}
+OpCase matmul_naive_transposed_case() {
+  OpCase c = matmul_transposed_case();
+  c.name = "matmul naive transposed operands";
+  c.fn = [](const V& x) {
+    return matmul(x[0].transpose(0, 1), x[1].transpose(0, 1), naive_mode());
+  };
+  return c;
+}
+OpCase matmul_naive_batched_strided_case() {
+  OpCase c = matmul_batched_strided_case();
+  c.name = "matmul naive batched strided";
+  c.fn = [](const V& x) { return matmul(x[0], x[1], naive_mode()); };
+  return c;
+}
+OpCase linear_naive_case() {
+  OpCase c = linear_case();
+  c.name = "linear naive";
+  c.fn = [](const V& x) { return linear(x[0], x[1], x[2], naive_mode()); };
+  return c;
+}
+
 OpCase softmax_case() {
   OpCase c;
   c.name = "softmax";
@@ -498,7 +532,7 @@ OpCase bide_case(const char* variant) {
   c.fn = [v](const V& x) {
     BideOptions opt;
     opt.code.bits = 9;
-    opt.variant = v;
+    REQUIRE(parse_sick_variant(v, &opt.variant));
     return bide_log_prob(x[0] * 0.4, x[1] * 0.5, x[2], opt);
   };
   c.f32_tol = 1e-5;
@@ -551,6 +585,10 @@ BG_OP_TEST("matmul transposed operands", matmul_transposed_case)
 BG_OP_TEST("matmul batched broadcast", matmul_batched_case)
 BG_OP_TEST("matmul batched strided", matmul_batched_strided_case)
 BG_OP_TEST("linear", linear_case)
+BG_OP_TEST("matmul naive", matmul_naive_case)
+BG_OP_TEST("matmul naive transposed operands", matmul_naive_transposed_case)
+BG_OP_TEST("matmul naive batched strided", matmul_naive_batched_strided_case)
+BG_OP_TEST("linear naive", linear_naive_case)
 BG_OP_TEST("softmax", softmax_case)
 BG_OP_TEST("causal_softmax", causal_softmax_case)
 BG_OP_TEST("causal_softmax with cached keys", causal_softmax_cached_case)
@@ -585,7 +623,6 @@ namespace bg::test {
 // rounded values up to f32 accumulation. tf32: within TF32's 10-bit mantissa of the f64 product.
 TEST_CASE("cuda: matmul precision bf16 and tf32 against rounded f64 products") {
   BG_REQUIRE_CUDA();
-  const MatmulPrecisionGuard guard;
   Generator gen(test_seed());
   const Tensor a64 = randn({3, 37, 70}, gen, 0, 1, DType::f64);
   const Tensor b64 = randn({70, 45}, gen, 0, 1, DType::f64);
@@ -594,11 +631,10 @@ TEST_CASE("cuda: matmul precision bf16 and tf32 against rounded f64 products") {
   for (MatmulPrecision p : {MatmulPrecision::bf16, MatmulPrecision::tf32}) {
     const bool bf16 = p == MatmulPrecision::bf16;
     CAPTURE(bf16);
-    set_matmul_precision(p);
     const Device gpu = Device::cuda(0);
     const Tensor a = a64.to(DType::f32).to(gpu).detach().requires_grad_(true);
     const Tensor b = b64.to(DType::f32).to(gpu).detach().requires_grad_(true);
-    const Tensor out = matmul(a, b);
+    const Tensor out = matmul(a, b, precision_mode(p));
     CHECK(out.dtype() == DType::f32);
     sum(out * w64.to(DType::f32).to(gpu)).backward();
     const Tensor ra = bf16 ? round16(a64) : a64, rb = bf16 ? round16(b64) : b64;
@@ -613,6 +649,63 @@ TEST_CASE("cuda: matmul precision bf16 and tf32 against rounded f64 products") {
   }
 }
 
+// The naive algorithm runs one fused multiply-add chain per output on both devices: the CPU and
+// CUDA agree bit for bit (odd sizes, a transposed operand, a broadcast batch), forward and
+// backward, and under bf16 precision on CUDA too (operands rounded once, as the standard path).
+TEST_CASE("cuda: the naive matmul algorithm gives the CPU's bits") {
+  BG_REQUIRE_CUDA();
+  Generator gen(test_seed());
+  // Batched on both sides (a broadcast operand's gradient is a batch sum, a reduction whose
+  // order is the reduce kernel's, not the matmul's), odd sizes, b transposed.
+  const Tensor a0 = randn({3, 33, 70}, gen), b0 = randn({3, 45, 70}, gen),
+               w0 = randn({3, 33, 45}, gen);
+  auto run = [&](Device d) {
+    const Tensor a = a0.to(d).detach().requires_grad_(true);
+    const Tensor b = b0.to(d).detach().requires_grad_(true);
+    const Tensor out = matmul(a, b.transpose(1, 2), naive_mode());
+    sum(out * w0.to(d)).backward();
+    return std::vector<std::vector<float>>{out.to_vector<float>(), a.grad().to_vector<float>(),
+                                           b.grad().to_vector<float>()};
+  };
+  const auto cpu = run(Device::cpu()), gpu = run(Device::cuda(0));
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);  // 0: the product, 1: a's gradient, 2: b's
+    CHECK(cpu[i] == gpu[i]);
+  }
+  // A broadcast operand in the forward: each batch reads the same b.
+  const Tensor b2 = randn({45, 70}, gen);
+  CHECK(matmul(a0, b2.transpose(0, 1), naive_mode()).to_vector<float>() ==
+        matmul(a0.to(Device::cuda(0)), b2.to(Device::cuda(0)).transpose(0, 1), naive_mode())
+            .to_vector<float>());
+  // Under bf16 precision: the CPU reference is the naive product of the bf16-rounded operands.
+  ComputeMode bf16 = naive_mode();
+  bf16.precision = MatmulPrecision::bf16;
+  const Tensor got = matmul(a0.to(Device::cuda(0)), b2.to(Device::cuda(0)).transpose(0, 1), bf16);
+  const Tensor want = matmul(a0.to(DType::bf16).to(DType::f32),
+                             b2.to(DType::bf16).to(DType::f32).transpose(0, 1), naive_mode());
+  CHECK(got.to_vector<float>() == want.to_vector<float>());
+  bf16.precision = MatmulPrecision::tf32;  // tf32 is cuBLAS's tensor-core format
+  CHECK_THROWS_WITH(matmul(a0.to(Device::cuda(0)), b2.to(Device::cuda(0)).transpose(0, 1), bf16),
+                    doctest::Contains("tf32 is cuBLAS's"));
+}
+
+TEST_CASE("cpu: matmul refuses a mode it cannot honour") {
+  const Tensor a = zeros({2, 3}), b = zeros({3, 4});
+  // bf16 and tf32 name CUDA matmuls; the CPU computes fp32, and says so rather than pretend.
+  CHECK_THROWS_WITH(matmul(a, b, precision_mode(MatmulPrecision::bf16)),
+                    doctest::Contains("bf16 precision is a CUDA mode"));
+  CHECK(precision_mode(MatmulPrecision::bf16).on(Device::cpu()) == ComputeMode());
+  ComputeMode m = naive_mode();
+  m.precision = MatmulPrecision::tf32;
+  CHECK_THROWS_WITH(matmul(a, b, m), doctest::Contains("tf32 precision is a CUDA mode"));
+  m = ComputeMode();
+  m.deterministic = true;
+  CHECK_THROWS_WITH(matmul(a, b, m), doctest::Contains("'standard' is not one"));
+  m.algo = MatmulAlgo::naive;  // one chain per output in a fixed order: batch-invariant
+  CHECK(matmul(a, b, m).shape() == Shape{2, 4});
+  CHECK(m.str() == "fp32 naive deterministic");
+}
+
 // A producer that stores the bf16 operand of the matmul consuming it (layernorm / gelu with a
 // bf16 output under bf16 precision) must give exactly what the matmul's own rounding of the f32
 // output gave in the forward, bit for bit. Its gradient then arrives in bf16 (a tensor's
@@ -624,18 +717,17 @@ struct Narrowed {
   std::vector<float> out, grads;
 };
 
-Narrowed run_producer_into_matmul(Device device, bool narrow) {
+Narrowed run_producer_into_matmul(Device device, bool narrow, const ComputeMode& mode) {
   Generator gen(31);
   auto leaf = [&](Shape s) {
     return randn(s, gen, 0, 1, DType::f32).to(device).detach().requires_grad_(true);
   };
   const Tensor x = leaf({3, 7, 40}), w = leaf({40}), b = leaf({40}), fc = leaf({96, 40}),
                proj = leaf({40, 96}), r = leaf({3, 7, 40});
-  const Tensor ln =
-      narrow ? layernorm(x, w, b, 1e-5, matmul_operand_dtype(x)) : layernorm(x, w, b, 1e-5);
-  const Tensor h = linear(ln, fc, Tensor());
-  const Tensor act = narrow ? gelu(h, matmul_operand_dtype(h)) : gelu(h);
-  const Tensor out = linear(act, proj, Tensor());
+  const Tensor ln = narrow ? layernorm(x, w, b, 1e-5, mode) : layernorm(x, w, b, 1e-5);
+  const Tensor h = linear(ln, fc, Tensor(), mode);
+  const Tensor act = narrow ? gelu(h, mode) : gelu(h);
+  const Tensor out = linear(act, proj, Tensor(), mode);
   sum(out * r).backward();
   Narrowed n;
   n.out = out.to(DType::f32).to_vector<float>();
@@ -660,17 +752,19 @@ TEST_CASE("cpu: layernorm and gelu narrow to bf16 exactly as a cast does") {
   CHECK_THROWS_WITH(gelu(x.to(DType::f64), DType::bf16), doctest::Contains("only f32 -> bf16"));
   CHECK_THROWS_WITH(layernorm(x, w, Tensor(), 1e-5, DType::f16),
                     doctest::Contains("only f32 -> bf16"));
-  CHECK(matmul_operand_dtype(x) == DType::f32);  // the CPU never rounds operands
+  // The CPU never narrows: its matmuls compute fp32 whatever train.precision says.
+  CHECK(stored_dtype(precision_mode(MatmulPrecision::bf16), Consumer::matmul, DType::f32,
+                     Device::cpu()) == DType::f32);
 }
 
 TEST_CASE("cuda: bf16-stored layernorm and gelu outputs give the matmul's own rounding") {
   BG_REQUIRE_CUDA();
-  const MatmulPrecisionGuard guard;
-  set_matmul_precision(MatmulPrecision::bf16);
+  const ComputeMode bf16 = precision_mode(MatmulPrecision::bf16);
   const Device gpu = Device::cuda(0);
-  CHECK(matmul_operand_dtype(zeros({2}, DType::f32, gpu)) == DType::bf16);
-  const Narrowed cast = run_producer_into_matmul(gpu, false);
-  const Narrowed stored = run_producer_into_matmul(gpu, true);
+  CHECK(stored_dtype(bf16, Consumer::matmul, DType::f32, gpu) == DType::bf16);
+  CHECK(stored_dtype(bf16, Consumer::any, DType::f32, gpu) == DType::f32);
+  const Narrowed cast = run_producer_into_matmul(gpu, false, bf16);
+  const Narrowed stored = run_producer_into_matmul(gpu, true, bf16);
   CHECK(cast.out == stored.out);
   const int64_t n = int64_t(cast.grads.size());
   CHECK(rel_err(from_vector(stored.grads, {n}), from_vector(cast.grads, {n})) < 1e-2);
@@ -694,11 +788,10 @@ TEST_CASE("cuda: bf16-stored layernorm and gelu outputs give the matmul's own ro
   // The gradient of each operand has the operand's dtype.
   const Tensor a = zeros({4, 8}, DType::bf16, gpu).requires_grad_(true);
   const Tensor b = ones({8, 3}, DType::f32, gpu).requires_grad_(true);
-  sum(matmul(a, b)).backward();
+  sum(matmul(a, b, bf16)).backward();
   CHECK(a.grad().dtype() == DType::bf16);
   CHECK(b.grad().dtype() == DType::f32);
-  set_matmul_precision(MatmulPrecision::fp32);
-  CHECK(matmul_operand_dtype(zeros({2}, DType::f32, gpu)) == DType::f32);
+  CHECK(stored_dtype(ComputeMode(), Consumer::matmul, DType::f32, gpu) == DType::f32);
   CHECK_THROWS_WITH(matmul(zeros({2, 3}, DType::bf16, gpu), zeros({3, 2}, DType::f32, gpu)),
                     doctest::Contains("dtype mismatch"));
 }

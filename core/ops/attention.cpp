@@ -38,8 +38,23 @@ AttentionDropout attention_dropout(int64_t heads, int64_t t, double p, bool trai
 
 }  // namespace
 
+std::string fused_attention_supports(const ComputeMode& mode, Device device, int64_t head_dim) {
+  if (mode.algo != MatmulAlgo::standard)
+    return str_cat("its products are its own, not the '", matmul_algo_name(mode.algo),
+                   "' matmul algorithm's");
+  if (mode.deterministic) return "its batch invariance is not yet shown";
+  if (!device.is_cuda()) return mode.on(device) == mode ? "" : "the CPU computes fp32";
+  if (mode.precision != MatmulPrecision::bf16)
+    return str_cat(
+        "the CUDA kernel multiplies bf16 operands on tensor cores, and the mode's "
+        "precision is ",
+        precision_name(mode.precision));
+  if (head_dim != 64) return str_cat("the CUDA kernel needs head_dim 64, got ", head_dim);
+  return "";
+}
+
 Tensor fused_causal_attention(const Tensor& qkv, int64_t n_head, double dropout_p, bool training,
-                              Generator& gen) {
+                              Generator& gen, const ComputeMode& mode) {
   const char* name = "fused_causal_attention";
   check_float(qkv, name, "qkv");
   BG_CHECK(qkv.ndim() == 3 && qkv.size(2) % 3 == 0, name, "qkv must be (B, T, 3C), got ",
@@ -49,8 +64,9 @@ Tensor fused_causal_attention(const Tensor& qkv, int64_t n_head, double dropout_
   BG_CHECK(dropout_p >= 0.0 && dropout_p < 1.0, name, "dropout must be in [0, 1), got ", dropout_p);
   const int64_t d = c / n_head;
   const Device dev = qkv.device();
-  BG_CHECK(!dev.is_cuda() || d == 64, name, "the CUDA kernel needs head_dim 64, got ", d,
-           " (n_embd ", c, " / n_head ", n_head, "); model.attention: composed takes any");
+  const std::string unsupported = fused_attention_supports(mode, dev, d);
+  BG_CHECK(unsupported.empty(), name, "cannot run in mode ", mode.str(), " on ", dev.str(), ": ",
+           unsupported, " (the composed ops, model.attention: composed, run any mode)");
   const Tensor qc = compute_input(qkv);
   const DType cd = qc.dtype(), sd = stats_dtype(cd);
   Tensor y = empty({b, t, c}, cd, dev);

@@ -25,10 +25,10 @@ Prepared prepare(const Tensor& w, const Tensor& r, const BideOptions& opt, const
   p.n = w.size(0);
   p.hidden = w.size(1);
   // fp16 compute rounds W and r to f16 inside the CUDA kernel (no cast kernels).
-  p.half = w.is_cuda() && opt.dtype == "fp16";
+  p.half = w.is_cuda() && opt.precision == SickPrecision::fp16;
   p.w = compute_input(w.detach());
   p.r = compute_input(r.detach());
-  p.precomputed = bide_resolve_variant(opt, w.device(), p.n, p.hidden) == "precomputed";
+  p.precomputed = bide_resolve_variant(opt, w.device(), p.n, p.hidden) == SickVariant::precomputed;
   return p;
 }
 
@@ -208,10 +208,6 @@ void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const 
            w.size(0), ", ", w.size(1), "), got ", shape_str(r.shape()));
   BG_CHECK(w.dtype() == r.dtype(), op, "W is ", dtype_name(w.dtype()), " but r is ",
            dtype_name(r.dtype()));
-  BG_CHECK(opt.variant == "auto" || opt.variant == "bruteforce" || opt.variant == "precomputed", op,
-           "variant must be auto, bruteforce or precomputed, got '", opt.variant, "'");
-  BG_CHECK(opt.dtype == "fp32" || opt.dtype == "fp16", op, "dtype must be fp32 or fp16, got '",
-           opt.dtype, "'");
   const int64_t full_range = int64_t(1) << bits;
   BG_CHECK(opt.support_lo >= 0 && opt.support_lo < support_hi(opt) && support_hi(opt) <= full_range,
            op, "support [", opt.support_lo, ", ", support_hi(opt),
@@ -232,19 +228,6 @@ void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const 
   if (w.is_cuda())
     BG_CHECK(w.size(1) <= 64, op, "the CUDA SICK kernel supports hidden sizes up to 64, got ",
              w.size(1));
-}
-
-std::string bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden) {
-  if (opt.variant != "auto") return opt.variant;
-  // Measured choice (bench/results/sick_h200.json, docs/sick.md). CPU: the vectorised
-  // precomputed path from 8 bits. CUDA: precomputed from N * 2^B >= 2^22 patterns (batch 64 at
-  // 16 bits: 30 vs 40 us for the normaliser, 59 vs 64 us for the fused pass; batch 16384: 2.3
-  // vs 5.3 ms); below that each warp has too few tiles to amortise its table set-up, and the
-  // bruteforce kernel, which needs none, is kept.
-  (void)hidden;
-  if (device.is_cpu()) return opt.code.bits >= 8 ? "precomputed" : "bruteforce";
-  return double(n) * std::ldexp(1.0, opt.code.bits) >= std::ldexp(1.0, 22) ? "precomputed"
-                                                                           : "bruteforce";
 }
 
 Tensor bide_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt) {

@@ -181,7 +181,7 @@ Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOption
     int64_t hidden;
     bool half;
   } p{compute_input(w.detach()), compute_input(r.detach()), w.size(1),
-      w.is_cuda() && opt.dtype == "fp16"};
+      w.is_cuda() && opt.precision == SickPrecision::fp16};
   Tensor out = empty({n, k_all}, DType::f64);
   for (int64_t i = 0; i < n; ++i) {
     const Tensor wi = p.w.slice(0, i, i + 1), ri = p.r.slice(0, i, i + 1);

@@ -207,6 +207,12 @@ Tensor gelu_erf(const Tensor& x) { return unary(UnaryOp::gelu_erf, x); }
 Tensor gelu_erf(const Tensor& x, DType out_dtype) {
   return unary(UnaryOp::gelu_erf, x, 1.0, 0.0, out_dtype);
 }
+Tensor gelu(const Tensor& x, const ComputeMode& consumer) {
+  return gelu(x, stored_dtype(consumer, Consumer::matmul, x.dtype(), x.device()));
+}
+Tensor gelu_erf(const Tensor& x, const ComputeMode& consumer) {
+  return gelu_erf(x, stored_dtype(consumer, Consumer::matmul, x.dtype(), x.device()));
+}
 Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x); }
 Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
 Tensor neg(const Tensor& x) { return unary(UnaryOp::neg, x); }

@@ -1,27 +1,34 @@
 // matmul.cpp: batched matmul with broadcast batch dims, and linear (PyTorch's (out, in) weight
 // layout). Batch dims are collapsed to one strided dim when the strides allow it, so a
 // transposed or broadcast operand reaches the kernel with no copy.
-#include <atomic>
-#include <optional>
-
 #include "../dispatch.h"
 #include "../ops.h"
 
 namespace bg {
-
 namespace {
-std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::fp32};
-}  // namespace
-void set_matmul_precision(MatmulPrecision p) { g_matmul_precision = p; }
-MatmulPrecision matmul_precision() { return g_matmul_precision; }
 
-DType matmul_operand_dtype(const Tensor& x) {
-  return x.is_cuda() && x.dtype() == DType::f32 && matmul_precision() == MatmulPrecision::bf16
-             ? DType::bf16
-             : x.dtype();
+// The one place a matmul algorithm picks its kernels: (batch, M, K) @ (batch, K, N) views.
+void run_matmul_kernel(const ComputeMode& mode, Device dev, const KView& out, const KView& a,
+                       const KView& b) {
+  switch (mode.algo) {
+    case MatmulAlgo::standard:
+      return BG_DISPATCH(dev, matmul, out, a, b, mode.precision, stream_for(dev));
+    case MatmulAlgo::naive:
+      return BG_DISPATCH(dev, matmul_naive, out, a, b, stream_for(dev));
+  }
 }
 
-namespace {
+// Refuses a mode this matmul cannot honour, in one line.
+void check_mode(const ComputeMode& mode, Device dev) {
+  BG_CHECK(mode.on(dev) == mode, "matmul", precision_name(mode.precision),
+           " precision is a CUDA mode; the CPU computes fp32 (resolve the mode with "
+           "ComputeMode::on(device))");
+  BG_CHECK(!(mode.algo == MatmulAlgo::naive && mode.precision == MatmulPrecision::tf32), "matmul",
+           "the naive algorithm multiplies in fp32 or on bf16 operands; tf32 is cuBLAS's");
+  BG_CHECK(!mode.deterministic || mode.algo == MatmulAlgo::naive, "matmul",
+           "deterministic mode needs a batch-invariant algorithm; '", matmul_algo_name(mode.algo),
+           "' is not one");
+}
 
 // Views t (batch..., R, C), already expanded to batch_shape, as (B, R, C). False when the
 // batch dims cannot share one stride.
@@ -60,7 +67,7 @@ bool blas_compatible(const KView& v) {
 // The product of a and b with no autograd record: operands in `operand` dtype (cast when they
 // are not), the result in `out_dtype` (f32 for bf16 operands keeps the f32 accumulation).
 Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType operand, DType out_dtype,
-               MatmulPrecision precision) {
+               const ComputeMode& mode) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});
@@ -70,6 +77,7 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
   ac = ac.expand(ea);
   bc = bc.expand(eb);
   KView va, vb;
+  // cuBLAS needs one unit-stride dim per operand; the naive kernels take any strides.
   if (!collapse_batch(ac, batch, &va) || (a.is_cuda() && !blas_compatible(va))) {
     ac = ac.contiguous();
     collapse_batch(ac, batch, &va);
@@ -83,7 +91,7 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
   Tensor out = empty(out_shape, out_dtype, a.device());
   KView vo;
   collapse_batch(out, batch, &vo);
-  BG_DISPATCH(a.device(), matmul, vo, va, vb, precision, stream_for(a.device()));
+  run_matmul_kernel(mode, a.device(), vo, va, vb);
   return out;
 }
 
@@ -101,15 +109,14 @@ Tensor to_bf16(const Tensor& t) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return matmul(a, b, std::nullopt); }
-
-Tensor matmul(const Tensor& a, const Tensor& b, std::optional<DType> bf16_out) {
+Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
+  check_mode(mode, a.device());
   // bf16 precision rounds f32 operands to bf16, so one may arrive as bf16 already (a producer
-  // that stored matmul_operand_dtype).
-  const bool bf16_mix = a.is_cuda() && matmul_precision() == MatmulPrecision::bf16 &&
+  // that stored it for this matmul, as stored_dtype says).
+  const bool bf16_mix = a.is_cuda() && mode.precision == MatmulPrecision::bf16 &&
                         ((a.dtype() == DType::bf16 && b.dtype() == DType::f32) ||
                          (a.dtype() == DType::f32 && b.dtype() == DType::bf16));
   BG_CHECK(a.dtype() == b.dtype() || bf16_mix, "matmul", "dtype mismatch: ", dtype_name(a.dtype()),
@@ -131,47 +138,41 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::optional<DType> bf16_out) {
              " and ", shape_str(b.shape()), " cannot broadcast");
     batch[i] = da == 1 ? db : da;
   }
-  const MatmulPrecision precision = bf16_mix ? MatmulPrecision::bf16
-                                    : a.is_cuda() && a.dtype() == DType::f32
-                                        ? matmul_precision()
-                                        : MatmulPrecision::fp32;
-  if (precision == MatmulPrecision::bf16) {
+  // The precision applies to f32 operands on CUDA (f16/bf16 operands are what they are).
+  ComputeMode run = mode;
+  if (!bf16_mix && !(a.is_cuda() && a.dtype() == DType::f32)) run.precision = MatmulPrecision::fp32;
+  if (run.precision == MatmulPrecision::bf16) {
     // f32 operands rounded to bf16 once, the products kept f32. The backward reuses the rounded
     // copies and rounds the incoming gradient once for both of its products. Each gradient has
     // its operand's dtype: f32 for f32 operands (the weights), bf16 for an operand that arrived
     // as bf16 (as under PyTorch's autocast; its producer's backward reads bf16 then).
     const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
-    Tensor out = product(a16, b16, batch, DType::bf16, bf16_out.value_or(DType::f32), precision);
+    const DType out_dtype = stored_dtype(run, consumer, DType::f32, a.device());
+    Tensor out = product(a16, b16, batch, DType::bf16, out_dtype, run);
     const Shape a_shape = a.shape(), b_shape = b.shape();
     const DType da = a.dtype(), db = b.dtype();
-    record(out, "matmul", {a, b}, [a16, b16, a_shape, b_shape, da, db](const Tensor& g) {
+    record(out, "matmul", {a, b}, [a16, b16, a_shape, b_shape, da, db, run](const Tensor& g) {
       const Tensor g16 = g.detach().to(DType::bf16);
       const Tensor bt = b16.transpose(-1, -2), at = a16.transpose(-1, -2);
       const Shape gb = batch_of(g16);
-      return std::vector<Tensor>{
-          sum_to(product(g16, bt, gb, DType::bf16, da, MatmulPrecision::bf16), a_shape),
-          sum_to(product(at, g16, gb, DType::bf16, db, MatmulPrecision::bf16), b_shape)};
+      return std::vector<Tensor>{sum_to(product(g16, bt, gb, DType::bf16, da, run), a_shape),
+                                 sum_to(product(at, g16, gb, DType::bf16, db, run), b_shape)};
     });
     return out;
   }
-  BG_CHECK(!bf16_out || *bf16_out == a.dtype(), "matmul", "a ", dtype_name(*bf16_out),
-           " product of ", dtype_name(a.dtype()), " operands needs bf16 precision on CUDA");
+  // Without bf16 precision the product keeps the operands' dtype, whoever reads it.
   const DType operand = compute_dtype(a);
-  Tensor out = compute_output(product(a, b, batch, operand, operand, precision), a.dtype());
+  Tensor out = compute_output(product(a, b, batch, operand, operand, run), a.dtype());
   const Tensor ad = a.detach(), bd = b.detach();
-  record(out, "matmul", {a, b}, [ad, bd](const Tensor& g) {
-    return std::vector<Tensor>{sum_to(matmul(g, bd.transpose(-1, -2)), ad.shape()),
-                               sum_to(matmul(ad.transpose(-1, -2), g), bd.shape())};
+  record(out, "matmul", {a, b}, [ad, bd, mode](const Tensor& g) {
+    return std::vector<Tensor>{sum_to(matmul(g, bd.transpose(-1, -2), mode), ad.shape()),
+                               sum_to(matmul(ad.transpose(-1, -2), g, mode), bd.shape())};
   });
   return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  return linear(x, weight, bias, std::nullopt);
-}
-
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
-              std::optional<DType> out_dtype) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const ComputeMode& mode,
+              Consumer consumer) {
   BG_CHECK(weight.ndim() == 2, "linear", "weight must be (out, in), got ",
            shape_str(weight.shape()));
   BG_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.shape()),
@@ -179,9 +180,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   Shape out_shape = x.shape();
   out_shape.back() = weight.size(0);
   // Flatten to 2-D so the weight gradient is one GEMM, not a batched GEMM plus a reduction.
-  BG_CHECK(!out_dtype || !bias.defined(), "linear",
+  BG_CHECK(consumer == Consumer::any || !bias.defined(), "linear",
            "a narrowed output with a bias would round before the bias add");
-  Tensor y = matmul(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1), out_dtype);
+  Tensor y = matmul(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1), mode, consumer);
   if (bias.defined()) {
     BG_CHECK(bias.ndim() == 1 && bias.size(0) == weight.size(0), "linear", "bias ",
              shape_str(bias.shape()), " does not match weight ", shape_str(weight.shape()));

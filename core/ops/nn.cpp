@@ -155,20 +155,25 @@ Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, doub
                  DType out_dtype) {
   return norm(x, weight, bias, eps, false, out_dtype);
 }
+Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                 const ComputeMode& consumer) {
+  return layernorm(x, weight, bias, eps,
+                   stored_dtype(consumer, Consumer::matmul, x.dtype(), x.device()));
+}
 Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps) {
   return norm(x, weight, Tensor(), eps, true, x.dtype());
 }
 
 Tensor causal_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,
-                             bool training, Generator& gen) {
+                             bool training, Generator& gen, const ComputeMode& mode) {
   BG_CHECK(q.ndim() == 4 && q.shape() == k.shape() && q.shape() == v.shape(), "attention",
            "q, k, v must share a (B, H, T, D) shape, got ", shape_str(q.shape()), ", ",
            shape_str(k.shape()), ", ", shape_str(v.shape()));
   const int64_t d = q.size(3);
-  const Tensor scores = matmul(q, k.transpose(-2, -1));
+  const Tensor scores = matmul(q, k.transpose(-2, -1), mode);
   const Tensor att =
       dropout(causal_softmax(scores, 1.0 / std::sqrt(double(d))), dropout_p, training, gen);
-  return matmul(att, v);
+  return matmul(att, v, mode);
 }
 
 }  // namespace bg

@@ -1,6 +1,7 @@
 // copy.cpp (CPU): strided copy with dtype conversion, and fill. Conversions go through double,
 // except same-dtype copies, which move raw bytes so 64-bit integers stay exact.
 #include <cstring>
+#include <type_traits>
 
 #include "cpu_common.h"
 #include "cpu_kernels.h"
@@ -8,64 +9,42 @@
 namespace bg::cpu {
 namespace {
 
+// The element types of the two 16-bit floats in the dtype table (kernel_types.h).
+using Half = Eigen::half;
+using BFloat16 = Eigen::bfloat16;
+
+template <typename E>
+double to_double(E v) {
+  return double(v);
+}
+// Halves round double -> float -> half (Eigen converts from float).
+template <typename E>
+E from_double(double x) {
+  if constexpr (std::is_same_v<E, Half> || std::is_same_v<E, BFloat16>)
+    return E(float(x));
+  else
+    return E(x);
+}
+
 double load(const void* base, DType t, int64_t i) {
   switch (t) {
-    case DType::f32:
-      return static_cast<const float*>(base)[i];
-    case DType::f64:
-      return static_cast<const double*>(base)[i];
-    case DType::f16:
-      return double(static_cast<const Eigen::half*>(base)[i]);
-    case DType::bf16:
-      return double(static_cast<const Eigen::bfloat16*>(base)[i]);
-    case DType::i8:
-      return static_cast<const int8_t*>(base)[i];
-    case DType::u8:
-      return static_cast<const uint8_t*>(base)[i];
-    case DType::i16:
-      return static_cast<const int16_t*>(base)[i];
-    case DType::u16:
-      return static_cast<const uint16_t*>(base)[i];
-    case DType::i32:
-      return static_cast<const int32_t*>(base)[i];
-    case DType::i64:
-      return double(static_cast<const int64_t*>(base)[i]);
+#define BG_LOAD(name, bytes, is_float, element) \
+  case DType::name:                             \
+    return to_double(static_cast<const element*>(base)[i]);
+    BG_DTYPES(BG_LOAD)
+#undef BG_LOAD
   }
   return 0;
 }
 
 void store(void* base, DType t, int64_t i, double x) {
   switch (t) {
-    case DType::f32:
-      static_cast<float*>(base)[i] = float(x);
-      break;
-    case DType::f64:
-      static_cast<double*>(base)[i] = x;
-      break;
-    case DType::f16:
-      static_cast<Eigen::half*>(base)[i] = Eigen::half(float(x));
-      break;
-    case DType::bf16:
-      static_cast<Eigen::bfloat16*>(base)[i] = Eigen::bfloat16(float(x));
-      break;
-    case DType::i8:
-      static_cast<int8_t*>(base)[i] = int8_t(x);
-      break;
-    case DType::u8:
-      static_cast<uint8_t*>(base)[i] = uint8_t(x);
-      break;
-    case DType::i16:
-      static_cast<int16_t*>(base)[i] = int16_t(x);
-      break;
-    case DType::u16:
-      static_cast<uint16_t*>(base)[i] = uint16_t(x);
-      break;
-    case DType::i32:
-      static_cast<int32_t*>(base)[i] = int32_t(x);
-      break;
-    case DType::i64:
-      static_cast<int64_t*>(base)[i] = int64_t(x);
-      break;
+#define BG_STORE(name, bytes, is_float, element)              \
+  case DType::name:                                           \
+    static_cast<element*>(base)[i] = from_double<element>(x); \
+    break;
+    BG_DTYPES(BG_STORE)
+#undef BG_STORE
   }
 }
 

@@ -1,4 +1,6 @@
 // matmul.cpp (CPU): batched GEMM through Eigen on strided maps, so transposed views cost no copy.
+#include <cmath>
+
 #include "cpu_common.h"
 #include "cpu_kernels.h"
 
@@ -23,6 +25,29 @@ void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision, S
         mc.noalias() = ma * mb;
       }
     }
+  });
+}
+
+}  // namespace bg::cpu
+
+namespace bg::cpu {
+
+// The naive algorithm: each output is one fused multiply-add chain over k in order, started
+// from zero, in f32 (f64 for f64). The CUDA kernel runs the same chain, so the bits agree.
+void matmul_naive(const KView& out, const KView& a, const KView& b, StreamHandle) {
+  dispatch_float(a.dtype, "matmul_naive", [&](auto zero) {
+    using T = decltype(zero);
+    const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
+    for (int64_t z = 0; z < batch; ++z)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const T* pa = ptr<T>(a) + z * a.strides[0] + i * a.strides[1];
+          const T* pb = ptr<T>(b) + z * b.strides[0] + j * b.strides[2];
+          T acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc = std::fma(pa[p * a.strides[2]], pb[p * b.strides[1]], acc);
+          ptr<T>(out)[z * out.strides[0] + i * out.strides[1] + j * out.strides[2]] = acc;
+        }
   });
 }
 

@@ -2,70 +2,57 @@
 // plain memcpy; everything else goes through one kernel that loads/stores via double (a
 // warp-uniform switch on the dtype tags), which keeps 100 dtype pairs to one instantiation.
 // Half types round double -> float -> half, as the CPU does (Eigen converts from float).
+#include <type_traits>
+
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
 
 namespace bg::cuda {
 namespace {
 
+// The element types of the two 16-bit floats in the dtype table (kernel_types.h).
+using Half = __half;
+using BFloat16 = __nv_bfloat16;
+
+template <typename E>
+__device__ __forceinline__ double to_double(E v) {
+  if constexpr (std::is_same_v<E, Half>)
+    return __half2float(v);
+  else if constexpr (std::is_same_v<E, BFloat16>)
+    return __bfloat162float(v);
+  else
+    return double(v);
+}
+// Halves round double -> float -> half, as the CPU does.
+template <typename E>
+__device__ __forceinline__ E from_double(double x) {
+  if constexpr (std::is_same_v<E, Half>)
+    return __float2half_rn(float(x));
+  else if constexpr (std::is_same_v<E, BFloat16>)
+    return __float2bfloat16_rn(float(x));
+  else
+    return E(x);
+}
+
 __device__ __forceinline__ double load(const void* base, DType t, int64_t i) {
   switch (t) {
-    case DType::f32:
-      return static_cast<const float*>(base)[i];
-    case DType::f64:
-      return static_cast<const double*>(base)[i];
-    case DType::f16:
-      return __half2float(static_cast<const __half*>(base)[i]);
-    case DType::bf16:
-      return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
-    case DType::i8:
-      return static_cast<const int8_t*>(base)[i];
-    case DType::u8:
-      return static_cast<const uint8_t*>(base)[i];
-    case DType::i16:
-      return static_cast<const int16_t*>(base)[i];
-    case DType::u16:
-      return static_cast<const uint16_t*>(base)[i];
-    case DType::i32:
-      return static_cast<const int32_t*>(base)[i];
-    case DType::i64:
-      return double(static_cast<const int64_t*>(base)[i]);
+#define BG_LOAD(name, bytes, is_float, element) \
+  case DType::name:                             \
+    return to_double(static_cast<const element*>(base)[i]);
+    BG_DTYPES(BG_LOAD)
+#undef BG_LOAD
   }
   return 0;
 }
 
 __device__ __forceinline__ void store(void* base, DType t, int64_t i, double x) {
   switch (t) {
-    case DType::f32:
-      static_cast<float*>(base)[i] = float(x);
-      break;
-    case DType::f64:
-      static_cast<double*>(base)[i] = x;
-      break;
-    case DType::f16:
-      static_cast<__half*>(base)[i] = __float2half_rn(float(x));
-      break;
-    case DType::bf16:
-      static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(float(x));
-      break;
-    case DType::i8:
-      static_cast<int8_t*>(base)[i] = int8_t(x);
-      break;
-    case DType::u8:
-      static_cast<uint8_t*>(base)[i] = uint8_t(x);
-      break;
-    case DType::i16:
-      static_cast<int16_t*>(base)[i] = int16_t(x);
-      break;
-    case DType::u16:
-      static_cast<uint16_t*>(base)[i] = uint16_t(x);
-      break;
-    case DType::i32:
-      static_cast<int32_t*>(base)[i] = int32_t(x);
-      break;
-    case DType::i64:
-      static_cast<int64_t*>(base)[i] = int64_t(x);
-      break;
+#define BG_STORE(name, bytes, is_float, element)              \
+  case DType::name:                                           \
+    static_cast<element*>(base)[i] = from_double<element>(x); \
+    break;
+    BG_DTYPES(BG_STORE)
+#undef BG_STORE
   }
 }
 

@@ -87,3 +87,47 @@ void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision pr
 }
 
 }  // namespace bg::cuda
+
+namespace bg::cuda {
+namespace {
+
+struct NaiveStrides {
+  int64_t a0, a1, a2, b0, b1, b2, o0, o1, o2;
+};
+
+// One thread per output: a fused multiply-add chain over k in order from zero, in f32 (operands
+// widened from their storage type), the same chain as the CPU's matmul_naive.
+template <typename T, typename O>
+__global__ void matmul_naive_kernel(O* out, const T* a, const T* b, int64_t batch, int64_t m,
+                                    int64_t n, int64_t k, NaiveStrides s) {
+  BG_GRID_LOOP(idx, batch * m * n) {
+    const int64_t j = idx % n, i = (idx / n) % m, z = idx / (m * n);
+    const T* pa = a + z * s.a0 + i * s.a1;
+    const T* pb = b + z * s.b0 + j * s.b2;
+    float acc = 0.f;
+    for (int64_t p = 0; p < k; ++p)
+      acc = __fmaf_rn(to_float(pa[p * s.a2]), to_float(pb[p * s.b1]), acc);
+    out[z * s.o0 + i * s.o1 + j * s.o2] = from_float<O>(acc);
+  }
+}
+
+}  // namespace
+
+void matmul_naive(const KView& out, const KView& a, const KView& b, StreamHandle stream) {
+  const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
+  if (batch * m * n == 0) return;
+  const NaiveStrides s{a.strides[0], a.strides[1],   a.strides[2],   b.strides[0],  b.strides[1],
+                       b.strides[2], out.strides[0], out.strides[1], out.strides[2]};
+  dispatch_float(a.dtype, "matmul_naive", [&](auto za) {
+    using T = decltype(za);
+    dispatch_float(out.dtype, "matmul_naive", [&](auto zo) {
+      using O = decltype(zo);
+      matmul_naive_kernel<T, O><<<grid_for(batch * m * n, 256), 256, 0, as_stream(stream)>>>(
+          static_cast<O*>(out.data), static_cast<const T*>(a.data), static_cast<const T*>(b.data),
+          batch, m, n, k, s);
+    });
+  });
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace bg::cuda

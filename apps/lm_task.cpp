@@ -1,0 +1,77 @@
+#include "lm_task.h"
+
+#include "core/config.h"
+#include "data/text.h"
+#include "lm_common.h"
+
+namespace bg::cli {
+
+// Next-token prediction on windows of a token stream, for the GPT or the char MLP.
+LanguageModelTask::LanguageModelTask(const TrainConfig& cfg, const ConfigReader& reader,
+                                     Tokenizer& tok, Module& model, GPT* gpt, CharMLP* mlp,
+                                     Device device)
+    : cfg_(cfg),
+      reader_(reader),
+      tok_(tok),
+      model_(model),
+      gpt_(gpt),
+      mlp_(mlp),
+      device_(device),
+      data_gen_(cfg.seed + 1),
+      dropout_gen_(cfg.seed + 2) {}
+
+Tensor LanguageModelTask::batch_loss(const std::vector<int32_t>& tokens, Generator& gen) {
+  const int64_t context = cfg_.model.context;
+  Tensor x, y;
+  sample_windows(tokens, cfg_.batch, context, gen, device_, &x, &y);
+  if (gpt_) return gpt_->loss(x, y, dropout_gen_);
+  const Tensor target = y.slice(1, context - 1, context).reshape({cfg_.batch});
+  return cross_entropy(mlp_->forward(x, dropout_gen_), target);
+}
+Tensor LanguageModelTask::train_loss() { return batch_loss(train_tokens, data_gen_); }
+
+double LanguageModelTask::validation_loss() {
+  model_.train(false);
+  Generator gen(cfg_.seed + 3);  // the same eval batches every time
+  double total = 0;
+  for (int64_t i = 0; i < cfg_.eval_iters; ++i) total += batch_loss(val_tokens, gen).item();
+  model_.train(true);
+  return total / double(cfg_.eval_iters);
+}
+// The tied LM head is also stored as lm_head.weight so PyTorch's load_state_dict finds every
+// key; then what sample, eval and resume need to rebuild and check the run.
+void LanguageModelTask::save(CheckpointWriter& ck) const {
+  if (gpt_)
+    for (const auto& [name, t] : model_.named_parameters())
+      if (name == "transformer.wte.weight") ck.tensor("lm_head.weight", t);
+  ck.attr("format", std::string(kTrainFormat));
+  ck.attr("model_type", cfg_.model_type);
+  ck.attr("config", reader_.effective_yaml());
+  tok_.save(ck);
+  if (gpt_) save_gpt_config(ck, gpt_->config());
+  ck.attr("val_data", val_source);
+  ck.attr("val_fraction", cfg_.val_fraction);
+  ck.attr("data_rng_offset", int64_t(data_gen_.offset));
+  ck.attr("dropout_rng_offset", int64_t(dropout_gen_.offset));
+}
+void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path) {
+  BG_CHECK(is_train_checkpoint(ck), "train", path, " is not a bitgrad train checkpoint");
+  BG_CHECK(ck.str_attr("model_type") == cfg_.model_type, "train", path, " holds a ",
+           ck.str_attr("model_type"), " model, the config asks for ", cfg_.model_type);
+  const auto saved = load_tokenizer(ck);
+  BG_CHECK(saved->kind() == tok_.kind() && saved->vocab_size() == tok_.vocab_size() &&
+               (tok_.kind() != "char" ||
+                ck.str_attr("vocab_chars") == static_cast<const CharTokenizer&>(tok_).chars()),
+           "train", path, " was trained with another vocabulary (", saved->kind(), ", ",
+           saved->vocab_size(), " tokens) than this config's data (", tok_.kind(), ", ",
+           tok_.vocab_size(), " tokens)");
+  if (gpt_) {
+    const std::string diff = gpt_architecture_difference(load_gpt_config(ck, path), gpt_->config());
+    BG_CHECK(diff.empty(), "train", path,
+             " holds another architecture than the config (checkpoint vs config: ", diff, ")");
+  }
+  data_gen_.offset = uint64_t(ck.int_attr("data_rng_offset"));
+  dropout_gen_.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
+}
+
+}  // namespace bg::cli

@@ -1,0 +1,37 @@
+// train.h: what `bitgrad train` passes between reading its config (train_config.cpp) and
+// running (train.cpp).
+#pragma once
+#include <string>
+
+#include "core/compute_mode.h"
+#include "core/optim.h"
+#include "models/char_mlp.h"
+#include "models/gpt.h"
+#include "models/trainer.h"
+
+namespace bg {
+class ConfigReader;
+}
+
+namespace bg::cli {
+
+struct TrainConfig {
+  std::string device, data_path, model_type, tokenizer, gpt2_dir, train_bin, val_bin;
+  uint64_t seed = 0;
+  double val_fraction = 0.1;
+  CharMLPConfig model;
+  GPTConfig gpt;
+  int64_t batch = 0, eval_iters = 0;
+  ComputeMode mode;                // train.precision (resolved for the device at run time)
+  std::string attention = "auto";  // model.attention: auto | fused | composed
+  // run.out_dir, run.resume, run.stop_after_steps, train.{steps, grad_accum, eval_interval,
+  // log_interval, grad_clip}, optimizer.*, schedule.*: the Trainer's own settings.
+  TrainerConfig trainer;
+};
+
+TrainConfig read_train_config(ConfigReader& r);
+
+// The train and validation loss against step, from the metrics CSV (resumed runs included).
+std::string loss_plot(const std::string& metrics_csv);
+
+}  // namespace bg::cli

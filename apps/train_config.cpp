@@ -1,0 +1,130 @@
+// train_config.cpp: the keys of `bitgrad train`, checked (README lists them).
+#include <sstream>
+
+#include "cli.h"
+#include "core/config.h"
+#include "plot.h"
+#include "train.h"
+
+namespace bg::cli {
+
+TrainConfig read_train_config(ConfigReader& r) {
+  TrainConfig c;
+  c.trainer.command = "train";
+  const std::string name = r.string("run.name", "run");
+  c.trainer.out_dir = r.string("run.out_dir", "runs/" + name);
+  c.seed = uint64_t(r.integer("run.seed", 1337, 0, INT64_MAX));
+  c.device = r.string("run.device", "auto");
+  c.trainer.resume = r.boolean("run.resume", false);
+  // Stop (saving last.h5, as on SIGINT) after this many steps of this invocation: time-boxed
+  // jobs, and the interrupted-and-resumed test.
+  c.trainer.stop_after = r.integer("run.stop_after_steps", 0, 0, int64_t(1) << 40);
+  // Text (data.path, split by data.val_fraction) or llm.c shards (data.train_bin/val_bin).
+  c.train_bin = r.string("data.train_bin", "");
+  if (c.train_bin.empty()) {
+    c.data_path = r.string("data.path");
+    c.val_fraction = r.number("data.val_fraction", 0.1, 0.0, 0.5);
+    r.not_used("data.val_bin", "data.train_bin is not set (data.path is split instead)");
+  } else {
+    c.val_bin = r.string("data.val_bin");
+    r.not_used("data.path", "data.train_bin is set (token shards replace the text file)");
+    r.not_used("data.val_fraction", "data.train_bin is set (data.val_bin holds the split)");
+  }
+  c.tokenizer = r.choice("data.tokenizer", "char", {"char", "byte", "gpt2"});
+  if (!c.train_bin.empty() && c.tokenizer == "char")
+    r.fail_at("data.tokenizer", "token shards need a fixed vocabulary: byte or gpt2");
+  if (c.tokenizer == "gpt2")
+    c.gpt2_dir = r.string("data.gpt2_dir", "../shared/data/gpt2");
+  else
+    r.not_used("data.gpt2_dir", "data.tokenizer is " + c.tokenizer);
+  c.model_type = r.choice("model.type", "char_mlp", {"char_mlp", "gpt"});
+  const std::string other_model = "model.type is " + c.model_type;
+  if (c.model_type == "char_mlp") {
+    c.model.context = r.integer("model.context", 16, 1, 4096);
+    c.model.n_embd = r.integer("model.n_embd", 32, 1, 65536);
+    c.model.n_hidden = r.integer("model.n_hidden", 256, 1, 1 << 20);
+    c.model.n_layer = r.integer("model.n_layer", 2, 0, 64);
+    c.model.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
+    for (const char* k :
+         {"block_size", "n_head", "bias", "attention", "vocab_size", "gelu", "linear"})
+      r.not_used(std::string("model.") + k, other_model);
+  } else {
+    c.gpt.block_size = r.integer("model.block_size", 256, 1, 1 << 20);
+    c.gpt.n_layer = r.integer("model.n_layer", 6, 1, 256);
+    c.gpt.n_head = r.integer("model.n_head", 6, 1, 1024);
+    c.gpt.n_embd = r.integer("model.n_embd", 384, 1, 1 << 16);
+    if (c.gpt.n_embd % c.gpt.n_head != 0)
+      r.fail_at("model.n_head", "n_embd " + std::to_string(c.gpt.n_embd) +
+                                    " is not divisible by n_head " + std::to_string(c.gpt.n_head));
+    c.gpt.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
+    c.gpt.bias = r.boolean("model.bias", false);
+    // auto: the fused kernel where it can honour the run's compute mode (the CPU; CUDA under
+    // bf16 precision with head_dim 64), the composed ops elsewhere.
+    c.attention = r.choice("model.attention", "auto", {"auto", "fused", "composed"});
+    std::string linear = r.choice("model.linear", "dense", {"dense"});
+    parse_linear_kind(linear, &c.gpt.linear);
+    // tanh: GPT-2 and llm.c; erf: nanoGPT's nn.GELU(), so nanoGPT evaluates the model exactly.
+    c.gpt.gelu =
+        r.choice("model.gelu", "tanh", {"tanh", "erf"}) == "erf" ? GeluForm::erf : GeluForm::tanh;
+    // 0: the tokenizer's size; more pads the embedding (GPT-2's 50257 -> 50304, a multiple of
+    // 64 for the GEMMs); padded ids are never targets and never sampled.
+    c.gpt.vocab_size = r.integer("model.vocab_size", 0, 0, 1 << 24);
+    c.model.context = c.gpt.block_size;
+    for (const char* k : {"context", "n_hidden"})
+      r.not_used(std::string("model.") + k, other_model);
+  }
+  c.trainer.steps = r.integer("train.steps", 1000, 1, int64_t(1) << 40);
+  c.batch = r.integer("train.batch_size", 64, 1, 1 << 24);
+  c.trainer.grad_accum = r.integer("train.grad_accum", 1, 1, 1 << 16);
+  c.trainer.eval_interval = r.integer("train.eval_interval", 250, 1, int64_t(1) << 40);
+  c.eval_iters = r.integer("train.eval_iters", 20, 1, 1 << 20);
+  c.trainer.log_interval = r.integer("train.log_interval", 100, 1, int64_t(1) << 40);
+  c.trainer.grad_clip = r.number("train.grad_clip", 1.0, 0.0, 1e9);
+  // CUDA matmuls: fp32, tf32 or bf16 operands (fp32 accumulation, fp32 master weights,
+  // activations and optimizer state in every mode). The CPU always computes in fp32.
+  const std::string precision = r.choice("train.precision", "fp32", {"fp32", "tf32", "bf16"});
+  c.mode.precision = precision == "bf16"   ? MatmulPrecision::bf16
+                     : precision == "tf32" ? MatmulPrecision::tf32
+                                           : MatmulPrecision::fp32;
+  c.trainer.optimizer = r.choice("optimizer.type", "adamw", {"adamw", "sgd"});
+  read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, "constant", 0.0}, c.trainer.steps,
+                          &c.trainer.adamw, &c.trainer.schedule, c.trainer.optimizer == "adamw");
+  if (c.trainer.optimizer == "sgd")
+    c.trainer.momentum = r.number("optimizer.momentum", 0.9, 0.0, 1.0);
+  else
+    r.not_used("optimizer.momentum", "optimizer.type is adamw");
+  r.finish();
+  return c;
+}
+
+// Train and validation loss against step, from the metrics CSV (resumed runs included).
+std::string loss_plot(const std::string& metrics_csv) {
+  plot::Series train{"train", "#1f77b4", {}, {}}, val{"val", "#d62728", {}, {}};
+  std::istringstream in(metrics_csv);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    std::string fields[3];
+    for (std::string& f : fields) std::getline(row, f, ',');
+    // A row that does not parse (a hand-edited metrics_csv attribute) is left out of the plot.
+    double v[3];
+    bool ok[3];
+    for (int i = 0; i < 3; ++i) {
+      char* end = nullptr;
+      v[i] = std::strtod(fields[i].c_str(), &end);
+      ok[i] = !fields[i].empty() && *end == '\0';
+    }
+    if (!ok[0] || !ok[1]) continue;
+    train.x.push_back(v[0]);
+    train.y.push_back(v[1]);
+    if (ok[2]) {
+      val.x.push_back(v[0]);
+      val.y.push_back(v[2]);
+    }
+  }
+  return plot::svg({{"loss (cross-entropy, nats per token)", "step", "loss", {train, val}}}, 1, 640,
+                   360);
+}
+
+}  // namespace bg::cli

@@ -1,0 +1,56 @@
+// compute_mode.h: how a run's arithmetic is done, as one explicit value. It is set once per run
+// from the config (train.precision, model.attention's choice follows it), handed to the model
+// (Module::set_compute_mode) and passed by the layers to every matmul: Linear, the LM head,
+// composed attention and the fused attention kernel's products. An op either honours the mode
+// or refuses it with a one-line error; it never computes something else. There is no
+// process-wide setting: two models in one process may run in different modes.
+#pragma once
+#include <string>
+
+#include "tensor.h"
+
+namespace bg {
+
+// Which kernels compute a matmul. Adding an algorithm (docs/architecture.md walks through it):
+// a value here and its name in matmul_algo_name, a kernel pair (kernels/cpu and kernels/cuda,
+// declared in kernels/kernel_list.h) and one line in core/ops/matmul.cpp's run_matmul_kernel.
+enum class MatmulAlgo : uint8_t {
+  standard,  // cuBLAS on CUDA, Eigen on the CPU
+  naive,     // one output per thread, k in order with fused multiply-adds: the CPU and CUDA give
+             // the same bits (the worked example; used by tests)
+};
+const char* matmul_algo_name(MatmulAlgo algo);
+
+struct ComputeMode {
+  // CUDA matmuls of f32 operands: fp32, tf32 (tensor cores, 10-bit mantissa inputs) or bf16
+  // (operands rounded to bf16 once); fp32 accumulation, fp32 master weights always.
+  MatmulPrecision precision = MatmulPrecision::fp32;
+  MatmulAlgo algo = MatmulAlgo::standard;
+  // Bit-identical results run to run and whatever the batch. No kernel claims it yet, so every
+  // op that reads the mode refuses it until its deterministic path exists.
+  bool deterministic = false;
+
+  bool operator==(const ComputeMode& o) const {
+    return precision == o.precision && algo == o.algo && deterministic == o.deterministic;
+  }
+  bool operator!=(const ComputeMode& o) const { return !(*this == o); }
+  std::string str() const;  // "bf16", "fp32 naive", "fp32 deterministic"
+
+  // The mode as it runs on `device`: the CPU computes fp32 (train.precision names the CUDA
+  // matmuls' operand rounding), so bf16 and tf32 become fp32 there. Ops refuse a mode that
+  // their device does not run; apps and tests resolve it once with this.
+  ComputeMode on(Device device) const;
+};
+
+const char* precision_name(MatmulPrecision p);
+
+// Who reads an op's output: anything, or only matmuls (and the attention kernel) of a mode.
+enum class Consumer : uint8_t { any, matmul };
+
+// The one rule for narrowed storage. An op whose output x-like tensor (dtype `natural`, on
+// `device`) is read only by matmuls of `mode` stores it in the dtype those matmuls round their
+// operands to (bf16 for f32 under bf16 precision on CUDA): the same bits they would read after
+// their own cast, with one pass and half the bytes fewer. Otherwise `natural`.
+DType stored_dtype(const ComputeMode& mode, Consumer consumer, DType natural, Device device);
+
+}  // namespace bg

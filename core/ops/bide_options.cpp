@@ -1,0 +1,76 @@
+// bide_options.cpp: BideOptions' SICK settings (names, parsing, the variant `auto` picks) and
+// the bare SICK pass that `bitgrad bench sick` times.
+#include <cmath>
+
+#include "../bide.h"
+#include "../dispatch.h"
+
+namespace bg {
+
+void bide_sick_pass(const Tensor& w, const Tensor& r, const BideOptions& opt, bool grads,
+                    const SickPassOutputs& out, Scratch& scratch) {
+  bide_check(w, r, opt, "bide_sick_pass");
+  BG_CHECK(w.is_contiguous() && r.is_contiguous() && compute_dtype(w) == w.dtype(),
+           "bide_sick_pass", "W and r must be contiguous, in the kernel's dtype");
+  SickArgs a;
+  a.w = w.kview();
+  a.r = r.kview();
+  a.m = out.m.kview();
+  a.s = out.s.kview();
+  a.logz = out.logz.kview();
+  if (grads) {
+    a.gr = out.gr.kview();
+    a.gw = out.gw.kview();
+  }
+  a.code = opt.code;
+  a.outputs = grads ? uint32_t(kSickGrad) : 0u;
+  a.precomputed =
+      bide_resolve_variant(opt, w.device(), w.size(0), w.size(1)) == SickVariant::precomputed;
+  a.half_compute = w.is_cuda() && opt.precision == SickPrecision::fp16;
+  BG_DISPATCH(w.device(), sick_forward, a, scratch, stream_for(w.device()));
+}
+
+const char* sick_variant_name(SickVariant v) {
+  switch (v) {
+    case SickVariant::automatic:
+      return "auto";
+    case SickVariant::bruteforce:
+      return "bruteforce";
+    case SickVariant::precomputed:
+      return "precomputed";
+  }
+  return "?";
+}
+
+const char* sick_precision_name(SickPrecision p) {
+  return p == SickPrecision::fp16 ? "fp16" : "fp32";
+}
+
+bool parse_sick_variant(const std::string& name, SickVariant* v) {
+  for (SickVariant c : {SickVariant::automatic, SickVariant::bruteforce, SickVariant::precomputed})
+    if (name == sick_variant_name(c)) return *v = c, true;
+  return false;
+}
+
+bool parse_sick_precision(const std::string& name, SickPrecision* p) {
+  for (SickPrecision c : {SickPrecision::fp32, SickPrecision::fp16})
+    if (name == sick_precision_name(c)) return *p = c, true;
+  return false;
+}
+
+SickVariant bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden) {
+  if (opt.variant != SickVariant::automatic) return opt.variant;
+  // Measured choice (bench/results/sick_h200.json, docs/sick.md). CPU: the vectorised
+  // precomputed path from 8 bits. CUDA: precomputed from N * 2^B >= 2^22 patterns (batch 64 at
+  // 16 bits: 30 vs 40 us for the normaliser, 59 vs 64 us for the fused pass; batch 16384: 2.3
+  // vs 5.3 ms); below that each warp has too few tiles to amortise its table set-up, and the
+  // bruteforce kernel, which needs none, is kept.
+  (void)hidden;
+  if (device.is_cpu())
+    return opt.code.bits >= 8 ? SickVariant::precomputed : SickVariant::bruteforce;
+  return double(n) * std::ldexp(1.0, opt.code.bits) >= std::ldexp(1.0, 22)
+             ? SickVariant::precomputed
+             : SickVariant::bruteforce;
+}
+
+}  // namespace bg

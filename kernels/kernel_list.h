@@ -1,0 +1,116 @@
+// kernel_list.h: every kernel, declared once. kernels/cpu/cpu_kernels.h includes this file
+// inside namespace bg::cpu and kernels/cuda/cuda_kernels.h inside bg::cuda; each backend
+// defines every function here (kernels/cpu/<file>.cpp, kernels/cuda/<file>.cu), so core's
+// BG_DISPATCH names one kernel for either device. No include guard: it is meant to be included
+// once per backend namespace. Adding a kernel: declare it here, define it in both backends.
+//
+// Shared contract: views carry sizes and strides in elements; CPU compute kernels take f32 or
+// f64 (core widens f16/bf16 around them), CUDA compute kernels f32, f16 or bf16 with f32
+// accumulation (f64 is CPU-only). Launches are asynchronous on `stream` (the CPU runs them at
+// once); reductions use a fixed partition, so results repeat bit for bit.
+
+// copy: dst <- src elementwise (same shape, any strides, any dtypes: converts).
+void copy(const KView& dst, const KView& src, StreamHandle stream);
+void fill(const KView& dst, double value, StreamHandle stream);
+// random: uniform(lo=p0, hi=p1) | normal(mean=p0, std=p1) | bernoulli(keep=p0, value p1 else 0).
+void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64_t seed,
+                 uint64_t offset, StreamHandle stream);
+// random: out = x * (uniform(seed, offset + i) < keep ? scale : 0), the mask of
+// bernoulli(keep, scale) regenerated from its counters (dropout's forward, and its backward on
+// dy); contiguous.
+void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
+                   uint64_t offset, StreamHandle stream);
+// random: out = x + dropout_apply(y): the residual add fused with the dropout before it (same
+// mask, and y's dropped value rounded to its dtype before the add, as the two ops would).
+void dropout_add_apply(const KView& out, const KView& x, const KView& y, double keep, double scale,
+                       uint64_t seed, uint64_t offset, StreamHandle stream);
+// unary: contiguous, same dtype; on CUDA an f32 x may also have a bf16 out (forward) or a bf16
+// dy (backward: the gradient of a bf16-stored output).
+void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, double b,
+                   StreamHandle stream);
+void unary_backward(UnaryOp op, const KView& dx, const KView& x, const KView& y, const KView& dy,
+                    double a, StreamHandle stream);
+// binary: out contiguous; a, b strided views of out's shape (stride 0 = broadcast).
+// Comparisons write u8.
+void binary_forward(BinaryOp op, const KView& out, const KView& a, const KView& b,
+                    StreamHandle stream);
+// binary: out = cond ? a : b; cond is u8; all views of out's shape.
+void where_forward(const KView& out, const KView& cond, const KView& a, const KView& b,
+                   StreamHandle stream);
+// reduce: in contiguous (O, R, I) -> out contiguous (O, I).
+void reduce(ReduceOp op, const KView& out, const KView& in, int64_t outer, int64_t extent,
+            int64_t inner, Scratch& scratch, StreamHandle stream);
+// matmul: MatmulAlgo::standard. out (batch, M, N) = a (batch, M, K) @ b (batch, K, N); a and
+// b share a dtype; on CUDA out may be f32 or bf16 for bf16 operands. CUDA: cuBLAS, `precision`
+// tf32 for f32 operands on tensor cores; CPU: Eigen, exactly in the operands' dtype (core
+// never hands it a precision other than fp32).
+void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision precision,
+            StreamHandle stream);
+// matmul: MatmulAlgo::naive, the reference algorithm: each output one fused multiply-add chain
+// over k in order from zero (f32; f64 on the CPU for f64), any strides; both backends give the
+// same bits.
+void matmul_naive(const KView& out, const KView& a, const KView& b, StreamHandle stream);
+// softmax: rows of the last dim, contiguous.
+void softmax_forward(const KView& y, const KView& x, const SoftmaxOptions& opt,
+                     StreamHandle stream);
+void softmax_backward(const KView& dx, const KView& y, const KView& dy, const SoftmaxOptions& opt,
+                      StreamHandle stream);
+// attention: fused causal attention, softmax(scale q k^T + causal mask) v with the
+// AttentionDropout mask, and its gradients. q, k, v, y, dq, dk, dv: (B, H, T, D) views with unit
+// stride along the head dim (rows may be strided, e.g. slices of a packed qkv); lse, delta
+// (B, H, T) contiguous (f32; f64 for f64 on the CPU). lse gets each query's log-sum-exp of its
+// scaled scores; delta is backward scratch (rowsum(dy * y)). CUDA: flash-style tiles of 64
+// queries x 64 keys, bf16 tensor cores, f32 accumulation and softmax, D = 64; no atomics (dk/dv
+// from one block per key tile, dq from one block per query tile). CPU: any D, exact.
+void attention_forward(const KView& y, const KView& lse, const KView& q, const KView& k,
+                       const KView& v, double scale, const AttentionDropout& drop,
+                       StreamHandle stream);
+void attention_backward(const KView& dq, const KView& dk, const KView& dv, const KView& delta,
+                        const KView& q, const KView& k, const KView& v, const KView& y,
+                        const KView& dy, const KView& lse, double scale,
+                        const AttentionDropout& drop, StreamHandle stream);
+// cross_entropy: logits (N, V); targets (N) i32/i64; losses, lse (N) f32 (f64 for f64 logits,
+// as are mean/rstd of layernorm and the scale below). valid (N) gets 1 for counted rows, 0 for
+// ignored ones (the mean's denominator).
+void cross_entropy_forward(const KView& losses, const KView& lse, const KView& valid,
+                           const KView& logits, const KView& targets, int64_t ignore_index,
+                           StreamHandle stream);
+// dlogits = scale * (softmax - onehot) for valid rows, 0 for ignored; scale is an f32 scalar.
+void cross_entropy_backward(const KView& dlogits, const KView& logits, const KView& lse,
+                            const KView& targets, int64_t ignore_index, const KView& scale,
+                            StreamHandle stream);
+// embedding: weight (V, C), idx (N) i32/i64 -> out (N, C).
+void embedding_forward(const KView& out, const KView& weight, const KView& idx,
+                       StreamHandle stream);
+// dweight (V, C) is overwritten; rows summed in ascending token position.
+void embedding_backward(const KView& dweight, const KView& dout, const KView& idx, Scratch& scratch,
+                        StreamHandle stream);
+// layernorm (also RMSNorm when rms): x (N, C); weight/bias (C) may have data == nullptr; y in
+// x's dtype, or on CUDA bf16 for f32 x; dy likewise.
+void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
+                       const KView& weight, const KView& bias, double eps, bool rms,
+                       StreamHandle stream);
+// dx_addend (x's shape and dtype, or data == nullptr): added to dx as a separate rounding, so dx
+// equals add(dx_addend, dx) bit for bit.
+void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dweight,
+                        const KView& dbias, const KView& dy, const KView& x, const KView& weight,
+                        const KView& mean, const KView& rstd, bool rms, Scratch& scratch,
+                        StreamHandle stream);
+// optimizer: f32 contiguous buffers of equal length; grad_scale (f32 scalar) may be null.
+void adamw_step(const KView& param, const KView& grad, const KView& m, const KView& v,
+                const AdamWParams& p, const KView& grad_scale, StreamHandle stream);
+void sgd_step(const KView& param, const KView& grad, const KView& momentum_buf, float lr,
+              float momentum, float weight_decay, const KView& grad_scale, StreamHandle stream);
+// optimizer: flag (i64 scalar, 0 = none yet) becomes `step` if it is still 0 and value (an f32
+// scalar: a loss, a gradient norm) is NaN or infinite. One thread; no host sync.
+void mark_first_nonfinite(const KView& flag, const KView& value, int64_t step, StreamHandle stream);
+// sick: BIDE/SICK. sick_forward runs the fused pass over every example's pattern range.
+void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream);
+// l (N) = BIDE logit of pattern y_n (i64) under (W_n, r_n). With logz (N, f32/f64) given,
+// writes log p = l - logz into logp (same dtype as logz) instead of l.
+void bide_logits(const KView& l, const KView& w, const KView& r, const KView& y, int bits,
+                 const KView& logz, const KView& logp, StreamHandle stream);
+// Gradient of log p(y_n) = l_y - log Z: dW = g r (1[z_y > 0] b_y - gw / s), dr = g (h_y - gr / s).
+void bide_log_prob_backward(const KView& dw, const KView& dr, const KView& w, const KView& r,
+                            const KView& y, const KView& gw, const KView& gr, const KView& s,
+                            const KView& g, int bits, StreamHandle stream);

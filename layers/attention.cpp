@@ -1,0 +1,54 @@
+#include "attention.h"
+
+#include <cmath>
+
+#include "residual.h"
+
+namespace bg {
+
+CausalSelfAttention::CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout,
+                                         Generator& init, double proj_std, bool fused,
+                                         LinearKind linear)
+    : n_embd_(n_embd), n_head_(n_head), dropout_(dropout), fused_(fused) {
+  BG_CHECK(n_head > 0 && n_embd % n_head == 0, "attention", "n_embd ", n_embd,
+           " is not divisible by n_head ", n_head);
+  c_attn = register_module("c_attn", make_linear(linear, n_embd, 3 * n_embd, bias, init));
+  c_proj = register_module("c_proj", make_linear(linear, n_embd, n_embd, bias, init, proj_std));
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen, const Tensor& residual) const {
+  const int64_t b = x.size(0), t = x.size(1), hd = n_embd_ / n_head_;
+  if (fused_) {
+    // qkv only feeds the attention kernel, which reads bf16 operands; its y (in qkv's dtype)
+    // feeds c_proj the same way.
+    const Tensor qkv = c_attn->forward(x, Consumer::matmul);
+    const Tensor y =
+        fused_causal_attention(qkv, n_head_, dropout_, training(), gen, compute_mode());
+    return dropout_then_add(c_proj->forward(y), dropout_, training(), gen, residual);
+  }
+  const auto qkv = split(c_attn->forward(x), {n_embd_, n_embd_, n_embd_}, 2);
+  auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
+  const Tensor y = causal_self_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), dropout_,
+                                         training(), gen, compute_mode());
+  return dropout_then_add(c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_})), dropout_,
+                          training(), gen, residual);
+}
+
+Tensor CausalSelfAttention::forward_cached(const Tensor& x, const Tensor& k_cache,
+                                           const Tensor& v_cache, int64_t past) const {
+  const int64_t b = x.size(0), t = x.size(1), hd = n_embd_ / n_head_, total = past + t;
+  BG_CHECK(total <= k_cache.size(2), "attention", "cache holds ", k_cache.size(2),
+           " positions, asked for ", total);
+  const auto qkv = split(c_attn->forward(x), {n_embd_, n_embd_, n_embd_}, 2);
+  auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
+  k_cache.slice(2, past, total).copy_(heads(qkv[1]));
+  v_cache.slice(2, past, total).copy_(heads(qkv[2]));
+  // Query i (position past + i) sees keys 0..past + i.
+  const Tensor att = causal_softmax(
+      matmul(heads(qkv[0]), k_cache.slice(2, 0, total).transpose(-2, -1), compute_mode()),
+      1.0 / std::sqrt(double(hd)));
+  const Tensor y = matmul(att, v_cache.slice(2, 0, total), compute_mode());
+  return c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_}));
+}
+
+}  // namespace bg

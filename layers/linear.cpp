@@ -1,0 +1,42 @@
+#include "linear.h"
+
+namespace bg {
+
+const char* linear_kind_name(LinearKind kind) {
+  switch (kind) {
+    case LinearKind::dense:
+      return "dense";
+  }
+  return "?";
+}
+
+bool parse_linear_kind(const std::string& name, LinearKind* kind) {
+  if (name == "dense") {
+    *kind = LinearKind::dense;
+    return true;
+  }
+  return false;
+}
+
+Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen, double init_std) {
+  BG_CHECK(in > 0 && out > 0, "linear", "sizes must be positive, got in ", in, ", out ", out);
+  weight = register_parameter("weight", randn({out, in}, gen, 0.0, init_std));
+  if (with_bias) bias = register_parameter("bias", zeros({out}));
+}
+
+Tensor Linear::forward(const Tensor& x, Consumer consumer) const {
+  // A bias is added in f32: the product stays f32 then, whoever reads it.
+  return linear(x, weight, bias, compute_mode(), bias.defined() ? Consumer::any : consumer);
+}
+
+std::shared_ptr<LinearLayer> make_linear(LinearKind kind, int64_t in, int64_t out, bool bias,
+                                         Generator& gen, double init_std) {
+  switch (kind) {
+    case LinearKind::dense:
+      return std::make_shared<Linear>(in, out, bias, gen, init_std);
+  }
+  BG_CHECK(false, "linear", "unknown linear kind ", int(kind));
+  return nullptr;
+}
+
+}  // namespace bg

@@ -1,0 +1,44 @@
+// linear.h: linear layers and the one factory that picks them. A model asks make_linear for
+// each projection (attention's c_attn/c_proj, the MLP's c_fc/c_proj), so a new kind of linear
+// layer (BitLinear next) is one class and one case here, not a fork in every layer.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "module.h"
+
+namespace bg {
+
+// model.linear: which layer the projections are.
+enum class LinearKind : uint8_t { dense };
+const char* linear_kind_name(LinearKind kind);
+// "dense" -> LinearKind::dense; false for an unknown name.
+bool parse_linear_kind(const std::string& name, LinearKind* kind);
+
+// y = x W^T (+ b) for x (..., in), in the module's compute mode. Parameters follow PyTorch's
+// layout and names (weight (out, in), bias (out)) so checkpoints map onto nanoGPT's state_dict.
+class LinearLayer : public Module {
+ public:
+  // consumer == Consumer::matmul: y is read only by matmuls (or the attention kernel) of the
+  // same mode, so a bias-free layer may store it narrowed (stored_dtype); with a bias it is
+  // stored as usual (the bias add is f32).
+  virtual Tensor forward(const Tensor& x, Consumer consumer = Consumer::any) const = 0;
+  virtual LinearKind kind() const = 0;
+};
+
+// The dense layer: one matmul (cuBLAS or the mode's algorithm) plus the bias.
+class Linear : public LinearLayer {
+ public:
+  // Weight N(0, init_std), bias zero.
+  Linear(int64_t in, int64_t out, bool bias, Generator& gen, double init_std = 0.02);
+  Tensor forward(const Tensor& x, Consumer consumer = Consumer::any) const override;
+  LinearKind kind() const override { return LinearKind::dense; }
+  Tensor weight, bias;
+};
+
+// The factory: a linear layer of `kind`, its initial values drawn from `gen` in the order the
+// dense layer draws them.
+std::shared_ptr<LinearLayer> make_linear(LinearKind kind, int64_t in, int64_t out, bool bias,
+                                         Generator& gen, double init_std = 0.02);
+
+}  // namespace bg

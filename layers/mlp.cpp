@@ -1,0 +1,21 @@
+#include "mlp.h"
+
+#include "residual.h"
+
+namespace bg {
+
+MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std, GeluForm gelu,
+         LinearKind linear)
+    : dropout_(dropout), gelu_(gelu) {
+  c_fc = register_module("c_fc", make_linear(linear, n_embd, 4 * n_embd, bias, init));
+  c_proj = register_module("c_proj", make_linear(linear, 4 * n_embd, n_embd, bias, init, proj_std));
+}
+
+Tensor MLP::forward(const Tensor& x, Generator& gen, const Tensor& residual) const {
+  // GELU's input and output each feed one matmul: stored in the dtype those matmuls read.
+  const Tensor h = c_fc->forward(x, Consumer::matmul);
+  const Tensor act = gelu_ == GeluForm::erf ? gelu_erf(h, compute_mode()) : gelu(h, compute_mode());
+  return dropout_then_add(c_proj->forward(act), dropout_, training(), gen, residual);
+}
+
+}  // namespace bg

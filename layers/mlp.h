@@ -1,0 +1,25 @@
+// mlp.h: the transformer MLP, Linear(4C) -> GELU -> Linear(C) -> dropout, its projections built
+// by the linear factory.
+#pragma once
+#include <memory>
+
+#include "linear.h"
+
+namespace bg {
+
+// GPT-2 and llm.c use the tanh approximation; nanoGPT's nn.GELU() is the exact erf form.
+enum class GeluForm { tanh, erf };
+
+class MLP : public Module {
+ public:
+  MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std,
+      GeluForm gelu = GeluForm::tanh, LinearKind linear = LinearKind::dense);
+  Tensor forward(const Tensor& x, Generator& gen, const Tensor& residual = Tensor()) const;
+  std::shared_ptr<LinearLayer> c_fc, c_proj;
+
+ private:
+  double dropout_;
+  GeluForm gelu_;
+};
+
+}  // namespace bg

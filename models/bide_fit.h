@@ -1,0 +1,32 @@
+// bide_fit.h: the multi-distribution BIDE fit of the SICK BIDE paper as a model. Each of N
+// distributions owns one learned row of two embeddings, reshaped into its W (H x B) and r (H);
+// its distribution over the 2^B bit patterns is softmax(r . relu(W b_k)) (core/bide.h), and the
+// loss is the mean NLL of observed patterns, normalised exactly by SICK.
+#pragma once
+#include <memory>
+#include <utility>
+
+#include "core/bide.h"
+#include "layers/embedding.h"
+
+namespace bg {
+
+class BideFitModel : public Module {
+ public:
+  // The paper's init: W rows N(0, 2 / B), r rows N(0, 1 / H), drawn from `init` in that order.
+  // Parameters: bide.w_embedding.weight (N, H * B), bide.r_embedding.weight (N, H).
+  BideFitModel(int64_t n_dist, int64_t hidden, int bits, Generator& init);
+  // W (M, H, B) and r (M, H) of the distributions idx (M) i64.
+  std::pair<Tensor, Tensor> forward(const Tensor& idx) const;
+  // Mean NLL of patterns y (M) i64, y_m drawn from distribution idx_m.
+  Tensor nll(const Tensor& idx, const Tensor& y, const BideOptions& opt) const;
+  int64_t hidden() const { return hidden_; }
+  int bits() const { return bits_; }
+
+ private:
+  int64_t hidden_;
+  int bits_;
+  std::shared_ptr<Embedding> w_, r_;
+};
+
+}  // namespace bg

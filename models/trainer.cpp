@@ -1,0 +1,306 @@
+#include "trainer.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/files.h"
+#include "core/graph.h"
+#include "core/ops.h"
+
+namespace bg {
+namespace {
+
+// SIGINT / SIGTERM ask the loop to save a checkpoint and stop after the current step.
+std::atomic<int> g_stop_signal{0};
+extern "C" void request_stop(int sig) { g_stop_signal = sig; }
+
+std::string format_duration(double s) {
+  char buf[32];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else
+    std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
+  return buf;
+}
+
+// Restores the previous SIGINT/SIGTERM handlers when the run ends, however it ends.
+struct SignalScope {
+  void (*old_int)(int), (*old_term)(int);
+  SignalScope() {
+    g_stop_signal = 0;
+    old_int = std::signal(SIGINT, request_stop);
+    old_term = std::signal(SIGTERM, request_stop);
+  }
+  ~SignalScope() {
+    std::signal(SIGINT, old_int);
+    std::signal(SIGTERM, old_term);
+  }
+};
+
+}  // namespace
+
+Trainer::Trainer(TrainerConfig cfg, FlatParameters& params, TrainTask& task)
+    : cfg_(std::move(cfg)),
+      params_(params),
+      task_(task),
+      device_(params.values().device()),
+      loss_watch_(device_),
+      grad_watch_(device_) {
+  BG_CHECK(cfg_.optimizer == "adamw" || cfg_.optimizer == "sgd", cfg_.command.c_str(),
+           "unknown optimizer '", cfg_.optimizer, "'");
+  if (cfg_.optimizer == "adamw")
+    adamw_ = std::make_unique<AdamW>(params_, cfg_.adamw);
+  else
+    sgd_ = std::make_unique<SGD>(params_, cfg_.momentum, cfg_.adamw.weight_decay);
+  cfg_.cuda_graph = cfg_.cuda_graph && device_.is_cuda();
+  BG_CHECK(!cfg_.cuda_graph || (adamw_ && cfg_.grad_clip == 0 && cfg_.grad_accum == 1),
+           cfg_.command.c_str(), "a CUDA-graph step runs AdamW without clipping or accumulation");
+  result_.metrics_csv = "step,train_loss,val_loss,lr,ms_per_step\n";
+}
+
+Trainer::~Trainer() = default;
+
+// Checkpoints: the parameters under the model's state_dict names, the optimizer state in a group
+// of its own (the root holds exactly the state_dict), the trainer's attributes, then the task's.
+void Trainer::save(const std::string& path) {
+  CheckpointWriter ck(path);
+  for (const auto& [name, t] : params_.named()) ck.tensor(name, t);
+  if (adamw_) {
+    ck.tensor("optimizer/exp_avg", adamw_->exp_avg());
+    ck.tensor("optimizer/exp_avg_sq", adamw_->exp_avg_sq());
+  } else {
+    ck.tensor("optimizer/momentum_buffer", sgd_->momentum_buffer());
+  }
+  task_.save(ck);
+  ck.attr("step", result_.steps_done);
+  ck.attr("optimizer_steps", adamw_ ? adamw_->steps() : result_.steps_done);
+  ck.attr("best_val_loss", result_.best_val);
+  ck.attr("metrics_csv", result_.metrics_csv);
+  ck.commit();
+}
+
+void Trainer::resume() {
+  const std::string path = cfg_.out_dir + "/last.h5";
+  CheckpointReader ck(path);
+  task_.load(ck, path);
+  load_parameters(ck, params_.named());
+  // bitgrad-train-1 kept the optimizer state at the root as optimizer.*.
+  const std::string opt = ck.has("optimizer/exp_avg") || ck.has("optimizer/momentum_buffer")
+                              ? "optimizer/"
+                              : "optimizer.";
+  if (adamw_) {
+    adamw_->exp_avg().copy_(ck.tensor(opt + "exp_avg", DType::f32, adamw_->exp_avg().shape()));
+    adamw_->exp_avg_sq().copy_(
+        ck.tensor(opt + "exp_avg_sq", DType::f32, adamw_->exp_avg_sq().shape()));
+    adamw_->set_steps(ck.int_attr("optimizer_steps"));
+  } else {
+    sgd_->momentum_buffer().copy_(
+        ck.tensor(opt + "momentum_buffer", DType::f32, sgd_->momentum_buffer().shape()));
+  }
+  result_.steps_done = ck.int_attr("step");
+  result_.best_val = ck.float_attr("best_val_loss");
+  result_.metrics_csv = ck.str_attr("metrics_csv");
+  BG_CHECK(result_.steps_done <= cfg_.steps, cfg_.command.c_str(), path, " is at step ",
+           result_.steps_done, ", past train.steps = ", cfg_.steps);
+  saved_step_ = result_.steps_done;
+  std::printf("resumed from %s at step %lld\n", path.c_str(), (long long)result_.steps_done);
+}
+
+std::string Trainer::checkpoint_note() const {
+  const std::string last = cfg_.out_dir + "/last.h5";
+  if (cfg_.out_dir.empty()) return "nothing was written";
+  if (saved_step_ >= 0)
+    return str_cat("the last checkpoint, ", last, " (step ", saved_step_, "), is kept as it was");
+  return str_cat("no checkpoint was saved by this run (", last, " is first written at step ",
+                 cfg_.eval_interval > 0 ? std::min(cfg_.eval_interval, cfg_.steps) : cfg_.steps,
+                 ")");
+}
+
+// Non-finite losses and gradient norms are caught on the device at the step they happen and
+// read when a progress line syncs anyway; nothing non-finite is ever saved.
+void Trainer::stop_if_nonfinite() {
+  const int64_t at_loss = loss_watch_.first_step(), at_grad = grad_watch_.first_step();
+  if (at_loss == 0 && at_grad == 0) return;
+  const bool is_loss = at_loss != 0 && (at_grad == 0 || at_loss <= at_grad);
+  fail(cfg_.command.c_str(), is_loss ? "the loss" : "the gradient norm",
+       " became non-finite at step ", is_loss ? at_loss : at_grad,
+       "; stopping: ", checkpoint_note());
+}
+
+// Per-step losses [folded_, upto) from the device into step_losses_.
+void Trainer::fold_losses(int64_t upto) {
+  const std::vector<float> l = device_losses_.slice(0, folded_, upto).to_vector<float>();
+  for (float v : l) {
+    if (!std::isfinite(v))
+      fail(cfg_.command.c_str(), "the loss became non-finite at step ", folded_ + 1,
+           "; stopping: ", checkpoint_note());
+    step_losses_.push_back(v);
+    ++folded_;
+  }
+}
+
+// One optimizer step: zero the gradients, accumulate grad_accum micro-batches, the hook, the
+// clip factor, the update. Under a CUDA graph the same calls are captured once; the watches then
+// run on the recorded losses instead (a captured step number would never change).
+void Trainer::step_once(int64_t step, double lr) {
+  params_.zero_grad();
+  Tensor loss;
+  for (int64_t micro = 0; micro < cfg_.grad_accum; ++micro) {
+    loss = task_.train_loss();
+    if (!cfg_.cuda_graph) loss_watch_.check(loss, step + 1);
+    (cfg_.grad_accum > 1 ? loss / double(cfg_.grad_accum) : loss).backward();
+  }
+  if (hook_) hook_(params_);
+  Tensor scale;
+  if (cfg_.grad_clip > 0) {
+    const ClipResult clip = clip_grad_norm(params_, cfg_.grad_clip);
+    scale = clip.scale;
+    grad_watch_.check(clip.norm, step + 1);
+  } else if (!cfg_.cuda_graph) {
+    grad_watch_.check(grad_norm(params_), step + 1);
+  }
+  if (cfg_.cuda_graph)
+    adamw_->step_device(hyper_, scale);
+  else if (adamw_)
+    adamw_->step(lr, scale);
+  else
+    sgd_->step(lr, scale);
+  last_loss_ = loss;
+  if (cfg_.record_every_loss) loss_buf_.copy_(loss.detach().to(DType::f32).reshape({1}));
+}
+
+TrainResult Trainer::run() {
+  const std::string last_path = cfg_.out_dir + "/last.h5", best_path = cfg_.out_dir + "/best.h5";
+  if (cfg_.resume) resume();
+  const bool checkpoints = !cfg_.out_dir.empty();
+  if (cfg_.record_every_loss) {
+    device_losses_ = zeros({cfg_.steps}, DType::f32, device_);
+    loss_buf_ = zeros({1}, DType::f32, device_);
+    folded_ = result_.steps_done;
+  }
+  // A graph step reads AdamW's {lr, 1 - beta1^t, 1 - beta2^t} from a device buffer, copied from
+  // a table of every step's values before each replay.
+  std::unique_ptr<CudaGraph> graph;
+  if (cfg_.cuda_graph) {
+    hyper_ = empty({3}, DType::f32, device_);
+    std::vector<float> table;
+    for (int64_t st = 0; st < cfg_.steps; ++st)
+      for (float v : adamw_->hyper_values(st + 1, cfg_.schedule.at(st))) table.push_back(v);
+    schedule_table_ = from_vector(table, {cfg_.steps, 3}, device_);
+  }
+  const SignalScope signals;
+  synchronize(device_);
+  const auto t_start = std::chrono::steady_clock::now();
+  auto t_last = t_start;
+  const int64_t first_step = result_.steps_done;
+  int64_t step = first_step;
+  bool stopped_early = false;
+  for (; step < cfg_.steps && !g_stop_signal; ++step) {
+    if (cfg_.stop_after > 0 && step - first_step == cfg_.stop_after) {
+      stopped_early = true;
+      break;
+    }
+    const double lr = cfg_.schedule.at(step);
+    task_.before_step(step);
+    if (cfg_.cuda_graph) hyper_.copy_(schedule_table_.slice(0, step, step + 1).reshape({3}));
+    if (cfg_.cuda_graph && step - first_step >= 2) {  // two eager steps warm caches first
+      if (!graph) graph = std::make_unique<CudaGraph>(device_, [&] { step_once(step, lr); });
+      graph->replay();
+    } else {
+      step_once(step, lr);
+    }
+    if (cfg_.record_every_loss) device_losses_.slice(0, step, step + 1).copy_(loss_buf_);
+    const bool log = (step + 1) % cfg_.log_interval == 0 || step == 0 || step + 1 == cfg_.steps;
+    const bool eval =
+        cfg_.eval_interval > 0 && ((step + 1) % cfg_.eval_interval == 0 || step + 1 == cfg_.steps);
+    if (!log && !eval) continue;
+    if (cfg_.record_every_loss) {
+      fold_losses(step + 1);
+      result_.last_loss = step_losses_.back();
+    } else {
+      result_.last_loss = last_loss_.item();  // syncs the device
+    }
+    stop_if_nonfinite();
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - t_start).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(now - t_last).count() /
+        double(step == first_step ? 1
+                                  : std::min<int64_t>(cfg_.log_interval, step + 1 - first_step));
+    t_last = now;
+    double val = NAN;
+    if (eval) {
+      NoGradGuard no_grad;
+      val = task_.validation_loss();
+      BG_CHECK(std::isfinite(val), cfg_.command.c_str(), "the validation loss is ", val,
+               " at step ", step + 1, "; stopping: ", checkpoint_note());
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "step %6lld/%lld | loss %.4f", (long long)(step + 1),
+                  (long long)cfg_.steps, result_.last_loss);
+    std::string line = buf;
+    if (cfg_.eval_interval > 0)
+      line += " | " + (eval ? "val " + std::to_string(val).substr(0, 6) : std::string(10, ' '));
+    const std::string note = task_.progress_note(step_losses_);
+    if (!note.empty()) line += " | " + note;
+    std::snprintf(buf, sizeof buf, " | lr %.2e | %.2f ms/step", lr, ms);
+    line += buf;
+    const double tokens_per_s = cfg_.tokens_per_step * 1000.0 / ms;
+    if (cfg_.tokens_per_step > 0) {
+      std::snprintf(buf, sizeof buf, " | %.0f tok/s", tokens_per_s);
+      line += buf;
+    }
+    if (cfg_.peak_tflops > 0 && cfg_.flops_per_token > 0) {
+      std::snprintf(buf, sizeof buf, " | MFU %.1f%%",
+                    100.0 * cfg_.flops_per_token * tokens_per_s / (cfg_.peak_tflops * 1e12));
+      line += buf;
+    }
+    line += " | ETA " + format_duration(elapsed / double(step + 1 - first_step) *
+                                        double(cfg_.steps - step - 1));
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    result_.metrics_csv += std::to_string(step + 1) + "," + std::to_string(result_.last_loss) +
+                           "," + (eval ? std::to_string(val) : "") + "," + std::to_string(lr) +
+                           "," + std::to_string(ms) + "\n";
+    if (eval && checkpoints) {
+      result_.steps_done = step + 1;
+      const bool improved = val < result_.best_val;
+      if (improved) result_.best_val = val;
+      save(last_path);
+      saved_step_ = result_.steps_done;
+      if (improved) save(best_path);
+      write_file_atomic(cfg_.out_dir + "/metrics.csv", result_.metrics_csv);
+    }
+  }
+  if (adamw_ && cfg_.cuda_graph) adamw_->set_steps(step);  // the capture counted as a step
+  synchronize(device_);
+  result_.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  result_.steps_done = step;
+  result_.stop_signal = g_stop_signal;
+  if (g_stop_signal || stopped_early) {
+    stop_if_nonfinite();  // a stop saves the state: never a non-finite one
+    if (cfg_.record_every_loss) fold_losses(step);
+    if (checkpoints) {
+      save(last_path);
+      write_file_atomic(cfg_.out_dir + "/metrics.csv", result_.metrics_csv);
+    }
+    const std::string where =
+        checkpoints ? str_cat("checkpoint ", last_path, " (resume with --set run.resume=true)")
+                    : "nothing was written";
+    if (stopped_early)
+      std::printf("stopped after step %lld (run.stop_after_steps): %s\n", (long long)step,
+                  where.c_str());
+    else
+      std::printf("stopped by signal %d after step %lld: %s\n", int(g_stop_signal), (long long)step,
+                  where.c_str());
+    return result_;
+  }
+  result_.finished = true;
+  return result_;
+}
+
+}  // namespace bg

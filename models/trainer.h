@@ -1,0 +1,127 @@
+// trainer.h: the training loop every command shares. An app parses its config, builds the model
+// and the data, wraps them in a TrainTask (what one micro-batch's loss is, how to evaluate, what
+// a checkpoint holds besides the parameters) and hands that to a Trainer, which owns the rest:
+//   - the step loop, gradient accumulation, clipping by global norm;
+//   - the optimizer (AdamW or SGD) and the LR schedule;
+//   - evaluation every eval_interval steps and at the end;
+//   - last.h5 (every evaluation, a stop, a signal) and best.h5 (best validation loss), written
+//     atomically, and exact resume from last.h5 (parameters, optimizer state, step, RNG
+//     positions through the task);
+//   - SIGINT/SIGTERM (save and stop after the current step) and the NaN/Inf stop naming the step;
+//   - CUDA-graph capture of the whole step where the task allows it;
+//   - the progress line (step, loss, lr, ms/step, tok/s, MFU, ETA) and metrics.csv;
+//   - one hook after the backward pass and before the optimizer step (the place for a
+//     data-parallel gradient all-reduce).
+#pragma once
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint.h"
+#include "core/optim.h"
+
+namespace bg {
+
+struct TrainerConfig {
+  std::string command = "train";  // names the errors
+  // last.h5, best.h5 and metrics.csv go here; empty: the trainer writes nothing (the app
+  // writes its outputs itself after the run).
+  std::string out_dir;
+  bool resume = false;     // continue from out_dir/last.h5
+  int64_t steps = 1;       // total optimizer steps
+  int64_t stop_after = 0;  // stop (saving last.h5) after this many steps of this run; 0: never
+  int64_t grad_accum = 1;
+  double grad_clip = 0;       // 0: no clipping
+  int64_t eval_interval = 0;  // 0: no evaluation
+  int64_t log_interval = 100;
+  std::string optimizer = "adamw";  // adamw | sgd
+  AdamWConfig adamw;                // sgd reads weight_decay
+  double momentum = 0;              // sgd
+  LrSchedule schedule;
+  // Capture one step as a CUDA graph after two eager ones and replay it (CUDA only). The task
+  // must issue the same work into the same memory every step: before_step copies the step's
+  // inputs into fixed buffers. AdamW reads its per-step values from the device then.
+  bool cuda_graph = false;
+  // Record every step's loss (step_losses(); read from the device in batches at progress
+  // lines), instead of only the losses of progress lines.
+  bool record_every_loss = false;
+  // Progress-line extras: tok/s when tokens_per_step > 0, MFU when flops_per_token and
+  // peak_tflops are.
+  double tokens_per_step = 0, flops_per_token = 0, peak_tflops = 0;
+};
+
+// What a Trainer trains.
+class TrainTask {
+ public:
+  virtual ~TrainTask() = default;
+  // The loss (a scalar) of one training micro-batch; draws its own data.
+  virtual Tensor train_loss() = 0;
+  // Mean validation loss (called with gradients off; the task switches its model to eval mode
+  // and back). Needed when eval_interval > 0.
+  virtual double validation_loss() { return NAN; }
+  // Before step `step` (0-based): copy the step's inputs into fixed buffers (graph replay).
+  virtual void before_step(int64_t /*step*/) {}
+  // What a checkpoint holds besides the parameters, the optimizer state and the trainer's own
+  // attributes (step, optimizer_steps, best_val_loss, metrics_csv): the model's description,
+  // the tokenizer, the RNG positions.
+  virtual void save(CheckpointWriter& /*ck*/) const {}
+  // On resume, before anything is loaded: check that `ck` fits this task (one-line errors) and
+  // restore the task's own state (RNG positions).
+  virtual void load(const CheckpointReader& /*ck*/, const std::string& /*path*/) {}
+  // Extra progress-line fields ("ema 7.2018") after the loss; step_losses holds every step's
+  // loss so far when the trainer records them (record_every_loss).
+  virtual std::string progress_note(const std::vector<float>& /*step_losses*/) const { return ""; }
+};
+
+struct TrainResult {
+  int64_t steps_done = 0;  // steps completed, over every run of a resumed training
+  double last_loss = NAN;  // the loss of the last progress line
+  double best_val = INFINITY;
+  double seconds = 0;       // this run's training time
+  bool finished = false;    // reached `steps`
+  int stop_signal = 0;      // SIGINT/SIGTERM that stopped it (0: none)
+  std::string metrics_csv;  // step,train_loss,val_loss,lr,ms_per_step (progress lines)
+};
+
+class Trainer {
+ public:
+  // `params` must be the task's model parameters; the trainer builds the optimizer over them.
+  Trainer(TrainerConfig cfg, FlatParameters& params, TrainTask& task);
+  ~Trainer();
+  // Runs after every backward pass (all micro-batches), before clipping and the optimizer.
+  void after_backward(std::function<void(FlatParameters&)> hook) { hook_ = std::move(hook); }
+  // Trains to cfg.steps or until stopped. A non-finite loss or gradient norm, or a non-finite
+  // validation loss, throws naming the step and the checkpoint that is kept.
+  TrainResult run();
+  // Every step's loss (record_every_loss).
+  const std::vector<float>& step_losses() const { return step_losses_; }
+  AdamW* adamw() { return adamw_.get(); }
+
+ private:
+  void save(const std::string& path);
+  void resume();
+  void step_once(int64_t step, double lr);
+  std::string checkpoint_note() const;
+  void stop_if_nonfinite();
+  void fold_losses(int64_t upto);
+
+  TrainerConfig cfg_;
+  FlatParameters& params_;
+  TrainTask& task_;
+  Device device_;
+  std::unique_ptr<AdamW> adamw_;
+  std::unique_ptr<SGD> sgd_;
+  std::function<void(FlatParameters&)> hook_;
+  NonFiniteWatch loss_watch_, grad_watch_;
+  TrainResult result_;
+  int64_t saved_step_ = -1;  // the step of the last.h5 this run can fall back to (-1: none)
+  Tensor last_loss_;         // the last micro-batch's loss (device scalar)
+  // record_every_loss / graphs: per-step losses on the device, folded into step_losses_.
+  Tensor device_losses_, loss_buf_, hyper_, schedule_table_;
+  std::vector<float> step_losses_;
+  int64_t folded_ = 0;
+};
+
+}  // namespace bg
