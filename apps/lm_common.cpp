@@ -34,7 +34,8 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   // No dropout here, so both attention paths compute the same function: the fused kernel where
   // it honours the fp32 mode (the CPU), the composed ops otherwise (CUDA, whose fused kernel
   // multiplies in bf16).
-  cfg.fused_attention = fused_attention_supports(ComputeMode(), device, cfg.n_embd / cfg.n_head).empty();
+  cfg.fused_attention =
+      fused_attention_supports(ComputeMode(), device, cfg.n_embd / cfg.n_head).empty();
   out->tokenizer = load_tokenizer(ck);
   BG_CHECK(out->tokenizer->vocab_size() <= cfg.vocab_size, "checkpoint", path, ": the ",
            out->tokenizer->kind(), " tokenizer has ", out->tokenizer->vocab_size(),

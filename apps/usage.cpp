@@ -66,8 +66,10 @@ const std::vector<Command>& commands() {
         {"--batch B", "sick: only this batch (64 or 16384)"},
         {"--dtype fp32|fp16", "sick: only this SICK precision"},
         {"--variant V", "sick: only bruteforce or precomputed"}}},
-      {"checksum", "checksum FILE.h5",
-       "SHA-256 of every dataset of an HDF5 file (bit-for-bit comparisons of checkpoints)", {}},
+      {"checksum",
+       "checksum FILE.h5",
+       "SHA-256 of every dataset of an HDF5 file (bit-for-bit comparisons of checkpoints)",
+       {}},
       {"info", "info", "build and device information", {}},
       {"help", "help", "this list of every command and flag", {}},
   };
