@@ -445,12 +445,40 @@ OpCase layernorm_strided_case() {
   c.noncontiguous = true;
   return c;
 }
+// Rows of 2048 or more take CUDA's block-per-row kernel: aligned vector loads (4096), an odd
+// width whose rows start unaligned (element loads, 2051), strided rows, a width past 4 groups
+// of four per thread (6000).
+OpCase layernorm_wide_case() {
+  OpCase c = layernorm_case();
+  c.name = "layernorm wide rows";
+  c.inputs = {{{3, 4096}}, {{4096}}, {{4096}}};
+  return c;
+}
+OpCase layernorm_wide_odd_case() {
+  OpCase c = layernorm_case();
+  c.name = "layernorm wide odd rows";
+  c.inputs = {{{2, 2051}}, {{2051}}, {{2051}}};
+  return c;
+}
+OpCase layernorm_wide_strided_case() {
+  OpCase c = layernorm_case();
+  c.name = "layernorm wide strided";
+  c.inputs = {{{3, 2052}}, {{2052}}, {{2052}}};
+  c.noncontiguous = true;
+  return c;
+}
 OpCase rmsnorm_case() {
   OpCase c;
   c.name = "rmsnorm";
   c.inputs = {{{5, 33}}, {{33}}};
   c.fn = [](const V& x) { return rmsnorm(x[0], x[1], 1e-6); };
   c.reference = [](const V& x) { return ref::layernorm_rows(x[0], x[1], Tensor(), 1e-6, true); };
+  return c;
+}
+OpCase rmsnorm_wide_case() {
+  OpCase c = rmsnorm_case();
+  c.name = "rmsnorm wide rows";
+  c.inputs = {{{2, 6000}}, {{6000}}};
   return c;
 }
 
@@ -607,6 +635,10 @@ BG_OP_TEST("layernorm", layernorm_case)
 BG_OP_TEST("layernorm many rows", layernorm_long_case)
 BG_OP_TEST("layernorm strided", layernorm_strided_case)
 BG_OP_TEST("rmsnorm", rmsnorm_case)
+BG_OP_TEST("layernorm wide rows", layernorm_wide_case)
+BG_OP_TEST("layernorm wide odd rows", layernorm_wide_odd_case)
+BG_OP_TEST("layernorm wide strided", layernorm_wide_strided_case)
+BG_OP_TEST("rmsnorm wide rows", rmsnorm_wide_case)
 BG_OP_TEST("causal_self_attention", attention_case)
 BG_OP_TEST("causal_self_attention dropout", attention_dropout_case)
 BG_OP_TEST("concat split", concat_split_case)

@@ -53,6 +53,21 @@ struct StridedWalker {
 template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
+// The sum of value(0) .. value(n - 1) in an order fixed by n alone: element i goes to lane
+// i mod 8, counted from the row's first element, then the lanes are added pairwise. A row's
+// result then never depends on where the row starts in memory. Eigen's reductions and its
+// vectorised exp/log peel scalar elements up to the first aligned address, so their results
+// would depend on a row's place in the batch (tests/test_batch_invariance.cpp).
+template <typename A, typename F>
+A fixed_order_sum(int64_t n, F&& value) {
+  A lane[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) lane[j] += A(value(i + j));
+  for (int j = 0; i < n; ++i, ++j) lane[j] += A(value(i));
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
 template <typename T>
 T* ptr(const KView& v) {
   return static_cast<T*>(v.data);

@@ -1,5 +1,6 @@
 // cross_entropy.cpp (CPU): fused log-softmax + NLL per row; keeps only the row's log-sum-exp,
 // never the probabilities. Rows whose target is ignore_index get loss 0.
+#include <algorithm>
 #include <cmath>
 
 #include "cpu_common.h"
@@ -16,12 +17,14 @@ void cross_entropy_forward(const KView& losses, const KView& lse, const KView& v
       using I = decltype(izero);
       using Acc = acc_t<T>;
       const int64_t rows = logits.shape[0], vocab = logits.shape[1];
-      Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> l(
-          ptr<T>(logits), rows, vocab);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t t = int64_t(ptr<I>(targets)[r]);
-        const double mx = double(l.row(r).maxCoeff());
-        const double s = (l.row(r).template cast<double>() - mx).exp().sum();
+        const T* l = ptr<T>(logits) + r * vocab;
+        double mx = -INFINITY;
+        for (int64_t v = 0; v < vocab; ++v) mx = std::max(mx, double(l[v]));
+        // In an order fixed by the vocabulary size (not the row's address): batch-invariant.
+        const double s =
+            fixed_order_sum<double>(vocab, [&](int64_t v) { return std::exp(double(l[v]) - mx); });
         const double row_lse = mx + std::log(s);
         ptr<Acc>(lse)[r] = Acc(row_lse);
         ptr<Acc>(valid)[r] = Acc(t == ignore_index ? 0 : 1);
@@ -32,7 +35,7 @@ void cross_entropy_forward(const KView& losses, const KView& lse, const KView& v
         if (t < 0 || t >= vocab)
           kernel_fail("cross_entropy", "target " + std::to_string(t) + " out of range [0, " +
                                            std::to_string(vocab) + ")");
-        ptr<Acc>(losses)[r] = Acc(row_lse - double(l(r, t)));
+        ptr<Acc>(losses)[r] = Acc(row_lse - double(l[t]));
       }
     });
   });

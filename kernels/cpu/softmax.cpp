@@ -17,29 +17,25 @@ int64_t visible_columns(const SoftmaxOptions& opt, int64_t r, int64_t cols) {
 
 }  // namespace
 
+// Plain loops with std::exp and fixed_order_sum: a row's bits depend on its values alone, not
+// on its address (Eigen's vectorised exp and sums would peel to alignment).
 void softmax_forward(const KView& y, const KView& x, const SoftmaxOptions& opt, StreamHandle) {
   dispatch_float(x.dtype, "softmax", [&](auto zero) {
     using T = decltype(zero);
-    using RowMat = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     const int64_t cols = x.shape[x.ndim - 1], rows = x.numel() / (cols ? cols : 1);
-    Eigen::Map<const RowMat> in(ptr<T>(x), rows, cols);
-    Eigen::Map<RowMat> out(ptr<T>(y), rows, cols);
     const T scale = T(opt.scale);
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t n = visible_columns(opt, r, cols);
-      if (n <= 0) {
-        out.row(r).setZero();
-        continue;
-      }
-      auto z = in.row(r).head(n) * scale;
-      const T mx = z.maxCoeff();
-      const T lse = std::log((z - mx).exp().sum());
-      if (opt.log) {
-        out.row(r).head(n) = z - mx - lse;
-      } else {
-        out.row(r).head(n) = (z - mx - lse).exp();
-      }
-      out.row(r).tail(cols - n).setZero();
+      const T* in = ptr<T>(x) + r * cols;
+      T* out = ptr<T>(y) + r * cols;
+      const int64_t n = std::max<int64_t>(0, visible_columns(opt, r, cols));
+      T mx = -INFINITY;
+      for (int64_t i = 0; i < n; ++i) mx = std::max(mx, in[i] * scale);
+      const T lse = n > 0 ? std::log(fixed_order_sum<T>(
+                                n, [&](int64_t i) { return std::exp(in[i] * scale - mx); }))
+                          : T(0);
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = opt.log ? in[i] * scale - mx - lse : std::exp(in[i] * scale - mx - lse);
+      for (int64_t i = n; i < cols; ++i) out[i] = T(0);
     }
   });
 }
@@ -48,21 +44,21 @@ void softmax_backward(const KView& dx, const KView& y, const KView& dy, const So
                       StreamHandle) {
   dispatch_float(y.dtype, "softmax_backward", [&](auto zero) {
     using T = decltype(zero);
-    using RowMat = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     const int64_t cols = y.shape[y.ndim - 1], rows = y.numel() / (cols ? cols : 1);
-    Eigen::Map<const RowMat> out(ptr<T>(y), rows, cols), g(ptr<T>(dy), rows, cols);
-    Eigen::Map<RowMat> res(ptr<T>(dx), rows, cols);
     const T scale = T(opt.scale);
     for (int64_t r = 0; r < rows; ++r) {
+      const T* yr = ptr<T>(y) + r * cols;
+      const T* gr = ptr<T>(dy) + r * cols;
+      T* res = ptr<T>(dx) + r * cols;
       const int64_t n = std::max<int64_t>(0, visible_columns(opt, r, cols));
-      auto gr = g.row(r).head(n);
-      auto yr = out.row(r).head(n);
       if (opt.log) {  // dx = scale (dy - softmax * sum(dy))
-        res.row(r).head(n) = scale * (gr - yr.exp() * gr.sum());
+        const T sg = fixed_order_sum<T>(n, [&](int64_t i) { return gr[i]; });
+        for (int64_t i = 0; i < n; ++i) res[i] = scale * (gr[i] - std::exp(yr[i]) * sg);
       } else {  // dx = scale y (dy - sum(dy * y))
-        res.row(r).head(n) = scale * yr * (gr - (gr * yr).sum());
+        const T sgy = fixed_order_sum<T>(n, [&](int64_t i) { return gr[i] * yr[i]; });
+        for (int64_t i = 0; i < n; ++i) res[i] = scale * yr[i] * (gr[i] - sgy);
       }
-      res.row(r).tail(cols - n).setZero();
+      for (int64_t i = n; i < cols; ++i) res[i] = T(0);
     }
   });
 }

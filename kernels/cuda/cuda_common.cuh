@@ -140,7 +140,7 @@ struct alignas(4 * sizeof(T)) Vec4 {
   T v[4];
 };
 template <typename T>
-bool vec4_aligned(const void* p) {
+__host__ __device__ __forceinline__ bool vec4_aligned(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % sizeof(Vec4<T>) == 0;
 }
 

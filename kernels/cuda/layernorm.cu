@@ -1,4 +1,5 @@
-// layernorm.cu: LayerNorm and RMSNorm (rms = true) over the last dim, one warp per row.
+// layernorm.cu: LayerNorm and RMSNorm (rms = true) over the last dim: one warp per row, or for
+// wide rows (c >= kWideRow) one block per row holding the row in registers.
 // Forward stores mean/rstd (f32). Backward: dx per row in the same warp; dweight/dbias as
 // f32 partial sums over fixed chunks of kRowsPerChunk rows, then summed over chunks in a fixed
 // order (one warp per column):
@@ -39,6 +40,86 @@ __global__ void layernorm_forward_kernel(TOut* y, float* mean, float* rstd, cons
     yr[j] = from_float<TOut>(v);
   }
   if (lane == 0) {
+    if (mean) mean[r] = mu;
+    rstd[r] = rs;
+  }
+}
+
+// Wide rows: one block of kWideThreads per row, the row read once into registers. Thread t owns
+// the groups of four elements g = t, t + kWideThreads, ... (elements 4g .. 4g + 3), loaded as
+// one vector when the row is aligned for it and element by element otherwise: the same
+// elements in the same order either way, so a row's bits depend on its values and c alone
+// (never on its address or the batch). kItems: groups per thread (c <= 4 kItems kWideThreads).
+constexpr int kWideThreads = 256;
+constexpr int64_t kWideRow = 2048;
+
+template <typename T>
+__device__ __forceinline__ void load4(float* v, const T* row, int64_t e, int64_t c, bool vec) {
+  if (vec && e + 3 < c) {
+    const Vec4<T> q = *reinterpret_cast<const Vec4<T>*>(row + e);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = to_float(q.v[k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = e + k < c ? to_float(row[e + k]) : 0.f;
+  }
+}
+
+template <typename T, typename TOut, int kItems>
+__global__ void __launch_bounds__(kWideThreads)
+    layernorm_forward_wide_kernel(TOut* y, float* mean, float* rstd, const T* x, const T* w,
+                                  const T* b, int64_t c, float eps, bool rms) {
+  __shared__ float scratch[32];
+  const int64_t r = blockIdx.x;
+  const T* xr = x + r * c;
+  TOut* yr = y + r * c;
+  const bool vec_x = vec4_aligned<T>(xr) && c % 4 == 0;
+  float v[kItems][4];
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const int64_t e = 4 * (int64_t(i) * kWideThreads + threadIdx.x);
+    load4(v[i], xr, e, c, vec_x);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sum += v[i][k];
+  }
+  const float mu = rms ? 0.f : block_reduce<false>(sum, scratch) / float(c);
+  float var = 0.f;
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const int64_t e = 4 * (int64_t(i) * kWideThreads + threadIdx.x);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float d = e + k < c ? v[i][k] - mu : 0.f;
+      var += d * d;
+    }
+  }
+  const float rs = rsqrtf(block_reduce<false>(var, scratch) / float(c) + eps);
+  const bool vec_y = vec4_aligned<TOut>(yr) && c % 4 == 0;
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const int64_t e = 4 * (int64_t(i) * kWideThreads + threadIdx.x);
+    if (e >= c) break;
+    float wk[4] = {1.f, 1.f, 1.f, 1.f}, bk[4] = {0.f, 0.f, 0.f, 0.f};
+    if (w) load4(wk, w, e, c, vec4_aligned<T>(w) && c % 4 == 0);
+    if (b) load4(bk, b, e, c, vec4_aligned<T>(b) && c % 4 == 0);
+    Vec4<TOut> out;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      float o = (v[i][k] - mu) * rs;
+      if (w) o *= wk[k];
+      if (b) o += bk[k];
+      out.v[k] = from_float<TOut>(o);
+    }
+    if (vec_y && e + 3 < c) {
+      *reinterpret_cast<Vec4<TOut>*>(yr + e) = out;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (e + k < c) yr[e + k] = out.v[k];
+    }
+  }
+  if (threadIdx.x == 0) {
     if (mean) mean[r] = mu;
     rstd[r] = rs;
   }
@@ -117,9 +198,28 @@ void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, con
   if (c == 0 || x.numel() == 0) return;
   const int64_t rows = x.numel() / c;
   const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  // Groups of four per thread for a wide row; the row is held in registers up to 8 groups
+  // (c <= 8192), past that the warp-per-row kernel streams it.
+  const int64_t items = (c + 4 * kWideThreads - 1) / (4 * kWideThreads);
   auto launch = [&](auto in, auto out) {
     using T = decltype(in);
     using TOut = decltype(out);
+    if (c >= kWideRow && items <= 8) {
+      auto* args_y = static_cast<TOut*>(y.data);
+      auto wide = [&](auto kernel) {
+        kernel<<<unsigned(rows), kWideThreads, 0, as_stream(stream)>>>(
+            args_y, static_cast<float*>(mean.data), static_cast<float*>(rstd.data),
+            static_cast<const T*>(x.data), static_cast<const T*>(weight.data),
+            static_cast<const T*>(bias.data), c, float(eps), rms);
+      };
+      if (items <= 2)
+        wide(layernorm_forward_wide_kernel<T, TOut, 2>);
+      else if (items <= 4)
+        wide(layernorm_forward_wide_kernel<T, TOut, 4>);
+      else
+        wide(layernorm_forward_wide_kernel<T, TOut, 8>);
+      return;
+    }
     layernorm_forward_kernel<T, TOut><<<grid, 32 * kWarpsPerBlock, 0, as_stream(stream)>>>(
         static_cast<TOut*>(y.data), static_cast<float*>(mean.data), static_cast<float*>(rstd.data),
         static_cast<const T*>(x.data), static_cast<const T*>(weight.data),
