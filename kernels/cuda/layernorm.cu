@@ -45,23 +45,34 @@ __global__ void layernorm_forward_kernel(TOut* y, float* mean, float* rstd, cons
   }
 }
 
-// Wide rows: one block of kWideThreads per row, the row read once into registers. Thread t owns
-// the groups of four elements g = t, t + kWideThreads, ... (elements 4g .. 4g + 3), loaded as
-// one vector when the row is aligned for it and element by element otherwise: the same
-// elements in the same order either way, so a row's bits depend on its values and c alone
-// (never on its address or the batch). kItems: groups per thread (c <= 4 kItems kWideThreads).
+// Wide rows: one block of kWideThreads per row, the row read once into registers. A group is 16
+// bytes of x: kVec = 4 f32 or 8 f16/bf16 elements. Thread t owns groups g = t, t + kWideThreads,
+// ... (elements kVec g .. kVec g + kVec - 1), loaded as one vector when the row is aligned for it
+// and element by element otherwise: the same elements in the same order either way, so a row's
+// bits depend on its values and c alone (never on its address or the batch). kItems: groups
+// per thread (c <= kItems kVec kWideThreads).
 constexpr int kWideThreads = 256;
 constexpr int64_t kWideRow = 2048;
 
-template <typename T>
-__device__ __forceinline__ void load4(float* v, const T* row, int64_t e, int64_t c, bool vec) {
-  if (vec && e + 3 < c) {
-    const Vec4<T> q = *reinterpret_cast<const Vec4<T>*>(row + e);
+template <typename T, int N>
+struct alignas(N * sizeof(T)) VecN {
+  T v[N];
+};
+
+template <int N, typename T>
+__device__ __forceinline__ bool vec_aligned(const T* p, int64_t c) {
+  return reinterpret_cast<uintptr_t>(p) % (N * sizeof(T)) == 0 && c % N == 0;
+}
+
+template <int N, typename T>
+__device__ __forceinline__ void load_group(float* v, const T* row, int64_t e, int64_t c, bool vec) {
+  if (vec && e + N - 1 < c) {
+    const VecN<T, N> q = *reinterpret_cast<const VecN<T, N>*>(row + e);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = to_float(q.v[k]);
+    for (int k = 0; k < N; ++k) v[k] = to_float(q.v[k]);
   } else {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = e + k < c ? to_float(row[e + k]) : 0.f;
+    for (int k = 0; k < N; ++k) v[k] = e + k < c ? to_float(row[e + k]) : 0.f;
   }
 }
 
@@ -69,53 +80,55 @@ template <typename T, typename TOut, int kItems>
 __global__ void __launch_bounds__(kWideThreads)
     layernorm_forward_wide_kernel(TOut* y, float* mean, float* rstd, const T* x, const T* w,
                                   const T* b, int64_t c, float eps, bool rms) {
+  constexpr int kVec = 16 / sizeof(T);
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   const T* xr = x + r * c;
   TOut* yr = y + r * c;
-  const bool vec_x = vec4_aligned<T>(xr) && c % 4 == 0;
-  float v[kItems][4];
+  const bool vec_x = vec_aligned<kVec>(xr, c);
+  float v[kItems][kVec];
   float sum = 0.f;
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
-    const int64_t e = 4 * (int64_t(i) * kWideThreads + threadIdx.x);
-    load4(v[i], xr, e, c, vec_x);
+    const int64_t e = kVec * (int64_t(i) * kWideThreads + threadIdx.x);
+    load_group<kVec>(v[i], xr, e, c, vec_x);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) sum += v[i][k];
+    for (int k = 0; k < kVec; ++k) sum += v[i][k];
   }
   const float mu = rms ? 0.f : block_reduce<false>(sum, scratch) / float(c);
   float var = 0.f;
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
-    const int64_t e = 4 * (int64_t(i) * kWideThreads + threadIdx.x);
+    const int64_t e = kVec * (int64_t(i) * kWideThreads + threadIdx.x);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < kVec; ++k) {
       const float d = e + k < c ? v[i][k] - mu : 0.f;
       var += d * d;
     }
   }
   const float rs = rsqrtf(block_reduce<false>(var, scratch) / float(c) + eps);
-  const bool vec_y = vec4_aligned<TOut>(yr) && c % 4 == 0;
+  const bool vec_y = vec_aligned<kVec>(yr, c), vec_w = w && vec_aligned<kVec>(w, c),
+             vec_b = b && vec_aligned<kVec>(b, c);
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
-    const int64_t e = 4 * (int64_t(i) * kWideThreads + threadIdx.x);
+    const int64_t e = kVec * (int64_t(i) * kWideThreads + threadIdx.x);
     if (e >= c) break;
-    float wk[4] = {1.f, 1.f, 1.f, 1.f}, bk[4] = {0.f, 0.f, 0.f, 0.f};
-    if (w) load4(wk, w, e, c, vec4_aligned<T>(w) && c % 4 == 0);
-    if (b) load4(bk, b, e, c, vec4_aligned<T>(b) && c % 4 == 0);
-    Vec4<TOut> out;
+    float wk[kVec], bk[kVec];
+    if (w) load_group<kVec>(wk, w, e, c, vec_w);
+    if (b) load_group<kVec>(bk, b, e, c, vec_b);
+    VecN<TOut, kVec> out;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < kVec; ++k) {
       float o = (v[i][k] - mu) * rs;
       if (w) o *= wk[k];
       if (b) o += bk[k];
       out.v[k] = from_float<TOut>(o);
     }
-    if (vec_y && e + 3 < c) {
-      *reinterpret_cast<Vec4<TOut>*>(yr + e) = out;
+    if (vec_y && e + kVec - 1 < c) {
+      *reinterpret_cast<VecN<TOut, kVec>*>(yr + e) = out;
     } else {
 #pragma unroll
-      for (int k = 0; k < 4; ++k)
+      for (int k = 0; k < kVec; ++k)
         if (e + k < c) yr[e + k] = out.v[k];
     }
   }
@@ -198,12 +211,13 @@ void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, con
   if (c == 0 || x.numel() == 0) return;
   const int64_t rows = x.numel() / c;
   const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  // Groups of four per thread for a wide row; the row is held in registers up to 8 groups
-  // (c <= 8192), past that the warp-per-row kernel streams it.
-  const int64_t items = (c + 4 * kWideThreads - 1) / (4 * kWideThreads);
   auto launch = [&](auto in, auto out) {
     using T = decltype(in);
     using TOut = decltype(out);
+    // 16-byte groups per thread for a wide row; the row is held in registers up to 8 groups
+    // (c <= 8192 f32, 16384 f16/bf16), past that the warp-per-row kernel streams it.
+    const int64_t group = 16 / int64_t(sizeof(T));
+    const int64_t items = (c + group * kWideThreads - 1) / (group * kWideThreads);
     if (c >= kWideRow && items <= 8) {
       auto* args_y = static_cast<TOut*>(y.data);
       auto wide = [&](auto kernel) {
