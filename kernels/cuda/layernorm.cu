@@ -138,6 +138,86 @@ __global__ void __launch_bounds__(kWideThreads)
   }
 }
 
+// Wide rows, backward: one block per chunk of kRowsPerChunk rows, the rows in order. For each
+// row the block reads x and dy once into registers, writes dx (its two row sums reduced in a
+// fixed order), and adds dy * xhat and dy to per-column partial sums it keeps in registers, so
+// the dweight/dbias partials come from the same pass instead of a second read of x and dy.
+// Each partial sums its chunk's rows in order, as layernorm_param_partials_kernel does.
+template <typename T, typename TG, int kItems>
+__global__ void __launch_bounds__(kWideThreads)
+    layernorm_backward_wide_kernel(T* dx, const T* dx_addend, float* partial_w, float* partial_b,
+                                   const TG* dy, const T* x, const T* w, const float* mean,
+                                   const float* rstd, int64_t rows, int64_t c, bool rms) {
+  constexpr int kVec = 16 / sizeof(T);
+  __shared__ float scratch[32];
+  const int64_t begin = int64_t(blockIdx.x) * kRowsPerChunk;
+  const int64_t end = min(begin + kRowsPerChunk, rows);
+  float wk[kItems][kVec], acc_w[kItems][kVec], acc_b[kItems][kVec];
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const int64_t e = kVec * (int64_t(i) * kWideThreads + threadIdx.x);
+    if (w) {
+      load_group<kVec>(wk[i], w, e, c, vec_aligned<kVec>(w, c));
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) wk[i][k] = 1.f;
+    }
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) acc_w[i][k] = acc_b[i][k] = 0.f;
+  }
+  for (int64_t r = begin; r < end; ++r) {
+    const T* xr = x + r * c;
+    const TG* gr = dy + r * c;
+    const bool vec_x = vec_aligned<kVec>(xr, c), vec_g = vec_aligned<kVec>(gr, c);
+    const float mu = rms ? 0.f : mean[r], rs = rstd[r];
+    float xv[kItems][kVec], gv[kItems][kVec];
+    float sum_g = 0.f, sum_gx = 0.f;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      const int64_t e = kVec * (int64_t(i) * kWideThreads + threadIdx.x);
+      load_group<kVec>(xv[i], xr, e, c, vec_x);
+      load_group<kVec>(gv[i], gr, e, c, vec_g);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        const float g = gv[i][k] * wk[i][k];
+        const float xhat = e + k < c ? (xv[i][k] - mu) * rs : 0.f;
+        sum_g += g;
+        sum_gx += g * xhat;
+      }
+    }
+    const float mean_g = rms ? 0.f : block_reduce<false>(sum_g, scratch) / float(c);
+    const float mean_gx = block_reduce<false>(sum_gx, scratch) / float(c);
+    T* dxr = dx + r * c;
+    const T* addr = dx_addend ? dx_addend + r * c : nullptr;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      const int64_t e = kVec * (int64_t(i) * kWideThreads + threadIdx.x);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        if (e + k >= c) break;
+        const float g = gv[i][k] * wk[i][k];
+        const float xhat = (xv[i][k] - mu) * rs;
+        const T own = from_float<T>(rs * (g - mean_g - xhat * mean_gx));
+        // __fadd_rn: the residual gradient meets dx rounded, as a separate add would.
+        dxr[e + k] = addr ? from_float<T>(__fadd_rn(to_float(own), to_float(addr[e + k]))) : own;
+        acc_w[i][k] += gv[i][k] * xhat;
+        acc_b[i][k] += gv[i][k];
+      }
+    }
+  }
+  if (!partial_w) return;
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const int64_t e = kVec * (int64_t(i) * kWideThreads + threadIdx.x);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      if (e + k >= c) break;
+      partial_w[blockIdx.x * c + e + k] = acc_w[i][k];
+      if (partial_b) partial_b[blockIdx.x * c + e + k] = acc_b[i][k];
+    }
+  }
+}
+
 // TG: the gradient's storage (T, or bf16 for f32 x whose output was stored in bf16).
 template <typename T, typename TG>
 __global__ void layernorm_dx_kernel(T* dx, const T* dx_addend, const TG* dy, const T* x, const T* w,
@@ -258,6 +338,42 @@ void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dw
     const auto* pdy = static_cast<const TG*>(dy.data);
     const auto* pmean = static_cast<const float*>(mean.data);
     const auto* prstd = static_cast<const float*>(rstd.data);
+    const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+    const int64_t group = 16 / int64_t(sizeof(T));
+    const int64_t items = (c + group * kWideThreads - 1) / (group * kWideThreads);
+    // f32 only: for 2-byte rows the 32 dependent row steps of a chunk leave the block waiting
+    // on latency, and the two-kernel path is faster (bf16 65536x4096: 2553 us fused, 2243 two
+    // kernels; f32: 2660 fused, 3055 two kernels; bench/results/norms_h200*.json).
+    if (dx.data && c >= kWideRow && items <= 8 && sizeof(T) == 4) {
+      // One pass writes dx and the dweight/dbias partials; the chunk sums follow.
+      const bool partials = dweight.data || dbias.data;
+      float* pw =
+          partials ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c))) : nullptr;
+      float* pb = dbias.data ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c)))
+                             : nullptr;
+      auto wide = [&](auto kernel) {
+        kernel<<<unsigned(chunks), kWideThreads, 0, s>>>(
+            static_cast<T*>(dx.data), static_cast<const T*>(dx_addend.data), pw, pb, pdy, px,
+            static_cast<const T*>(weight.data), pmean, prstd, rows, c, rms);
+      };
+      if (items <= 2)
+        wide(layernorm_backward_wide_kernel<T, TG, 2>);
+      else if (items <= 4)
+        wide(layernorm_backward_wide_kernel<T, TG, 4>);
+      else
+        wide(layernorm_backward_wide_kernel<T, TG, 8>);
+      BG_CUDA_LAUNCH_CHECK();
+      if (!partials) return;
+      const unsigned column_blocks = unsigned((c + 7) / 8);
+      if (dweight.data)
+        sum_chunks_kernel<T>
+            <<<column_blocks, 256, 0, s>>>(static_cast<T*>(dweight.data), pw, chunks, c);
+      if (dbias.data)
+        sum_chunks_kernel<T>
+            <<<column_blocks, 256, 0, s>>>(static_cast<T*>(dbias.data), pb, chunks, c);
+      BG_CUDA_LAUNCH_CHECK();
+      return;
+    }
     if (dx.data) {
       const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
       layernorm_dx_kernel<T, TG><<<grid, 32 * kWarpsPerBlock, 0, s>>>(
@@ -266,7 +382,6 @@ void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dw
       BG_CUDA_LAUNCH_CHECK();
     }
     if (!dweight.data && !dbias.data) return;
-    const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
     auto* pw = static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c)));
     auto* pb =
         dbias.data ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c))) : nullptr;
