@@ -26,8 +26,9 @@ struct ComputeMode {
   // (operands rounded to bf16 once); fp32 accumulation, fp32 master weights always.
   MatmulPrecision precision = MatmulPrecision::fp32;
   MatmulAlgo algo = MatmulAlgo::standard;
-  // Bit-identical results run to run and whatever the batch. No kernel claims it yet, so every
-  // op that reads the mode refuses it until its deterministic path exists.
+  // Bit-identical results run to run and whatever the batch (train.deterministic). matmul
+  // honours it with a batch-invariant algorithm (naive) and refuses it with cuBLAS; the fused
+  // attention refuses it until its batch invariance is part of the mode's tests.
   bool deterministic = false;
 
   bool operator==(const ComputeMode& o) const {

@@ -288,3 +288,52 @@ TEST_CASE("cpu: a gpt saved and loaded gives identical logits") {
 }
 
 }  // namespace bg::test
+
+namespace bg::test {
+namespace {
+
+// train.deterministic's mode (the naive matmul algorithm, composed attention): the logits of a
+// sequence alone equal, bit for bit, its logits inside a batch of 7 at the first, middle and
+// last place.
+void check_gpt_batch_invariance(Device device) {
+  Generator init(21), data(22);
+  GPTConfig cfg = tiny_config(17, true);
+  cfg.dropout = 0.0;
+  GPT model(cfg, init);
+  ComputeMode mode;
+  mode.algo = MatmulAlgo::naive;
+  mode.deterministic = true;
+  model.set_compute_mode(mode.on(device));
+  FlatParameters params(model.named_parameters(), device);
+  model.train(false);
+  NoGradGuard no_grad;
+  std::vector<int64_t> ids(7 * 12);
+  const std::vector<double> u = rand({7 * 12}, data, 0, 17, DType::f64).to_vector<double>();
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t(u[i]) % 17;
+  Generator unused;
+  const std::vector<float> batch =
+      model.forward(from_vector(ids, {7, 12}, device), unused).to_vector<float>();
+  const size_t per = 12 * 17;
+  for (int64_t r : {0, 3, 6}) {
+    CAPTURE(r);
+    const std::vector<int64_t> one(ids.begin() + r * 12, ids.begin() + (r + 1) * 12);
+    const std::vector<float> alone =
+        model.forward(from_vector(one, {1, 12}, device), unused).to_vector<float>();
+    CHECK(std::equal(alone.begin(), alone.end(), batch.begin() + long(size_t(r) * per)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "cpu: a gpt in train.deterministic's mode gives a sequence the same logits in any batch") {
+  check_gpt_batch_invariance(Device::cpu());
+}
+
+TEST_CASE(
+    "cuda: a gpt in train.deterministic's mode gives a sequence the same logits in any batch") {
+  BG_REQUIRE_CUDA();
+  check_gpt_batch_invariance(Device::cuda(0));
+}
+
+}  // namespace bg::test
