@@ -92,8 +92,9 @@ TrainConfig read_train_config(ConfigReader& r) {
   c.mode.deterministic = r.boolean("train.deterministic", false);
   if (c.mode.deterministic) {
     if (c.mode.precision == MatmulPrecision::tf32)
-      r.fail_at("train.precision", "tf32 has no batch-invariant algorithm (train.deterministic "
-                                   "is true): use fp32 or bf16");
+      r.fail_at("train.precision",
+                "tf32 has no batch-invariant algorithm (train.deterministic "
+                "is true): use fp32 or bf16");
     c.mode.algo = MatmulAlgo::naive;
   }
   c.trainer.optimizer = r.choice("optimizer.type", "adamw", {"adamw", "sgd"});
