@@ -43,12 +43,16 @@ class BumpScratch : public Scratch {
 struct Stat {
   double median, min;
 };
-Stat summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front()};
+Stat summarize(const std::vector<double>& v) {
+  return {median(v), *std::min_element(v.begin(), v.end())};
 }
 
 }  // namespace
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 double bench_time_ms(Device dev, const std::function<void()>& fn) {
   auto call = [](void* ctx) { (*static_cast<const std::function<void()>*>(ctx))(); };

@@ -43,11 +43,6 @@ Tensor composed_attention(const Tensor& qkv, int64_t n_head, double p, Generator
       .reshape({b, t, c});
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int run_bench_attention(const Args& args) {

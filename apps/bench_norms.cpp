@@ -31,11 +31,6 @@ double pytorch_us(const char* op, int64_t rows, int64_t hidden, DType dt, bool b
   return 0;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int run_bench_norms(const Args& args) {

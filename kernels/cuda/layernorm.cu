@@ -4,6 +4,8 @@
 // f32 partial sums over fixed chunks of kRowsPerChunk rows, then summed over chunks in a fixed
 // order (one warp per column):
 // a partition fixed by the shape alone (not the SM count), hence bitwise reproducible.
+#include <type_traits>
+
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
 
@@ -218,6 +220,27 @@ __global__ void __launch_bounds__(kWideThreads)
   }
 }
 
+// Groups of 16 bytes per thread that hold a row of c elements of T in one kWideThreads block,
+// rounded up to the kernels' template sizes 2, 4 or 8; 0 when the row is narrower than kWideRow
+// (the warp-per-row kernels take it) or needs more than 8 (they stream it).
+template <typename T>
+int wide_groups(int64_t c) {
+  const int64_t group = 16 / int64_t(sizeof(T));
+  const int64_t items = (c + group * kWideThreads - 1) / (group * kWideThreads);
+  if (c < kWideRow || items > 8) return 0;
+  return items <= 2 ? 2 : items <= 4 ? 4 : 8;
+}
+// Calls f(std::integral_constant<int, groups>{}): the wide kernels' kItems.
+template <typename F>
+void with_groups(int groups, F&& f) {
+  if (groups == 2)
+    f(std::integral_constant<int, 2>{});
+  else if (groups == 4)
+    f(std::integral_constant<int, 4>{});
+  else
+    f(std::integral_constant<int, 8>{});
+}
+
 // TG: the gradient's storage (T, or bf16 for f32 x whose output was stored in bf16).
 template <typename T, typename TG>
 __global__ void layernorm_dx_kernel(T* dx, const T* dx_addend, const TG* dy, const T* x, const T* w,
@@ -294,24 +317,17 @@ void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, con
   auto launch = [&](auto in, auto out) {
     using T = decltype(in);
     using TOut = decltype(out);
-    // 16-byte groups per thread for a wide row; the row is held in registers up to 8 groups
-    // (c <= 8192 f32, 16384 f16/bf16), past that the warp-per-row kernel streams it.
-    const int64_t group = 16 / int64_t(sizeof(T));
-    const int64_t items = (c + group * kWideThreads - 1) / (group * kWideThreads);
-    if (c >= kWideRow && items <= 8) {
-      auto* args_y = static_cast<TOut*>(y.data);
-      auto wide = [&](auto kernel) {
-        kernel<<<unsigned(rows), kWideThreads, 0, as_stream(stream)>>>(
-            args_y, static_cast<float*>(mean.data), static_cast<float*>(rstd.data),
-            static_cast<const T*>(x.data), static_cast<const T*>(weight.data),
-            static_cast<const T*>(bias.data), c, float(eps), rms);
-      };
-      if (items <= 2)
-        wide(layernorm_forward_wide_kernel<T, TOut, 2>);
-      else if (items <= 4)
-        wide(layernorm_forward_wide_kernel<T, TOut, 4>);
-      else
-        wide(layernorm_forward_wide_kernel<T, TOut, 8>);
+    // A wide row is held in registers (up to 8 16-byte groups per thread: c <= 8192 f32, 16384
+    // f16/bf16); past that the warp-per-row kernel streams it.
+    if (const int groups = wide_groups<T>(c)) {
+      with_groups(groups, [&](auto k) {
+        layernorm_forward_wide_kernel<T, TOut, decltype(k)::value>
+            <<<unsigned(rows), kWideThreads, 0, as_stream(stream)>>>(
+                static_cast<TOut*>(y.data), static_cast<float*>(mean.data),
+                static_cast<float*>(rstd.data), static_cast<const T*>(x.data),
+                static_cast<const T*>(weight.data), static_cast<const T*>(bias.data), c, float(eps),
+                rms);
+      });
       return;
     }
     layernorm_forward_kernel<T, TOut><<<grid, 32 * kWarpsPerBlock, 0, as_stream(stream)>>>(
@@ -339,56 +355,38 @@ void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dw
     const auto* pmean = static_cast<const float*>(mean.data);
     const auto* prstd = static_cast<const float*>(rstd.data);
     const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
-    const int64_t group = 16 / int64_t(sizeof(T));
-    const int64_t items = (c + group * kWideThreads - 1) / (group * kWideThreads);
-    // f32 only: for 2-byte rows the 32 dependent row steps of a chunk leave the block waiting
-    // on latency, and the two-kernel path is faster (bf16 65536x4096: 2553 us fused, 2243 two
-    // kernels; f32: 2660 fused, 3055 two kernels; bench/results/norms_h200*.json).
-    if (dx.data && c >= kWideRow && items <= 8 && sizeof(T) == 4) {
-      // One pass writes dx and the dweight/dbias partials; the chunk sums follow.
-      const bool partials = dweight.data || dbias.data;
-      float* pw =
-          partials ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c))) : nullptr;
-      float* pb = dbias.data ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c)))
-                             : nullptr;
-      auto wide = [&](auto kernel) {
-        kernel<<<unsigned(chunks), kWideThreads, 0, s>>>(
-            static_cast<T*>(dx.data), static_cast<const T*>(dx_addend.data), pw, pb, pdy, px,
-            static_cast<const T*>(weight.data), pmean, prstd, rows, c, rms);
-      };
-      if (items <= 2)
-        wide(layernorm_backward_wide_kernel<T, TG, 2>);
-      else if (items <= 4)
-        wide(layernorm_backward_wide_kernel<T, TG, 4>);
-      else
-        wide(layernorm_backward_wide_kernel<T, TG, 8>);
-      BG_CUDA_LAUNCH_CHECK();
-      if (!partials) return;
-      const unsigned column_blocks = unsigned((c + 7) / 8);
-      if (dweight.data)
-        sum_chunks_kernel<T>
-            <<<column_blocks, 256, 0, s>>>(static_cast<T*>(dweight.data), pw, chunks, c);
-      if (dbias.data)
-        sum_chunks_kernel<T>
-            <<<column_blocks, 256, 0, s>>>(static_cast<T*>(dbias.data), pb, chunks, c);
-      BG_CUDA_LAUNCH_CHECK();
-      return;
-    }
-    if (dx.data) {
-      const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-      layernorm_dx_kernel<T, TG><<<grid, 32 * kWarpsPerBlock, 0, s>>>(
-          static_cast<T*>(dx.data), static_cast<const T*>(dx_addend.data), pdy, px,
-          static_cast<const T*>(weight.data), pmean, prstd, rows, c, rms);
-      BG_CUDA_LAUNCH_CHECK();
-    }
-    if (!dweight.data && !dbias.data) return;
-    auto* pw = static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c)));
-    auto* pb =
+    const bool partials = dweight.data || dbias.data;
+    float* pw =
+        partials ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c))) : nullptr;
+    float* pb =
         dbias.data ? static_cast<float*>(scratch.get(sizeof(float) * size_t(chunks * c))) : nullptr;
-    dim3 grid(unsigned((c + 127) / 128), unsigned(chunks));
-    layernorm_param_partials_kernel<T, TG>
-        <<<grid, 128, 0, s>>>(pw, pb, pdy, px, pmean, prstd, rows, c, rms);
+    // Wide f32 rows: one pass writes dx and the dweight/dbias partials. f32 only: for 2-byte
+    // rows the 32 dependent row steps of a chunk leave the block waiting on latency, and the
+    // two-kernel path is faster (bf16 65536x4096: 2553 us one pass, 2243 two kernels; f32: 2660
+    // one pass, 3055 two kernels; bench/results/norms_h200*.json).
+    const int groups = sizeof(T) == 4 ? wide_groups<T>(c) : 0;
+    if (dx.data && groups) {
+      with_groups(groups, [&](auto k) {
+        layernorm_backward_wide_kernel<T, TG, decltype(k)::value>
+            <<<unsigned(chunks), kWideThreads, 0, s>>>(
+                static_cast<T*>(dx.data), static_cast<const T*>(dx_addend.data), pw, pb, pdy, px,
+                static_cast<const T*>(weight.data), pmean, prstd, rows, c, rms);
+      });
+    } else {
+      if (dx.data) {
+        const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+        layernorm_dx_kernel<T, TG><<<grid, 32 * kWarpsPerBlock, 0, s>>>(
+            static_cast<T*>(dx.data), static_cast<const T*>(dx_addend.data), pdy, px,
+            static_cast<const T*>(weight.data), pmean, prstd, rows, c, rms);
+      }
+      if (partials) {
+        dim3 grid(unsigned((c + 127) / 128), unsigned(chunks));
+        layernorm_param_partials_kernel<T, TG>
+            <<<grid, 128, 0, s>>>(pw, pb, pdy, px, pmean, prstd, rows, c, rms);
+      }
+    }
     BG_CUDA_LAUNCH_CHECK();
+    if (!partials) return;
     const unsigned column_blocks = unsigned((c + 7) / 8);  // 8 warps of 256 threads
     if (dweight.data)
       sum_chunks_kernel<T>
