@@ -87,16 +87,9 @@ TrainConfig read_train_config(ConfigReader& r) {
                      : precision == "tf32" ? MatmulPrecision::tf32
                                            : MatmulPrecision::fp32;
   // Batch-invariant arithmetic (docs/determinism.md): every matmul, forward and backward, runs
-  // an algorithm whose K order per output is fixed whatever the batch. Until issue 15's
-  // tensor-core GEMM lands that is the naive algorithm: exact and batch-invariant, but slow.
+  // the batch-invariant algorithm, whose K order per output is fixed whatever the batch.
   c.mode.deterministic = r.boolean("train.deterministic", false);
-  if (c.mode.deterministic) {
-    if (c.mode.precision == MatmulPrecision::tf32)
-      r.fail_at("train.precision",
-                "tf32 has no batch-invariant algorithm (train.deterministic "
-                "is true): use fp32 or bf16");
-    c.mode.algo = MatmulAlgo::naive;
-  }
+  if (c.mode.deterministic) c.mode.algo = MatmulAlgo::batch_invariant;
   c.trainer.optimizer = r.choice("optimizer.type", "adamw", {"adamw", "sgd"});
   read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, "constant", 0.0}, c.trainer.steps,
                           &c.trainer.adamw, &c.trainer.schedule, c.trainer.optimizer == "adamw");

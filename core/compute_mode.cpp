@@ -8,6 +8,8 @@ const char* matmul_algo_name(MatmulAlgo algo) {
       return "standard";
     case MatmulAlgo::naive:
       return "naive";
+    case MatmulAlgo::batch_invariant:
+      return "batch_invariant";
   }
   return "?";
 }

@@ -18,6 +18,8 @@ enum class MatmulAlgo : uint8_t {
   standard,  // cuBLAS on CUDA, Eigen on the CPU
   naive,     // one output per thread, k in order with fused multiply-adds: the CPU and CUDA give
              // the same bits (the worked example; used by tests)
+  batch_invariant,  // train.deterministic: a row's bits never depend on M, the batch or the SM
+                    // count (pinned cuBLASLt on CUDA, the naive chain on the CPU)
 };
 const char* matmul_algo_name(MatmulAlgo algo);
 
@@ -27,8 +29,8 @@ struct ComputeMode {
   MatmulPrecision precision = MatmulPrecision::fp32;
   MatmulAlgo algo = MatmulAlgo::standard;
   // Bit-identical results run to run and whatever the batch (train.deterministic). matmul
-  // honours it with a batch-invariant algorithm (naive) and refuses it with cuBLAS; the fused
-  // attention refuses it until its batch invariance is part of the mode's tests.
+  // honours it with a batch-invariant algorithm (batch_invariant, naive) and refuses it with
+  // cuBLAS's; the fused attention honours it (its tiles never depend on the batch).
   bool deterministic = false;
 
   bool operator==(const ComputeMode& o) const {

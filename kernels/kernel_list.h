@@ -50,6 +50,14 @@ void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision pr
 // over k in order from zero (f32; f64 on the CPU for f64), any strides; both backends give the
 // same bits.
 void matmul_naive(const KView& out, const KView& a, const KView& b, StreamHandle stream);
+// matmul: MatmulAlgo::batch_invariant (train.deterministic). Row i of out depends only on row i
+// of a and on b, bit for bit: never on M, the batch count or the GPU's SM count. CUDA: cuBLASLt
+// with one algorithm pinned per shape-without-M (no split-K); a must be row-major with rows of
+// length K and every operand 16-byte aligned (core arranges both). CPU: each output the naive
+// algorithm's fused multiply-add chain over k in order (the same bits as matmul_naive), run a
+// row at a time across the columns.
+void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
+                            const BatchInvariantGemm& opt, StreamHandle stream);
 // softmax: rows of the last dim, contiguous.
 void softmax_forward(const KView& y, const KView& x, const SoftmaxOptions& opt,
                      StreamHandle stream);

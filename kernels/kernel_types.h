@@ -44,6 +44,16 @@ struct SoftmaxOptions {
 };
 
 enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
+
+// How matmul_batch_invariant runs one product.
+struct BatchInvariantGemm {
+  MatmulPrecision precision = MatmulPrecision::fp32;
+  // The product's K runs over the samples (a weight gradient, a^T g), so it has no rows to keep
+  // apart: its configuration may follow the whole shape and split K, reduced in a fixed order.
+  bool k_over_rows = false;
+  // Launch as if the GPU had this many SMs (0: the device's own); the partition test's knob.
+  int launch_sm_count = 0;
+};
 #define BG_DTYPE_COUNT(name, bytes, is_float, element) +1
 constexpr int kNumDTypes = 0 BG_DTYPES(BG_DTYPE_COUNT);
 #undef BG_DTYPE_COUNT

@@ -106,7 +106,41 @@ void check_naive_matmul(Device dev) {
   }
 }
 
+// The same under the batch-invariant algorithm (train.deterministic's matmul), in each
+// precision the device runs: odd and GPT widths, a row alone against M = 7, 64 and 4097.
+void check_batch_invariant_matmul(Device dev, MatmulPrecision precision) {
+  ComputeMode mode;
+  mode.algo = MatmulAlgo::batch_invariant;
+  mode.deterministic = true;
+  mode.precision = precision;
+  struct Dims {
+    int64_t k, n;
+  };
+  const bool gpu = dev.is_cuda();
+  const std::vector<Dims> dims =
+      gpu ? std::vector<Dims>{{3, 97}, {383, 65}, {384, 1152}, {768, 2304}, {3072, 768}}
+          : std::vector<Dims>{{3, 97}, {383, 65}};
+  for (const Dims d : dims) {
+    const std::string precision_text = precision_name(precision);
+    CAPTURE(precision_text);
+    Generator wg(9);
+    const Tensor w = randn({d.n, d.k}, wg, 0, 0.05, DType::f32, dev);  // (out, in), as Linear's
+    check_rows("matmul batch_invariant", dev, DType::f32, d.k, d.n,
+               through_autograd([&](const Tensor& x) { return linear(x, w, Tensor(), mode); }));
+  }
+}
+
 }  // namespace
+
+TEST_CASE("cpu: the batch-invariant matmul algorithm is batch-invariant and repeatable") {
+  check_batch_invariant_matmul(Device::cpu(), MatmulPrecision::fp32);
+}
+
+TEST_CASE("cuda: the batch-invariant matmul is batch-invariant and repeatable (fp32, tf32, bf16)") {
+  BG_REQUIRE_CUDA();
+  for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16})
+    check_batch_invariant_matmul(Device::cuda(0), p);
+}
 
 TEST_CASE("cpu: the naive matmul algorithm is batch-invariant and repeatable") {
   check_naive_matmul(Device::cpu());

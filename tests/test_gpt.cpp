@@ -292,17 +292,18 @@ TEST_CASE("cpu: a gpt saved and loaded gives identical logits") {
 namespace bg::test {
 namespace {
 
-// train.deterministic's mode (the naive matmul algorithm, composed attention): the logits of a
-// sequence alone equal, bit for bit, its logits inside a batch of 7 at the first, middle and
-// last place.
-void check_gpt_batch_invariance(Device device) {
+// train.deterministic's mode (the batch-invariant matmul algorithm; fused attention where the
+// mode's precision runs it, composed otherwise): the logits of a sequence alone equal, bit for
+// bit, its logits inside a batch of 7 at the first, middle and last place.
+void check_gpt_batch_invariance(Device device, MatmulPrecision precision, bool fused) {
   Generator init(21), data(22);
-  GPTConfig cfg = tiny_config(17, true);
+  GPTConfig cfg = tiny_config(17, true, fused, fused ? 128 : 16);  // the CUDA kernel: head dim 64
   cfg.dropout = 0.0;
   GPT model(cfg, init);
   ComputeMode mode;
-  mode.algo = MatmulAlgo::naive;
+  mode.algo = MatmulAlgo::batch_invariant;
   mode.deterministic = true;
+  mode.precision = precision;
   model.set_compute_mode(mode.on(device));
   FlatParameters params(model.named_parameters(), device);
   model.train(false);
@@ -327,13 +328,17 @@ void check_gpt_batch_invariance(Device device) {
 
 TEST_CASE(
     "cpu: a gpt in train.deterministic's mode gives a sequence the same logits in any batch") {
-  check_gpt_batch_invariance(Device::cpu());
+  check_gpt_batch_invariance(Device::cpu(), MatmulPrecision::fp32, false);
+  check_gpt_batch_invariance(Device::cpu(), MatmulPrecision::fp32, true);
 }
 
 TEST_CASE(
     "cuda: a gpt in train.deterministic's mode gives a sequence the same logits in any batch") {
   BG_REQUIRE_CUDA();
-  check_gpt_batch_invariance(Device::cuda(0));
+  check_gpt_batch_invariance(Device::cuda(0), MatmulPrecision::fp32, false);
+  check_gpt_batch_invariance(Device::cuda(0), MatmulPrecision::tf32, false);
+  check_gpt_batch_invariance(Device::cuda(0), MatmulPrecision::bf16, false);
+  check_gpt_batch_invariance(Device::cuda(0), MatmulPrecision::bf16, true);
 }
 
 }  // namespace bg::test

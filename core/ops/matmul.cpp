@@ -7,14 +7,23 @@
 namespace bg {
 namespace {
 
+// What a product's rows are. matmul keeps the rows of a apart (row i of a @ b depends on row i
+// of a alone), and so does the gradient of a; the gradient of b (a^T g) sums over them: its K
+// runs over the rows, and the batch-invariant algorithm may split it (in a fixed order).
+enum class Rows : uint8_t { kept_apart, summed_over };
+
 // The one place a matmul algorithm picks its kernels: (batch, M, K) @ (batch, K, N) views.
-void run_matmul_kernel(const ComputeMode& mode, Device dev, const KView& out, const KView& a,
-                       const KView& b) {
+void run_matmul_kernel(const ComputeMode& mode, Rows rows, Device dev, const KView& out,
+                       const KView& a, const KView& b) {
   switch (mode.algo) {
     case MatmulAlgo::standard:
       return BG_DISPATCH(dev, matmul, out, a, b, mode.precision, stream_for(dev));
     case MatmulAlgo::naive:
       return BG_DISPATCH(dev, matmul_naive, out, a, b, stream_for(dev));
+    case MatmulAlgo::batch_invariant: {
+      const BatchInvariantGemm opt{mode.precision, rows == Rows::summed_over, 0};
+      return BG_DISPATCH(dev, matmul_batch_invariant, out, a, b, opt, stream_for(dev));
+    }
   }
 }
 
@@ -25,7 +34,7 @@ void check_mode(const ComputeMode& mode, Device dev) {
            "ComputeMode::on(device))");
   BG_CHECK(!(mode.algo == MatmulAlgo::naive && mode.precision == MatmulPrecision::tf32), "matmul",
            "the naive algorithm multiplies in fp32 or on bf16 operands; tf32 is cuBLAS's");
-  BG_CHECK(!mode.deterministic || mode.algo == MatmulAlgo::naive, "matmul",
+  BG_CHECK(!mode.deterministic || mode.algo != MatmulAlgo::standard, "matmul",
            "deterministic mode needs a batch-invariant algorithm; '", matmul_algo_name(mode.algo),
            "' is not one");
 }
@@ -64,10 +73,38 @@ bool blas_compatible(const KView& v) {
   return v.shape[1] == 1 || v.shape[2] == 1 || v.strides[1] == 1 || v.strides[2] == 1;
 }
 
+bool aligned16(const KView& v) {
+  const int64_t esize = int64_t(dtype_size(v.dtype));
+  return reinterpret_cast<uintptr_t>(v.data) % 16 == 0 &&
+         (v.shape[0] == 1 || v.strides[0] * esize % 16 == 0);
+}
+
+// What the pinned cuBLASLt path needs (kernel_list.h): every matrix of the batch at a 16-byte
+// boundary and, where rows are kept apart, a's rows as contiguous rows of length K, so that the
+// layout the algorithm is chosen from never depends on M.
+bool pinned_ready(const KView& v, bool rows_of_k) {
+  if (!aligned16(v)) return false;
+  return !rows_of_k || (v.strides[2] == 1 && (v.shape[1] == 1 || v.strides[1] == v.shape[2]));
+}
+
+// t (batch..., R, C) copied into matrices of contiguous rows whose batch stride is rounded up to
+// 16 bytes (a fresh allocation starts on a 256-byte boundary), viewed as (B, R, C).
+KView aligned_copy(const Tensor& t, const Shape& batch_shape, Tensor* keep) {
+  const int64_t r = t.size(-2), c = t.size(-1), per16 = 16 / int64_t(dtype_size(t.dtype()));
+  int64_t b = 1;
+  for (int64_t d : batch_shape) b *= d;
+  const int64_t padded = (r * c + per16 - 1) / per16 * per16;
+  *keep = empty({b, padded}, t.dtype(), t.device()).slice(1, 0, r * c).view({b, r, c});
+  keep->copy_(t.reshape({b, r, c}));
+  KView v = keep->kview();
+  v.shape[0] = b;
+  return v;
+}
+
 // The product of a and b with no autograd record: operands in `operand` dtype (cast when they
 // are not), the result in `out_dtype` (f32 for bf16 operands keeps the f32 accumulation).
 Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType operand, DType out_dtype,
-               const ComputeMode& mode) {
+               const ComputeMode& mode, Rows rows) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});
@@ -91,7 +128,18 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
   Tensor out = empty(out_shape, out_dtype, a.device());
   KView vo;
   collapse_batch(out, batch, &vo);
-  run_matmul_kernel(mode, a.device(), vo, va, vb);
+  if (mode.algo == MatmulAlgo::batch_invariant && a.is_cuda()) {
+    // Rare shapes (odd sizes, misaligned views) take a copy; the values are the same.
+    Tensor a_copy, b_copy, out_padded;
+    if (!pinned_ready(va, rows == Rows::kept_apart)) va = aligned_copy(ac, batch, &a_copy);
+    if (!pinned_ready(vb, false)) vb = aligned_copy(bc, batch, &b_copy);
+    if (!pinned_ready(vo, false)) {
+      vo = aligned_copy(out, batch, &out_padded);
+      run_matmul_kernel(mode, rows, a.device(), vo, va, vb);
+      return out_padded.reshape(out_shape).contiguous();
+    }
+  }
+  run_matmul_kernel(mode, rows, a.device(), vo, va, vb);
   return out;
 }
 
@@ -107,9 +155,8 @@ Tensor to_bf16(const Tensor& t) {
   return t.detach().to(DType::bf16);
 }
 
-}  // namespace
-
-Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer) {
+Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer,
+                   Rows rows) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
@@ -148,27 +195,36 @@ Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consume
     // as bf16 (as under PyTorch's autocast; its producer's backward reads bf16 then).
     const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
     const DType out_dtype = stored_dtype(run, consumer, DType::f32, a.device());
-    Tensor out = product(a16, b16, batch, DType::bf16, out_dtype, run);
+    Tensor out = product(a16, b16, batch, DType::bf16, out_dtype, run, rows);
     const Shape a_shape = a.shape(), b_shape = b.shape();
     const DType da = a.dtype(), db = b.dtype();
     record(out, "matmul", {a, b}, [a16, b16, a_shape, b_shape, da, db, run](const Tensor& g) {
       const Tensor g16 = g.detach().to(DType::bf16);
       const Tensor bt = b16.transpose(-1, -2), at = a16.transpose(-1, -2);
       const Shape gb = batch_of(g16);
-      return std::vector<Tensor>{sum_to(product(g16, bt, gb, DType::bf16, da, run), a_shape),
-                                 sum_to(product(at, g16, gb, DType::bf16, db, run), b_shape)};
+      return std::vector<Tensor>{
+          sum_to(product(g16, bt, gb, DType::bf16, da, run, Rows::kept_apart), a_shape),
+          sum_to(product(at, g16, gb, DType::bf16, db, run, Rows::summed_over), b_shape)};
     });
     return out;
   }
   // Without bf16 precision the product keeps the operands' dtype, whoever reads it.
   const DType operand = compute_dtype(a);
-  Tensor out = compute_output(product(a, b, batch, operand, operand, run), a.dtype());
+  Tensor out = compute_output(product(a, b, batch, operand, operand, run, rows), a.dtype());
   const Tensor ad = a.detach(), bd = b.detach();
   record(out, "matmul", {a, b}, [ad, bd, mode](const Tensor& g) {
-    return std::vector<Tensor>{sum_to(matmul(g, bd.transpose(-1, -2), mode), ad.shape()),
-                               sum_to(matmul(ad.transpose(-1, -2), g, mode), bd.shape())};
+    const Consumer any = Consumer::any;
+    return std::vector<Tensor>{
+        sum_to(matmul_rows(g, bd.transpose(-1, -2), mode, any, Rows::kept_apart), ad.shape()),
+        sum_to(matmul_rows(ad.transpose(-1, -2), g, mode, any, Rows::summed_over), bd.shape())};
   });
   return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer) {
+  return matmul_rows(a, b, mode, consumer, Rows::kept_apart);
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const ComputeMode& mode,

@@ -1,5 +1,7 @@
 // matmul.cpp (CPU): batched GEMM through Eigen on strided maps, so transposed views cost no copy.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cpu_common.h"
 #include "cpu_kernels.h"
@@ -48,6 +50,38 @@ void matmul_naive(const KView& out, const KView& a, const KView& b, StreamHandle
             acc = std::fma(pa[p * a.strides[2]], pb[p * b.strides[1]], acc);
           ptr<T>(out)[z * out.strides[0] + i * out.strides[1] + j * out.strides[2]] = acc;
         }
+  });
+}
+
+}  // namespace bg::cpu
+
+namespace bg::cpu {
+
+// The batch-invariant algorithm on the CPU: every output is the naive algorithm's chain (fused
+// multiply-adds over k in order from zero), which no M or batch count can change. With a
+// unit-stride b row the chains of a whole output row advance together, k outer, so the compiler
+// vectorises across the columns; otherwise each chain runs on its own along b's column.
+void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
+                            const BatchInvariantGemm&, StreamHandle stream) {
+  if (b.strides[2] != 1 || b.shape[2] == 1) return matmul_naive(out, a, b, stream);
+  dispatch_float(a.dtype, "matmul_batch_invariant", [&](auto zero) {
+    using T = decltype(zero);
+    const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
+    std::vector<T> acc(static_cast<size_t>(n));
+    for (int64_t z = 0; z < batch; ++z)
+      for (int64_t i = 0; i < m; ++i) {
+        std::fill(acc.begin(), acc.end(), T(0));
+        const T* pa = ptr<T>(a) + z * a.strides[0] + i * a.strides[1];
+        for (int64_t p = 0; p < k; ++p) {
+          const T x = pa[p * a.strides[2]];
+          const T* pb = ptr<T>(b) + z * b.strides[0] + p * b.strides[1];
+          T* acc_row = acc.data();
+#pragma omp simd
+          for (int64_t j = 0; j < n; ++j) acc_row[j] = std::fma(x, pb[j], acc_row[j]);
+        }
+        T* po = ptr<T>(out) + z * out.strides[0] + i * out.strides[1];
+        for (int64_t j = 0; j < n; ++j) po[j * out.strides[2]] = acc[size_t(j)];
+      }
   });
 }
 

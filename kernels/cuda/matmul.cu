@@ -3,59 +3,19 @@
 // transpose flag, never a copy. cuBLAS is deterministic for a fixed shape on one stream.
 #include <cublas_v2.h>
 
+#include "blas_layout.cuh"
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
 
 namespace bg::cuda {
 namespace {
 
-void check_cublas(cublasStatus_t st, const char* what) {
-  if (st != CUBLAS_STATUS_SUCCESS)
-    kernel_fail("matmul",
-                std::string(what) + " failed with cuBLAS status " + std::to_string(int(st)));
-}
-
 cublasHandle_t handle_for_current_device() {
   static thread_local cublasHandle_t handles[64] = {};
   int dev = 0;
   BG_CUDA_CHECK(cudaGetDevice(&dev));
-  if (!handles[dev]) check_cublas(cublasCreate(&handles[dev]), "cublasCreate");
+  if (!handles[dev]) check_cublas(cublasCreate(&handles[dev]), "matmul", "cublasCreate");
   return handles[dev];
-}
-
-cudaDataType_t cuda_type(DType t) {
-  switch (t) {
-    case DType::f32:
-      return CUDA_R_32F;
-    case DType::f16:
-      return CUDA_R_16F;
-    case DType::bf16:
-      return CUDA_R_16BF;
-    default:
-      kernel_fail("matmul",
-                  std::string("CUDA matmul takes f32, f16 or bf16, got ") + dtype_name(t));
-  }
-}
-
-// A row-major (rows x cols) matrix with strides (s0, s1), seen by column-major BLAS as its
-// (cols x rows) transpose. Returns false when neither dim is unit-stride.
-bool as_column_major(int64_t rows, int64_t cols, int64_t s0, int64_t s1, cublasOperation_t* op,
-                     int64_t* ld) {
-  if (cols == 1 || s1 == 1) {
-    if (rows == 1 || s0 >= cols) {
-      *op = CUBLAS_OP_N;
-      *ld = rows == 1 ? (cols > 1 ? cols : 1) : s0;
-      return true;
-    }
-  }
-  if (rows == 1 || s0 == 1) {
-    if (cols == 1 || s1 >= rows) {
-      *op = CUBLAS_OP_T;
-      *ld = cols == 1 ? (rows > 1 ? rows : 1) : s1;
-      return true;
-    }
-  }
-  return false;
 }
 
 }  // namespace
@@ -73,17 +33,18 @@ void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision pr
       !as_column_major(m, n, out.strides[1], out.strides[2], &op_c, &ld_c) || op_c != CUBLAS_OP_N)
     kernel_fail("matmul", "operands need one unit-stride dimension (core makes them contiguous)");
   cublasHandle_t h = handle_for_current_device();
-  check_cublas(cublasSetStream(h, as_stream(stream)), "cublasSetStream");
+  check_cublas(cublasSetStream(h, as_stream(stream)), "matmul", "cublasSetStream");
   const float alpha = 1.f, beta = 0.f;
   const cublasComputeType_t compute = a.dtype == DType::f32 && precision == MatmulPrecision::tf32
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32
                                           : CUBLAS_COMPUTE_32F;
-  check_cublas(cublasGemmStridedBatchedEx(h, op_b, op_a, int(n), int(m), int(k), &alpha, b.data,
-                                          cuda_type(b.dtype), int(ld_b), b.strides[0], a.data,
-                                          cuda_type(a.dtype), int(ld_a), a.strides[0], &beta,
-                                          out.data, cuda_type(out.dtype), int(ld_c), out.strides[0],
-                                          int(batch), compute, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmStridedBatchedEx");
+  check_cublas(
+      cublasGemmStridedBatchedEx(h, op_b, op_a, int(n), int(m), int(k), &alpha, b.data,
+                                 cuda_type(b.dtype, "matmul"), int(ld_b), b.strides[0], a.data,
+                                 cuda_type(a.dtype, "matmul"), int(ld_a), a.strides[0], &beta,
+                                 out.data, cuda_type(out.dtype, "matmul"), int(ld_c),
+                                 out.strides[0], int(batch), compute, CUBLAS_GEMM_DEFAULT),
+      "matmul", "cublasGemmStridedBatchedEx");
 }
 
 }  // namespace bg::cuda

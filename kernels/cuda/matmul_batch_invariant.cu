@@ -1,0 +1,265 @@
+// matmul_batch_invariant.cu: MatmulAlgo::batch_invariant on CUDA, cuBLASLt with the algorithm
+// pinned. cuBLAS's default path picks tiles and split-K from the whole shape (and from the
+// SM count), so a row's bits change with M. Here the algorithm for a product is chosen once
+// from the shape with M replaced by a constant and the SM count by a constant, then reused for
+// every M: the same kernel, tile, stages and cluster, K never split, so each output's K loop
+// runs in one order whatever M is, and on a GPU with any number of SMs.
+//
+// A product whose K runs over the samples (a weight gradient a^T g; BatchInvariantGemm's
+// k_over_rows) has no rows to keep apart: its algorithm follows the whole shape, and it may
+// split K with an out-of-place reduction in a fixed order (never cuBLASLt's in-place scheme,
+// whose order follows the blocks' arrival). It is still chosen under the constant SM count,
+// so it gives the same bits run to run and on any GPU of the architecture.
+//
+// Invariance is a property of the cuBLASLt build, not a promise of its documentation: the
+// tests check it (tests/test_gemm.cpp: rows of M = 1, 7, 64, 4097 products bitwise equal, and
+// the same bits under two SM-count launch targets).
+#include <cublasLt.h>
+
+#include <array>
+#include <map>
+#include <mutex>
+
+#include "blas_layout.cuh"
+#include "cuda_common.cuh"
+#include "cuda_kernels.h"
+
+namespace bg::cuda {
+namespace {
+
+constexpr const char* kOp = "matmul_batch_invariant";
+// The M the algorithm is chosen for (rows of the products it serves: a training batch's tokens).
+constexpr int64_t kChosenForRows = 4096;
+// The SM count the algorithm is chosen for: an H100/H200 SXM's. Any other GPU of the
+// architecture runs the same algorithm, so the same bits.
+constexpr int32_t kChosenForSms = 132;
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+struct DeviceState {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+};
+
+DeviceState& state_for_current_device() {
+  static std::mutex mu;
+  static DeviceState states[64];
+  int dev = 0;
+  BG_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  DeviceState& s = states[dev];
+  if (!s.handle) {
+    check_cublas(cublasLtCreate(&s.handle), kOp, "cublasLtCreate");
+    BG_CUDA_CHECK(cudaMalloc(&s.workspace, kWorkspaceBytes));
+  }
+  return s;
+}
+
+// One product in cuBLASLt's column-major terms (blas_layout.cuh): C (n x m) = op(A) op(B), A our
+// b, B our a.
+struct Problem {
+  cublasOperation_t op_a, op_b;  // cuBLASLt's transa (our b), transb (our a)
+  int64_t m, n, k, ld_a, ld_b, ld_c, batch, stride_a, stride_b, stride_c;
+  cudaDataType_t type_a, type_b, type_c;
+  cublasComputeType_t compute;
+};
+
+// RAII for the descriptors of one problem.
+struct Descriptors {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+
+  Descriptors(const Problem& p, int32_t sm_count) {
+    check_cublas(cublasLtMatmulDescCreate(&desc, p.compute, CUDA_R_32F), kOp, "MatmulDescCreate");
+    set_desc(CUBLASLT_MATMUL_DESC_TRANSA, p.op_a);
+    set_desc(CUBLASLT_MATMUL_DESC_TRANSB, p.op_b);
+    if (sm_count > 0) set_desc(CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, sm_count);
+    a = layout(p.type_a, p.op_a == CUBLAS_OP_N ? p.n : p.k, p.op_a == CUBLAS_OP_N ? p.k : p.n,
+               p.ld_a, p.batch, p.stride_a);
+    b = layout(p.type_b, p.op_b == CUBLAS_OP_N ? p.k : p.m, p.op_b == CUBLAS_OP_N ? p.m : p.k,
+               p.ld_b, p.batch, p.stride_b);
+    c = layout(p.type_c, p.n, p.m, p.ld_c, p.batch, p.stride_c);
+  }
+  ~Descriptors() {
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+
+ private:
+  template <typename V>
+  void set_desc(cublasLtMatmulDescAttributes_t attr, V value) {
+    check_cublas(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)), kOp,
+                 "MatmulDescSetAttribute");
+  }
+  static cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
+                                       int64_t batch, int64_t stride) {
+    cublasLtMatrixLayout_t l = nullptr;
+    check_cublas(cublasLtMatrixLayoutCreate(&l, type, uint64_t(rows), uint64_t(cols), ld), kOp,
+                 "MatrixLayoutCreate");
+    if (batch > 1) {
+      const int32_t count = int32_t(batch);
+      check_cublas(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                    sizeof(count)),
+                   kOp, "MatrixLayoutSetAttribute");
+      check_cublas(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                    &stride, sizeof(stride)),
+                   kOp, "MatrixLayoutSetAttribute");
+    }
+    return l;
+  }
+};
+
+// What an algorithm is chosen from: everything but M (and the batch count and the M-dependent
+// batch strides) for products over rows; the whole problem for a K over rows.
+using Key = std::array<int64_t, 18>;
+
+Key key_of(const Problem& p, bool k_over_rows) {
+  Key key{int64_t(p.op_a),
+          int64_t(p.op_b),
+          p.n,
+          p.k,
+          p.ld_a,
+          p.ld_b,
+          p.ld_c,
+          p.batch > 1,
+          p.stride_a,
+          int64_t(p.type_a),
+          int64_t(p.type_b),
+          int64_t(p.type_c),
+          int64_t(p.compute),
+          k_over_rows,
+          0,
+          0,
+          0,
+          0};
+  if (k_over_rows) {
+    key[14] = p.m;
+    key[15] = p.batch;
+    key[16] = p.stride_b;
+    key[17] = p.stride_c;
+  }
+  return key;
+}
+
+std::string shape_text(const Problem& p) {
+  return "M=" + std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k) +
+         (p.batch > 1 ? " batch=" + std::to_string(p.batch) : "");
+}
+
+// The problem an algorithm is chosen for: M (and the batch count and M-dependent strides)
+// replaced by constants unless K runs over the rows.
+Problem chosen_for(const Problem& p, bool k_over_rows) {
+  if (k_over_rows) return p;
+  Problem q = p;
+  q.m = kChosenForRows;
+  if (p.batch > 1) {
+    q.batch = 2;
+    q.stride_b = p.ld_b * kChosenForRows;
+    q.stride_c = p.ld_c * kChosenForRows;
+  }
+  return q;
+}
+
+cublasLtMatmulAlgo_t choose_algo(cublasLtHandle_t handle, const Problem& p, bool k_over_rows) {
+  const Problem q = chosen_for(p, k_over_rows);
+  Descriptors d(q, kChosenForSms);
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_cublas(cublasLtMatmulPreferenceCreate(&pref), kOp, "MatmulPreferenceCreate");
+  auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attr, auto value) {
+    check_cublas(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)), kOp,
+                 "MatmulPreferenceSetAttribute");
+  };
+  set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t(kWorkspaceBytes));
+  const uint32_t schemes =
+      k_over_rows
+          ? uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE)
+          : uint32_t(CUBLASLT_REDUCTION_SCHEME_NONE);
+  set_pref(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, schemes);
+  // Core hands this kernel 16-byte-aligned operands, so the algorithm may assume them.
+  for (auto attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    set_pref(attr, uint32_t(16));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle, d.desc, d.a, d.b, d.c, d.c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+    kernel_fail(kOp, "cuBLASLt offers no algorithm for " + shape_text(q) + " (status " +
+                         std::to_string(int(st)) + ")");
+  cublasLtMatmulAlgo_t algo = result.algo;
+  if (!k_over_rows) {
+    // The mask already asked for no reduction; pinning it says so where it matters.
+    const int32_t one = 1;
+    const uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
+    check_cublas(
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one, 4), kOp,
+        "AlgoConfigSetAttribute");
+    check_cublas(cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                                      &none, 4),
+                 kOp, "AlgoConfigSetAttribute");
+  }
+  return algo;
+}
+
+cublasLtMatmulAlgo_t pinned_algo(cublasLtHandle_t handle, const Problem& p, bool k_over_rows) {
+  static std::mutex mu;
+  static std::map<std::pair<cublasLtHandle_t, Key>, cublasLtMatmulAlgo_t> chosen;
+  const auto key = std::make_pair(handle, key_of(p, k_over_rows));
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = chosen.find(key);
+  if (it == chosen.end()) it = chosen.emplace(key, choose_algo(handle, p, k_over_rows)).first;
+  return it->second;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+}  // namespace
+
+void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
+                            const BatchInvariantGemm& opt, StreamHandle stream) {
+  const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
+  if (batch * m * n == 0) return;
+  if (k == 0) return fill(out, 0.0, stream);
+  Problem p{};
+  cublasOperation_t op_c;
+  if (!as_column_major(k, n, b.strides[1], b.strides[2], &p.op_a, &p.ld_a) ||
+      !as_column_major(m, k, a.strides[1], a.strides[2], &p.op_b, &p.ld_b) ||
+      !as_column_major(m, n, out.strides[1], out.strides[2], &op_c, &p.ld_c) || op_c != CUBLAS_OP_N)
+    kernel_fail(kOp, "operands need one unit-stride dimension (core makes them contiguous)");
+  // Rows kept apart need a's rows and out's rows as rows: a transposed a would put M into the
+  // leading dimension, which the algorithm is chosen from.
+  if (!opt.k_over_rows && (p.op_b != CUBLAS_OP_N || (m > 1 && a.strides[1] != k)))
+    kernel_fail(kOp, "a must be row-major with rows of length K (core makes it contiguous)");
+  if (!aligned16(a.data) || !aligned16(b.data) || !aligned16(out.data))
+    kernel_fail(kOp, "operands must be 16-byte aligned (core copies them)");
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.batch = batch;
+  p.stride_a = b.strides[0];
+  p.stride_b = a.strides[0];
+  p.stride_c = out.strides[0];
+  p.type_a = cuda_type(b.dtype, kOp);
+  p.type_b = cuda_type(a.dtype, kOp);
+  p.type_c = cuda_type(out.dtype, kOp);
+  p.compute = a.dtype == DType::f32 && opt.precision == MatmulPrecision::tf32
+                  ? CUBLAS_COMPUTE_32F_FAST_TF32
+                  : CUBLAS_COMPUTE_32F;
+  DeviceState& s = state_for_current_device();
+  const cublasLtMatmulAlgo_t algo = pinned_algo(s.handle, p, opt.k_over_rows);
+  Descriptors d(p, opt.launch_sm_count);
+  const float alpha = 1.f, beta = 0.f;
+  const cublasStatus_t st =
+      cublasLtMatmul(s.handle, d.desc, &alpha, b.data, d.a, a.data, d.b, &beta, out.data, d.c,
+                     out.data, d.c, &algo, s.workspace, kWorkspaceBytes, as_stream(stream));
+  if (st != CUBLAS_STATUS_SUCCESS)
+    kernel_fail(kOp, "the pinned cuBLASLt algorithm refused " + shape_text(p) + " (status " +
+                         std::to_string(int(st)) + ")");
+}
+
+}  // namespace bg::cuda
