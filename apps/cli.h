@@ -56,6 +56,7 @@ void print_all_usage();
 int run_train(const Args& args);
 int run_info(const Args& args);
 int run_checksum(const Args& args);
+int run_check_determinism(const Args& args);
 int run_bench(const Args& args);
 int run_bench_attention(const Args& args);
 int run_bench_norms(const Args& args);

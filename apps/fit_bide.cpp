@@ -172,16 +172,23 @@ int run_fit_bide(const Args& args) {
   // 2. Model: one embedding row per distribution -> W (H x B) and r (H) (the paper's init).
   Generator init(cfg.seed + 1);
   BideFitModel model(n_dist, cfg.hidden, int(bits), init);
+  if (cfg.deterministic) {
+    ComputeMode mode;
+    mode.algo = MatmulAlgo::batch_invariant;
+    mode.deterministic = true;
+    model.set_compute_mode(mode.on(device));
+  }
   FlatParameters params(model.named_parameters(), device);
   std::printf(
       "fit-bide: %lld distribution(s), %lld-bit %s values, H = %lld, batch %lld each, %lld steps, "
-      "device %s, variant %s, range %s\n",
+      "device %s, variant %s, range %s%s\n",
       (long long)n_dist, (long long)bits, code.is_float() ? "float" : "integer",
       (long long)cfg.hidden, (long long)cfg.batch, (long long)cfg.steps, device.str().c_str(),
       sick_variant_name(bide_resolve_variant(cfg.bide, device, per_step, cfg.hidden)),
       cfg.range == RangeMode::all     ? "all"
       : cfg.range == RangeMode::fixed ? "fixed"
-                                      : "auto");
+                                      : "auto",
+      cfg.deterministic ? ", deterministic" : "");
 
   // 3. Train. A step reads its targets from a fixed buffer, so on a GPU the trainer captures it
   // once as a CUDA graph (~30 small kernels: launching them costs more than running them).

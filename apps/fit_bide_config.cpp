@@ -153,6 +153,10 @@ FitConfig read_fit_config(ConfigReader& r) {
   c.log_interval = r.integer("train.log_interval", 100, 1, 100000000);
   c.ema = r.number("train.ema", 0.99, 0.0, 0.99999);
   c.cuda_graph = r.boolean("train.cuda_graph", true);
+  // Batch-invariant arithmetic (docs/determinism.md): the projections' matmuls take the
+  // batch-invariant algorithm and the SICK pass a partition fixed per example.
+  c.deterministic = r.boolean("train.deterministic", false);
+  c.bide.batch_invariant = c.deterministic;
   read_adamw_and_schedule(r, {0.1, {0.9, 0.96}, 0.01, "exponential", 1e-5}, c.steps, &c.adamw,
                           &c.schedule);
   c.eval_samples = r.integer("eval.samples", 8192, 16, 1 << 24);

@@ -31,17 +31,35 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   BG_CHECK(is_train_checkpoint(ck), "checkpoint", path, " is not a bitgrad train checkpoint");
   auto out = std::make_unique<LoadedGPT>();
   GPTConfig cfg = load_gpt_config(ck, path);
-  // No dropout here, so both attention paths compute the same function: the fused kernel where
-  // it honours the fp32 mode (the CPU), the composed ops otherwise (CUDA, whose fused kernel
-  // multiplies in bf16).
-  cfg.fused_attention =
-      fused_attention_supports(ComputeMode(), device, cfg.n_embd / cfg.n_head).empty();
+  const int64_t head_dim = cfg.n_embd / cfg.n_head;
+  if (ck.has_attr("compute_deterministic") && ck.int_attr("compute_deterministic") == 1) {
+    // A train.deterministic run: the forward runs in its mode and with its attention, so on the
+    // device kind it trained on the logits are the training forward's, bit for bit.
+    const std::string p = ck.str_attr("compute_precision");
+    BG_CHECK(p == "fp32" || p == "tf32" || p == "bf16", "checkpoint", path, ": compute_precision '",
+             p, "' is not fp32, tf32 or bf16");
+    out->mode.precision = p == "bf16"   ? MatmulPrecision::bf16
+                          : p == "tf32" ? MatmulPrecision::tf32
+                                        : MatmulPrecision::fp32;
+    out->mode.algo = MatmulAlgo::batch_invariant;
+    out->mode.deterministic = true;
+    out->mode = out->mode.on(device);
+    const bool trained_fused = !ck.has_attr("attention") || ck.str_attr("attention") == "fused";
+    cfg.fused_attention =
+        trained_fused && fused_attention_supports(out->mode, device, head_dim).empty();
+  } else {
+    // No dropout here, so both attention paths compute the same function: the fused kernel
+    // where it honours the fp32 mode (the CPU), the composed ops otherwise (CUDA, whose fused
+    // kernel multiplies in bf16).
+    cfg.fused_attention = fused_attention_supports(ComputeMode(), device, head_dim).empty();
+  }
   out->tokenizer = load_tokenizer(ck);
   BG_CHECK(out->tokenizer->vocab_size() <= cfg.vocab_size, "checkpoint", path, ": the ",
            out->tokenizer->kind(), " tokenizer has ", out->tokenizer->vocab_size(),
            " tokens, the model only ", cfg.vocab_size);
   Generator init(0);
   out->model = std::make_unique<GPT>(cfg, init);
+  out->model->set_compute_mode(out->mode);
   const auto named = out->model->named_parameters();
   load_parameters(ck, named);
   out->params = FlatParameters(named, device);

@@ -23,6 +23,7 @@ struct LoadedGPT {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<GPT> model;
   FlatParameters params;  // owns the parameters on the device
+  ComputeMode mode;       // fp32, or a train.deterministic run's own mode
   int64_t step = 0;
   std::string val_data;  // the run's validation source (text file or shard)
   double val_fraction = 0;

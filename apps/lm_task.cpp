@@ -48,7 +48,15 @@ void LanguageModelTask::save(CheckpointWriter& ck) const {
   ck.attr("model_type", cfg_.model_type);
   ck.attr("config", reader_.effective_yaml());
   tok_.save(ck);
-  if (gpt_) save_gpt_config(ck, gpt_->config());
+  if (gpt_) {
+    save_gpt_config(ck, gpt_->config());
+    // How the forward ran, so that sample and eval of a train.deterministic run compute the
+    // training forward's bits (sampler = trainer).
+    const ComputeMode mode = model_.compute_mode();
+    ck.attr("compute_precision", std::string(precision_name(mode.precision)));
+    ck.attr("compute_deterministic", int64_t(mode.deterministic ? 1 : 0));
+    ck.attr("attention", std::string(gpt_->config().fused_attention ? "fused" : "composed"));
+  }
   ck.attr("val_data", val_source);
   ck.attr("val_fraction", cfg_.val_fraction);
   ck.attr("data_rng_offset", int64_t(data_gen_.offset));

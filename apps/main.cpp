@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
     if (cmd == "prepare") return bg::cli::run_prepare(args);
     if (cmd == "info") return bg::cli::run_info(args);
     if (cmd == "checksum") return bg::cli::run_checksum(args);
+    if (cmd == "check-determinism") return bg::cli::run_check_determinism(args);
     if (cmd == "bench") return bg::cli::run_bench(args);
     std::fprintf(stderr, "bitgrad: unknown command '%s' (see 'bitgrad help')\n", cmd.c_str());
     return 2;

@@ -30,6 +30,10 @@ struct BideOptions {
   BideCode code;  // value type and bits
   SickVariant variant = SickVariant::automatic;
   SickPrecision precision = SickPrecision::fp32;
+  // train.deterministic: an example's results never depend on the batch around it. The CUDA
+  // pass gives every example one CTA slice (the slice count otherwise grows as the batch
+  // shrinks) and `auto` picks the variant from the bit width alone.
+  bool batch_invariant = false;
   int64_t support_lo = 0, support_hi = -1;  // restrict to patterns [lo, hi); hi < 0: 2^B
   // Per-example support, replacing [support_lo, support_hi) when defined: (N, 4) i64 on the
   // op's device, rows [lo0, hi0, lo1, hi1] (lo1 == hi1 when the example has one range).

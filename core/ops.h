@@ -81,7 +81,9 @@ Tensor log_softmax(const Tensor& x, int dim = -1);
 // softmax(scale * x) over the last dim of attention scores x (..., T, S), S >= T: query row i
 // sees keys j <= i + S - T (S > T when cached keys precede the queries); hidden entries are 0.
 // One pass instead of scale + mask + softmax, and no mask tensor.
-Tensor causal_softmax(const Tensor& x, double scale);
+// Row i of the (..., T, S) scores is the query at position first_position + i and sees keys
+// 0 .. first_position + i; first_position -1 means S - T (the queries are the last T positions).
+Tensor causal_softmax(const Tensor& x, double scale, int64_t first_position = -1);
 // logits (N, V), targets (N) i32/i64. Mean over rows whose target != ignore_index
 // (reduction "mean"), their sum ("sum") or per-row losses ("none"). Never materialises
 // probabilities.

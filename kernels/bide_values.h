@@ -103,6 +103,7 @@ struct SickArgs {
   uint64_t seed = 0;          // kSickSample
   bool precomputed = false;   // z from tables over bit groups instead of b . W^T
   bool half_compute = false;  // CUDA: round W and r to f16 in registers (sick.dtype fp16)
+  bool one_slice = false;     // CUDA: one CTA slice per example whatever N (batch invariance)
   KView logz;                 // optional (N): log Z = m + log s, written by the pass itself
 };
 

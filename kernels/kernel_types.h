@@ -40,7 +40,10 @@ enum class DType : uint8_t {
 struct SoftmaxOptions {
   bool log = false;
   double scale = 1.0;
+  // Causal mask over (T = causal_rows, S) matrices: row i sees columns 0 .. i + causal_offset,
+  // with causal_offset -1 meaning S - T (the queries are the last T of S positions).
   int64_t causal_rows = 0;
+  int64_t causal_offset = -1;
 };
 
 enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };

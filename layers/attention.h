@@ -20,11 +20,17 @@ class CausalSelfAttention : public Module {
   // Inference with a key/value cache: x (B, T, C) holds positions past..past+T-1; their keys
   // and values are written into k_cache/v_cache (B, H, capacity, D) and the queries attend to
   // positions 0..past+T-1. No dropout, no gradients.
+  // Under a deterministic compute mode the queries' outputs are, bit for bit, the training
+  // forward's at the same positions (sampler = trainer): the attention runs over the cache's
+  // whole capacity (block_size, the length training runs), as the training forward does, with
+  // the positions past the cache masked.
   Tensor forward_cached(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
                         int64_t past) const;
   std::shared_ptr<LinearLayer> c_attn, c_proj;
 
  private:
+  Tensor forward_cached_as_trained(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
+                                   int64_t past) const;
   int64_t n_embd_, n_head_;
   double dropout_;
   bool fused_;

@@ -101,13 +101,20 @@ GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
 }
 
 Tensor GPT::forward(const Tensor& idx, Generator& gen) const {
+  return forward_from_embeddings(embed(idx, gen), gen);
+}
+
+Tensor GPT::embed(const Tensor& idx, Generator& gen) const {
   BG_CHECK(idx.ndim() == 2, "gpt", "expected (B, T) token ids, got ", shape_str(idx.shape()));
   const int64_t t = idx.size(1);
   BG_CHECK(t >= 1 && t <= cfg_.block_size, "gpt", "sequence length ", t,
            " is outside [1, block_size = ", cfg_.block_size, "]");
   // Positions 0..T-1 embed to the first T rows of wpe: a slice, no index tensor to upload.
-  Tensor x =
-      dropout(wte_->forward(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
+  return dropout(wte_->forward(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
+}
+
+Tensor GPT::forward_from_embeddings(const Tensor& embedded, Generator& gen) const {
+  Tensor x = embedded;
   for (const auto& block : blocks_) x = block->forward(x, gen);
   // The LM head, tied to the token embedding.
   return linear(ln_f_->forward_for_matmul(x), wte_->weight, Tensor(), compute_mode());

@@ -61,6 +61,10 @@ class GPT : public Module {
   GPT(const GPTConfig& cfg, Generator& init);
   // idx (B, T) token ids with T <= block_size -> logits (B, T, vocab_size).
   Tensor forward(const Tensor& idx, Generator& gen) const;
+  // forward in two halves: the token + position embeddings (B, T, n_embd), and the blocks and
+  // head from them (what check-determinism differentiates to get each sequence's own dx).
+  Tensor embed(const Tensor& idx, Generator& gen) const;
+  Tensor forward_from_embeddings(const Tensor& x, Generator& gen) const;
   // Inference: idx (B, T) continues the cache's positions; returns the logits of the last
   // position (B, vocab_size) and appends T positions to the cache.
   KVCache new_cache(int64_t batch, Device device, DType dtype = DType::f32) const;

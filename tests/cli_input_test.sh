@@ -80,12 +80,19 @@ grep -qE "^[0-9a-f]{64}  optimizer/exp_avg$" "$dir/sum1" || fail "checksum lacks
 "$bin" checksum "$dir/run2/last.h5" | cmp -s - "$dir/sum1" || fail "two runs from one seed differ in their checkpoints"
 one_line_error "not a readable HDF5 file" "$bin" checksum "$dir/corpus.txt"
 one_line_error "usage: bitgrad checksum FILE.h5" "$bin" checksum
-# train.deterministic: two runs give checkpoints with the same datasets; the mode is printed;
-# the batch-invariant algorithm takes every precision.
+# train.deterministic: two runs give checkpoints with the same datasets; the mode is printed.
+# check-determinism: three runs bitwise equal, batch invariance and sampler = trainer, a table
+# and exit 0; bad flags refused in one line.
 "$bin" train "$ok" --set train.deterministic=true --set run.out_dir="$dir/det1" > "$dir/det1.log" 2>&1 || fail "deterministic train failed: $(tail -2 "$dir/det1.log")"
 "$bin" train "$ok" --set train.deterministic=true --set run.out_dir="$dir/det2" > /dev/null 2>&1 || fail "second deterministic train failed"
 grep -q "compute: fp32 batch_invariant deterministic" "$dir/det1.log" || fail "no compute line: $(grep compute "$dir/det1.log")"
 cmp -s <("$bin" checksum "$dir/det1/last.h5") <("$bin" checksum "$dir/det2/last.h5") || fail "two deterministic runs differ"
+"$bin" check-determinism "$ok" --runs 3 --steps 5 --out "$dir/chk" > "$dir/chk.log" 2>&1 || fail "check-determinism failed: $(tail -4 "$dir/chk.log")"
+for row in "run to run         equal   3 runs x 5 steps" "batch invariance   equal" "sampler = trainer  equal   KV-cached logits = training forward in a batch of 64 at all 16 positions"; do
+  grep -q "^$row" "$dir/chk.log" || fail "check-determinism printed no '$row' row: $(tail -4 "$dir/chk.log")"
+done
+one_line_error "--runs: 1 is outside [2, 100]" "$bin" check-determinism "$ok" --runs 1
+one_line_error "usage: bitgrad check-determinism CONFIG" "$bin" check-determinism
 # The linear-layer factory's kinds: dense (the default, saved as model.linear); others refused.
 one_line_error "model.linear" "$bin" train "$ok" --set model.linear=bitlinear
 one_line_error "model.linear: not used when model.type is char_mlp" "$bin" train "$(cfg mlp.yaml "data: {path: $dir/corpus.txt}\nmodel: {type: char_mlp, linear: dense}\n")"

@@ -51,6 +51,13 @@ YAML
 "$bin" fit-bide "$dir/comb.yaml" > "$dir/comb.log" 2>&1 || { cat "$dir/comb.log"; fail "float16 fit failed"; }
 zeros=$(awk -F, 'NR > 1 && $5 == 0' "$dir/comb/curves.csv" | wc -l)
 [ "$zeros" -eq 0 ] || fail "$zeros plot bins of the fitted density are 0 (comb teeth)"
+# train.deterministic (batch-invariant projections and SICK partition): two fits of the float16
+# config give the same checkpoint bits; the mode is printed.
+for r in 1 2; do
+  "$bin" fit-bide "$dir/comb.yaml" --set train.deterministic=true --set run.out_dir="$dir/det$r" > "$dir/det$r.log" 2>&1 || fail "deterministic fit failed: $(tail -2 "$dir/det$r.log")"
+done
+grep -q "range auto, deterministic" "$dir/det1.log" || fail "no deterministic mode line: $(grep variant "$dir/det1.log")"
+cmp -s <("$bin" checksum "$dir/det1/checkpoint.h5") <("$bin" checksum "$dir/det2/checkpoint.h5") || fail "two deterministic fits differ"
 # The stored effective config runs again as is.
 "$bin" fit-bide "$dir/out/config.yaml" --set run.out_dir="$dir/out2" --set train.steps=2 > /dev/null 2>&1 || fail "stored config did not re-run"
 # Bad input: a non-number in a sample file.

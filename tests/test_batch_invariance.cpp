@@ -6,6 +6,8 @@
 // three runs of the biggest batch must agree bit for bit.
 #include <functional>
 
+#include "bide_reference.h"
+#include "core/bide.h"
 #include "harness.h"
 
 namespace bg::test {
@@ -130,7 +132,48 @@ void check_batch_invariant_matmul(Device dev, MatmulPrecision precision) {
   }
 }
 
+// The SICK pass under the mode (BideOptions::batch_invariant): an example's log-probability
+// and its dW, dr alone equal the same example inside batches of 7, 64 and 4097, for 16-bit
+// float16 patterns on CUDA (10-bit integers on the CPU, whose pass has no slices to vary), each
+// variant and precision and `auto`. One row of x carries an example's W (H x B) and r (H).
+void check_sick(Device dev) {
+  const int bits = dev.is_cuda() ? 16 : 10, hid = 32;
+  for (const char* variant : {"auto", "bruteforce", "precomputed"})
+    for (SickPrecision precision : {SickPrecision::fp32, SickPrecision::fp16}) {
+      if (dev.is_cpu() && precision == SickPrecision::fp16) continue;  // a CUDA setting
+      BideOptions opt =
+          options(bits, variant, dev.is_cuda() ? BideValueType::f16 : BideValueType::uint);
+      opt.precision = precision;
+      opt.batch_invariant = true;
+      const std::string name =
+          std::string("sick ") + variant + " " + sick_precision_name(precision);
+      check_rows(
+          name.c_str(), dev, DType::f32, hid * (bits + 1), 1,
+          [&](const Tensor& x0, const Tensor& g) {
+            const int64_t n = x0.size(0);
+            const Tensor x = x0.detach().requires_grad_(true);
+            const Tensor w = x.slice(1, 0, hid * bits).reshape({n, hid, bits}) * 0.05;
+            const Tensor r = x.slice(1, hid * bits, hid * (bits + 1)) * 0.2;
+            // The target pattern follows the row's content only.
+            const Tensor y =
+                (abs(x0.slice(1, 0, 1)) * (bits == 16 ? 4000.0 : 60.0)).to(DType::i64).reshape({n});
+            const Tensor lp = bide_log_prob(w, r, y, opt);
+            lp.backward(g.reshape({n}));
+            return std::make_pair(lp.detach().reshape({n, 1}), x.grad());
+          });
+    }
+}
+
 }  // namespace
+
+TEST_CASE("cpu: the SICK pass is batch-invariant and repeatable under the mode") {
+  check_sick(Device::cpu());
+}
+
+TEST_CASE("cuda: the SICK pass is batch-invariant and repeatable under the mode") {
+  BG_REQUIRE_CUDA();
+  check_sick(Device::cuda(0));
+}
 
 TEST_CASE("cpu: the batch-invariant matmul algorithm is batch-invariant and repeatable") {
   check_batch_invariant_matmul(Device::cpu(), MatmulPrecision::fp32);

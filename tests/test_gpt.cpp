@@ -342,3 +342,66 @@ TEST_CASE(
 }
 
 }  // namespace bg::test
+
+namespace bg::test {
+namespace {
+
+// Sampler = trainer (issue 15): under train.deterministic's mode, the KV-cached decoder's
+// logits for a sequence (a 4-token prefill, then one token at a time) equal, bit for bit, the
+// training forward's logits at the same positions with the sequence inside a batch of 64.
+void check_sampler_equals_trainer(Device device, MatmulPrecision precision, bool fused) {
+  const std::string what =
+      std::string(precision_name(precision)) + (fused ? " fused" : " composed");
+  CAPTURE(what);
+  Generator init(31), data(32);
+  GPTConfig cfg = tiny_config(17, true, fused, fused ? 128 : 16);
+  cfg.dropout = 0.0;
+  GPT model(cfg, init);
+  ComputeMode mode;
+  mode.algo = MatmulAlgo::batch_invariant;
+  mode.deterministic = true;
+  mode.precision = precision;
+  model.set_compute_mode(mode.on(device));
+  FlatParameters params(model.named_parameters(), device);
+  NoGradGuard no_grad;
+  const int64_t t = cfg.block_size, v = cfg.vocab_size, batch = 64, at = 37;
+  std::vector<int64_t> ids(size_t(batch * t));
+  const std::vector<double> u = rand({batch * t}, data, 0, 17, DType::f64).to_vector<double>();
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t(u[i]) % 17;
+  Generator unused;
+  model.train(true);  // the training forward (dropout 0)
+  const std::vector<float> trained =
+      model.forward(from_vector(ids, {batch, t}, device), unused).to(DType::f32).to_vector<float>();
+  model.train(false);
+  const std::vector<int64_t> seq(ids.begin() + at * t, ids.begin() + (at + 1) * t);
+  KVCache cache = model.new_cache(1, device);
+  const int64_t prefill = 4;
+  for (int64_t pos = prefill - 1; pos < t; ++pos) {
+    CAPTURE(pos);
+    const std::vector<int64_t> step = pos == prefill - 1
+                                          ? std::vector<int64_t>(seq.begin(), seq.begin() + prefill)
+                                          : std::vector<int64_t>{seq[size_t(pos)]};
+    const Tensor idx = from_vector(step, {1, int64_t(step.size())}, device);
+    const std::vector<float> got =
+        model.forward_cached(idx, cache).to(DType::f32).to_vector<float>();
+    const auto want = trained.begin() + long((at * t + pos) * v);
+    CHECK(std::equal(got.begin(), got.end(), want));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cpu: under train.deterministic the KV-cached sampler gives the training logits") {
+  check_sampler_equals_trainer(Device::cpu(), MatmulPrecision::fp32, false);
+  check_sampler_equals_trainer(Device::cpu(), MatmulPrecision::fp32, true);
+}
+
+TEST_CASE("cuda: under train.deterministic the KV-cached sampler gives the training logits") {
+  BG_REQUIRE_CUDA();
+  check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::fp32, false);
+  check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::tf32, false);
+  check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::bf16, false);
+  check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::bf16, true);
+}
+
+}  // namespace bg::test

@@ -91,6 +91,7 @@ SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs,
   a.outputs = outputs;
   a.seed = seed;
   a.precomputed = p.precomputed;
+  a.one_slice = opt.batch_invariant;
   ScratchArena scratch(dev);
   BG_DISPATCH(dev, sick_forward, a, scratch, stream_for(dev));
   return out;

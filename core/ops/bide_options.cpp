@@ -27,6 +27,7 @@ void bide_sick_pass(const Tensor& w, const Tensor& r, const BideOptions& opt, bo
   a.precomputed =
       bide_resolve_variant(opt, w.device(), w.size(0), w.size(1)) == SickVariant::precomputed;
   a.half_compute = w.is_cuda() && opt.precision == SickPrecision::fp16;
+  a.one_slice = opt.batch_invariant;
   BG_DISPATCH(w.device(), sick_forward, a, scratch, stream_for(w.device()));
 }
 
@@ -68,6 +69,10 @@ SickVariant bide_resolve_variant(const BideOptions& opt, Device device, int64_t 
   (void)hidden;
   if (device.is_cpu())
     return opt.code.bits >= 8 ? SickVariant::precomputed : SickVariant::bruteforce;
+  // Batch invariance: the variants sum in different orders, so the choice may not follow N;
+  // from 12 bits the table set-up pays for itself at any batch the fits use.
+  if (opt.batch_invariant)
+    return opt.code.bits >= 12 ? SickVariant::precomputed : SickVariant::bruteforce;
   return double(n) * std::ldexp(1.0, opt.code.bits) >= std::ldexp(1.0, 22)
              ? SickVariant::precomputed
              : SickVariant::bruteforce;

@@ -40,12 +40,16 @@ Tensor softmax_dim(const Tensor& x, int dim, bool log) {
 Tensor softmax(const Tensor& x, int dim) { return softmax_dim(x, dim, false); }
 Tensor log_softmax(const Tensor& x, int dim) { return softmax_dim(x, dim, true); }
 
-Tensor causal_softmax(const Tensor& x, double scale) {
+Tensor causal_softmax(const Tensor& x, double scale, int64_t first_position) {
   BG_CHECK(x.ndim() >= 2 && x.size(-1) >= x.size(-2), "causal_softmax",
            "scores must be (..., T, S) with S >= T, got ", shape_str(x.shape()));
+  BG_CHECK(first_position < 0 || first_position + x.size(-2) <= x.size(-1), "causal_softmax",
+           "queries at positions ", first_position, "..", first_position + x.size(-2) - 1,
+           " pass the ", x.size(-1), " keys");
   SoftmaxOptions opt;
   opt.scale = scale;
   opt.causal_rows = x.size(-2);
+  opt.causal_offset = first_position;
   return softmax_last(x, opt);
 }
 

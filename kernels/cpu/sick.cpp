@@ -151,11 +151,14 @@ void sick_fast_example(const SickArgs& a, int64_t n) {
   if (lo < 0 || hi > full || lo > hi) kernel_fail("sick", "pattern range outside [0, 2^bits)");
   const float* w = ptr<float>(a.w) + n * hid * bits;
   const float* r = ptr<float>(a.r) + n * hid;
-  // Transposed tables: z1t[i][k_lo], z2t[i][k_hi], so inner loops run over patterns.
-  std::vector<float> z1t(static_cast<size_t>(hid * rows_lo)),
-      z2t(static_cast<size_t>(hid * rows_hi));
+  // Transposed tables: z1t[i][k_lo], z2t[i][k_hi], so inner loops run over patterns. Every
+  // buffer starts on a 32-byte boundary: Eigen's vectorised exp and sum (and GCC's simd
+  // reductions) peel scalar elements up to the first aligned one, and a heap address that moved
+  // with the batch around the example (or the thread it ran on) would move those sums' bits.
+  using AlignedVec = std::vector<float, Eigen::aligned_allocator<float>>;
+  AlignedVec z1t(static_cast<size_t>(hid * rows_lo)), z2t(static_cast<size_t>(hid * rows_hi));
   // table[i][k] = sum_j (+-1 by bit j of k) W[i][first + j] over `count` bits.
-  auto fill_table = [&](std::vector<float>& table, int first, int count) {
+  auto fill_table = [&](AlignedVec& table, int first, int count) {
     const int64_t rows = int64_t(1) << count;
     for (int64_t i = 0; i < hid; ++i)
       for (int64_t k = 0; k < rows; ++k) {
@@ -166,8 +169,7 @@ void sick_fast_example(const SickArgs& a, int64_t n) {
   };
   fill_table(z1t, 0, lb);
   fill_table(z2t, lb, hb);
-  std::vector<float> qlo_t, qhi_t, gr, l(static_cast<size_t>(rows_lo)),
-      e(static_cast<size_t>(rows_lo));
+  AlignedVec qlo_t, qhi_t, gr, l(static_cast<size_t>(rows_lo)), e(static_cast<size_t>(rows_lo));
   if (want_grad) {
     qlo_t.assign(size_t(hid * rows_lo), 0.f);
     qhi_t.assign(size_t(hid * rows_hi), 0.f);

@@ -9,10 +9,12 @@
 namespace bg::cpu {
 namespace {
 
-// Columns row r may see: all, or i + S - T + 1 for row i = r mod T of a causal (T, S) matrix.
+// Columns row r may see: all, or i + offset + 1 for row i = r mod T of a causal (T, S) matrix
+// (offset S - T unless given).
 int64_t visible_columns(const SoftmaxOptions& opt, int64_t r, int64_t cols) {
   if (opt.causal_rows <= 0) return cols;
-  return std::min(cols, r % opt.causal_rows + cols - opt.causal_rows + 1);
+  const int64_t offset = opt.causal_offset >= 0 ? opt.causal_offset : cols - opt.causal_rows;
+  return std::min(cols, r % opt.causal_rows + offset + 1);
 }
 
 }  // namespace

@@ -254,9 +254,13 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   const int nt = hid <= 32 ? 4 : 8, kb = bits <= 16 ? 1 : 2;
   const bool grad = args.outputs & kSickGrad;
   // Fixed by the shape alone: about 1024 CTAs of work for small batches, one slice per example
-  // for large ones, and at least 64 tiles per slice.
+  // for large ones, and at least 64 tiles per slice. An example's sums follow its slices, so
+  // batch invariance (one_slice) takes one slice whatever N.
   const int64_t tiles = ((int64_t(1) << bits) + kTile - 1) / kTile;
-  int64_t slices = std::max<int64_t>(1, std::min<int64_t>((1024 + n_ex - 1) / n_ex, tiles / 64));
+  const int64_t slices =
+      args.one_slice
+          ? 1
+          : std::max<int64_t>(1, std::min<int64_t>((1024 + n_ex - 1) / n_ex, tiles / 64));
   KernelArgs ka{};
   ka.w = args.w.data;
   ka.r = args.r.data;

@@ -14,19 +14,20 @@ int threads_for(int64_t cols) {
   return t;
 }
 
-// Columns row r may see: all, or i + S - T + 1 for row i = r mod T of a causal (T, S) matrix.
-__device__ __forceinline__ int64_t visible_columns(int64_t causal_rows, int64_t r, int64_t cols) {
+// Columns row r may see: all, or i + offset + 1 for row i = r mod T of a causal (T, S) matrix.
+__device__ __forceinline__ int64_t visible_columns(int64_t causal_rows, int64_t causal_offset,
+                                                   int64_t r, int64_t cols) {
   if (causal_rows <= 0) return cols;
-  return min(cols, r % causal_rows + cols - causal_rows + 1);
+  return min(cols, r % causal_rows + causal_offset + 1);
 }
 
 template <typename T>
 __global__ void softmax_forward_kernel(T* y, const T* x, int64_t cols, bool log, float scale,
-                                       int64_t causal_rows) {
+                                       int64_t causal_rows, int64_t causal_offset) {
   __shared__ float scratch[32];
   const T* row = x + int64_t(blockIdx.x) * cols;
   T* out = y + int64_t(blockIdx.x) * cols;
-  const int64_t n = visible_columns(causal_rows, blockIdx.x, cols);
+  const int64_t n = visible_columns(causal_rows, causal_offset, blockIdx.x, cols);
   float mx = -INFINITY;
   for (int64_t c = threadIdx.x; c < n; c += blockDim.x) mx = fmaxf(mx, scale * to_float(row[c]));
   mx = block_reduce<true>(mx, scratch);
@@ -46,10 +47,10 @@ __global__ void softmax_forward_kernel(T* y, const T* x, int64_t cols, bool log,
 
 template <typename T>
 __global__ void softmax_backward_kernel(T* dx, const T* y, const T* dy, int64_t cols, bool log,
-                                        float scale, int64_t causal_rows) {
+                                        float scale, int64_t causal_rows, int64_t causal_offset) {
   __shared__ float scratch[32];
   const int64_t base = int64_t(blockIdx.x) * cols;
-  const int64_t n = visible_columns(causal_rows, blockIdx.x, cols);
+  const int64_t n = visible_columns(causal_rows, causal_offset, blockIdx.x, cols);
   float s = 0.f;
   for (int64_t c = threadIdx.x; c < n; c += blockDim.x)
     s += log ? to_float(dy[base + c]) : to_float(dy[base + c]) * to_float(y[base + c]);
@@ -64,6 +65,10 @@ __global__ void softmax_backward_kernel(T* dx, const T* y, const T* dy, int64_t 
   }
 }
 
+int64_t causal_offset_of(const SoftmaxOptions& opt, int64_t cols) {
+  return opt.causal_offset >= 0 ? opt.causal_offset : cols - opt.causal_rows;
+}
+
 }  // namespace
 
 void softmax_forward(const KView& y, const KView& x, const SoftmaxOptions& opt,
@@ -75,7 +80,7 @@ void softmax_forward(const KView& y, const KView& x, const SoftmaxOptions& opt,
     using T = decltype(zero);
     softmax_forward_kernel<T><<<unsigned(rows), threads_for(cols), 0, as_stream(stream)>>>(
         static_cast<T*>(y.data), static_cast<const T*>(x.data), cols, opt.log, float(opt.scale),
-        opt.causal_rows);
+        opt.causal_rows, causal_offset_of(opt, cols));
   });
   BG_CUDA_LAUNCH_CHECK();
 }
@@ -89,7 +94,7 @@ void softmax_backward(const KView& dx, const KView& y, const KView& dy, const So
     using T = decltype(zero);
     softmax_backward_kernel<T><<<unsigned(rows), threads_for(cols), 0, as_stream(stream)>>>(
         static_cast<T*>(dx.data), static_cast<const T*>(y.data), static_cast<const T*>(dy.data),
-        cols, opt.log, float(opt.scale), opt.causal_rows);
+        cols, opt.log, float(opt.scale), opt.causal_rows, causal_offset_of(opt, cols));
   });
   BG_CUDA_LAUNCH_CHECK();
 }

@@ -1,0 +1,210 @@
+// check_determinism.cpp: `bitgrad check-determinism CONFIG [--runs N] [--steps S]`: issue 15's
+// end-to-end check of train.deterministic for a `bitgrad train` config, on the config's device.
+//  1. run to run: N short runs of the config in the mode; every checkpoint dataset (parameters,
+//     optimizer state) must be bitwise equal across the runs;
+//  2. batch invariance (GPT): a sequence's logits and its own input gradient (d loss / d its
+//     embeddings, the loss summed so no batch mean enters) alone must equal the same sequence
+//     inside batches of 7 and 64 at the first, middle and last place;
+//  3. sampler = trainer (GPT): the KV-cached decoder's logits, one token at a time, must equal
+//     the training forward's at every position of a sequence inside a batch of 64.
+// Prints a table; exits 1 naming the first differing tensor and element, 0 when all agree.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "cli.h"
+#include "core/checkpoint.h"
+#include "core/config.h"
+#include "core/files.h"
+#include "lm_common.h"
+#include "train.h"
+
+namespace bg::cli {
+namespace {
+
+struct Row {
+  std::string check, result, detail;
+};
+
+// The first element where two float vectors differ bitwise (-1: none).
+int64_t first_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return int64_t(i);
+  return -1;
+}
+
+std::vector<float> host_floats(const Tensor& t) {
+  return t.detach().to(DType::f32).to(Device::cpu()).contiguous().to_vector<float>();
+}
+
+std::string element_text(const std::vector<float>& a, const std::vector<float>& b, int64_t i) {
+  if (a.size() != b.size()) return str_cat("sizes ", a.size(), " and ", b.size());
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "element %lld: %.9g vs %.9g", (long long)i, a[size_t(i)],
+                b[size_t(i)]);
+  return buf;
+}
+
+// Runs 2..N against run 1, dataset by dataset.
+Row compare_runs(const std::vector<std::string>& paths, int64_t steps) {
+  const CheckpointReader first(paths[0]);
+  const std::vector<std::string> names = first.datasets();
+  for (size_t r = 1; r < paths.size(); ++r) {
+    const CheckpointReader other(paths[r]);
+    if (other.datasets() != names)
+      return {"run to run", "DIFFER", str_cat("run ", r + 1, " holds other datasets")};
+    for (const std::string& name : names) {
+      const std::vector<uint8_t> a = first.raw_bytes(name), b = other.raw_bytes(name);
+      if (a == b) continue;
+      size_t at = 0;
+      while (at < std::min(a.size(), b.size()) && a[at] == b[at]) ++at;
+      return {"run to run", "DIFFER",
+              str_cat("run ", r + 1, " vs run 1: dataset '", name, "' differs first at byte ", at,
+                      " of ", a.size())};
+    }
+  }
+  return {"run to run", "equal",
+          str_cat(paths.size(), " runs x ", steps, " steps: all ", names.size(),
+                  " checkpoint datasets bitwise equal")};
+}
+
+struct SequenceResult {
+  std::vector<float> logits, dx;  // the probe sequence's (T, V) logits and (T, C) dx
+};
+
+// The probe sequence at row `at` of a batch of `n` random sequences (the probe's tokens fixed):
+// its logits and d(sum of the batch's token losses)/d(its embeddings).
+SequenceResult probe_in_batch(const GPT& model, const std::vector<int64_t>& probe, int64_t n,
+                              int64_t at, int64_t vocab, Device device) {
+  const int64_t t = int64_t(probe.size());
+  Generator fill(uint64_t(1000 + n));
+  const std::vector<double> u = rand({n * (t + 1)}, fill, 0, 1, DType::f64).to_vector<double>();
+  std::vector<int64_t> ids(size_t(n * t)), targets(size_t(n * t));
+  for (int64_t i = 0; i < n * t; ++i) {
+    ids[size_t(i)] = int64_t(u[size_t(i)] * double(vocab)) % vocab;
+    targets[size_t(i)] = (ids[size_t(i)] * 7 + 3) % vocab;
+  }
+  for (int64_t j = 0; j < t; ++j) {
+    ids[size_t(at * t + j)] = probe[size_t(j)];
+    targets[size_t(at * t + j)] = (probe[size_t(j)] * 7 + 3) % vocab;
+  }
+  Generator unused;
+  const Tensor idx = from_vector(ids, {n, t}, device);
+  const Tensor x = model.embed(idx, unused).detach().requires_grad_(true);
+  const Tensor logits = model.forward_from_embeddings(x, unused);
+  const int64_t v = logits.size(2);
+  cross_entropy(logits.reshape({n * t, v}), from_vector(targets, {n * t}, device), -100, "sum")
+      .backward();
+  return {host_floats(logits.slice(0, at, at + 1)), host_floats(x.grad().slice(0, at, at + 1))};
+}
+
+Row check_batch_invariance(const GPT& model, const std::vector<int64_t>& probe, int64_t vocab,
+                           Device device) {
+  const SequenceResult alone = probe_in_batch(model, probe, 1, 0, vocab, device);
+  int cases = 0;
+  for (int64_t n : {int64_t(7), int64_t(64)})
+    for (int64_t at : {int64_t(0), n / 2, n - 1}) {
+      const SequenceResult in = probe_in_batch(model, probe, n, at, vocab, device);
+      for (int part = 0; part < 2; ++part) {
+        const std::vector<float>& a = part ? alone.dx : alone.logits;
+        const std::vector<float>& b = part ? in.dx : in.logits;
+        const int64_t i = first_difference(a, b);
+        if (i >= 0)
+          return {"batch invariance", "DIFFER",
+                  str_cat(part ? "dx" : "logits", " of the sequence alone vs row ", at,
+                          " of a batch of ", n, ": ", element_text(a, b, i))};
+      }
+      ++cases;
+    }
+  return {"batch invariance", "equal",
+          str_cat("logits and dx of a sequence alone = inside batches of 7 and 64 at first, "
+                  "middle, last (",
+                  cases, " placements)")};
+}
+
+Row check_sampler(const GPT& model, const std::vector<int64_t>& probe, int64_t vocab,
+                  Device device) {
+  const int64_t t = int64_t(probe.size()), at = 37;
+  const SequenceResult trained = probe_in_batch(model, probe, 64, at, vocab, device);
+  NoGradGuard no_grad;
+  KVCache cache = model.new_cache(1, device);
+  const int64_t v = model.config().vocab_size;
+  for (int64_t pos = 0; pos < t; ++pos) {
+    const Tensor idx = from_vector(std::vector<int64_t>{probe[size_t(pos)]}, {1, 1}, device);
+    const std::vector<float> got = host_floats(model.forward_cached(idx, cache));
+    const std::vector<float> want(trained.logits.begin() + pos * v,
+                                  trained.logits.begin() + (pos + 1) * v);
+    const int64_t i = first_difference(got, want);
+    if (i >= 0)
+      return {"sampler = trainer", "DIFFER",
+              str_cat("KV-cached logits at position ", pos, " vs the training forward (row ", at,
+                      " of 64): ", element_text(got, want, i))};
+  }
+  return {"sampler = trainer", "equal",
+          str_cat("KV-cached logits = training forward in a batch of 64 at all ", t, " positions")};
+}
+
+}  // namespace
+
+int run_check_determinism(const Args& args) {
+  args.allow_only({"runs", "steps", "out"});
+  BG_CHECK(args.positional.size() == 1, "check-determinism",
+           "usage: bitgrad check-determinism CONFIG [--runs N] [--steps S] [--out DIR] "
+           "[--set key=value ...]");
+  const int64_t runs = parse_integer(args.option("runs", "3"), "--runs", 2, 100);
+  const int64_t steps = parse_integer(args.option("steps", "20"), "--steps", 1, 1 << 30);
+  const std::string out = args.option("out", "runs/check_determinism");
+  // The config as its runs will read it (in the mode), checked before any work.
+  std::vector<std::string> sets = args.overrides;
+  for (const std::string& s :
+       std::vector<std::string>{"train.deterministic=true", "train.steps=" + std::to_string(steps),
+                                "train.eval_interval=" + std::to_string(steps), "run.resume=false",
+                                "run.stop_after_steps=0"})
+    sets.push_back(s);
+  ConfigReader reader(args.positional[0], sets);
+  const TrainConfig cfg = read_train_config(reader);
+  const Device device = parse_device(cfg.device);
+  check_output_dir(out, "check-determinism");
+
+  std::vector<Row> rows;
+  std::vector<std::string> paths;
+  for (int64_t r = 1; r <= runs; ++r) {
+    std::printf("== check-determinism: run %lld of %lld ==\n", (long long)r, (long long)runs);
+    Args train_args;
+    train_args.positional = {args.positional[0]};
+    train_args.overrides = sets;
+    train_args.overrides.push_back("run.out_dir=" + out + "/run" + std::to_string(r));
+    BG_CHECK(run_train(train_args) == 0, "check-determinism", "run ", r, " did not finish");
+    paths.push_back(out + "/run" + std::to_string(r) + "/last.h5");
+  }
+  std::fflush(stdout);
+  rows.push_back(compare_runs(paths, steps));
+  if (cfg.model_type == "gpt") {
+    const auto ck = load_gpt_checkpoint(paths[0], device);
+    GPT& model = *ck->model;
+    model.train(false);  // dropout off: a sequence's numbers are then its own
+    const int64_t t = model.config().block_size, vocab = ck->tokenizer->vocab_size();
+    Generator gen(4242);
+    const std::vector<double> u = rand({t}, gen, 0, 1, DType::f64).to_vector<double>();
+    std::vector<int64_t> probe(static_cast<size_t>(t));
+    for (int64_t j = 0; j < t; ++j)
+      probe[size_t(j)] = int64_t(u[size_t(j)] * double(vocab)) % vocab;
+    rows.push_back(check_batch_invariance(model, probe, vocab, device));
+    rows.push_back(check_sampler(model, probe, vocab, device));
+  } else {
+    rows.push_back({"batch invariance", "skipped", "model.type " + cfg.model_type + " (GPT only)"});
+  }
+  bool ok = true;
+  std::printf("\ncheck-determinism %s on %s (compute %s)\n", args.positional[0].c_str(),
+              device.str().c_str(), cfg.mode.on(device).str().c_str());
+  std::printf("%-18s %-7s %s\n", "check", "result", "detail");
+  for (const Row& row : rows) {
+    std::printf("%-18s %-7s %s\n", row.check.c_str(), row.result.c_str(), row.detail.c_str());
+    ok = ok && row.result != "DIFFER";
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace bg::cli
