@@ -35,17 +35,37 @@ Device parse_device(const std::string& s) {
   fail("device", "bad device '", s, "' (expected cpu, cuda, cuda:N or auto)");
 }
 
+namespace {
+std::mutex g_streams_mu;
+std::vector<StreamHandle> g_streams;  // one per CUDA device, created on first use
+}  // namespace
+
 StreamHandle stream_for(const Device& d) {
   if (d.is_cpu()) return nullptr;
-  static std::mutex mu;
-  static std::vector<StreamHandle> streams;
-  std::lock_guard<std::mutex> lock(mu);
-  if (streams.size() <= size_t(d.index)) streams.resize(size_t(d.index) + 1, nullptr);
-  if (!streams[size_t(d.index)]) {
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  if (g_streams.size() <= size_t(d.index)) g_streams.resize(size_t(d.index) + 1, nullptr);
+  if (!g_streams[size_t(d.index)]) {
     cuda::set_device(d.index);
-    streams[size_t(d.index)] = cuda::stream_create();
+    g_streams[size_t(d.index)] = cuda::stream_create();
   }
-  return streams[size_t(d.index)];
+  return g_streams[size_t(d.index)];
+}
+
+ScopedStream::ScopedStream(Device device, StreamHandle stream)
+    : device_(device), previous_(stream_for(device)) {
+  BG_CHECK(device.is_cuda(), "device", "ScopedStream needs a CUDA device");
+  cuda::stream_synchronize(previous_);
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  g_streams[size_t(device.index)] = stream;
+}
+
+ScopedStream::~ScopedStream() {
+  try {
+    cuda::stream_synchronize(stream_for(device_));
+  } catch (const std::exception&) {  // a failed kernel was reported where it ran
+  }
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  g_streams[size_t(device_.index)] = previous_;
 }
 
 void synchronize(const Device& d) {

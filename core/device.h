@@ -30,4 +30,19 @@ int cuda_device_count();
 StreamHandle stream_for(const Device& d);
 void synchronize(const Device& d);
 
+// Issues `device`'s work on `stream` while it lives (the partition test runs a training step on
+// a stream of a few SMs). Both streams are synchronised at each switch, so blocks the caching
+// allocator hands from one stream's work to the other's stay ordered.
+class ScopedStream {
+ public:
+  ScopedStream(Device device, StreamHandle stream);
+  ~ScopedStream();
+  ScopedStream(const ScopedStream&) = delete;
+  ScopedStream& operator=(const ScopedStream&) = delete;
+
+ private:
+  Device device_;
+  StreamHandle previous_;
+};
+
 }  // namespace bg

@@ -65,6 +65,8 @@ inline ComputeMode fused_attention_mode(Device device) {
 // CUDA test cases start with this: without a GPU the case is reported as skipped (the test
 // binary exits 77 when every case it ran was skipped, which CTest shows as "Skipped").
 bool cuda_skip();
+// Counts the running case as skipped, saying why (a GPU feature the driver lacks).
+void skip_case(const std::string& why);
 // The path of ../shared/data/NAME (or $BITGRAD_DATA_DIR/NAME); empty, and the case counted as
 // skipped, when the file is absent.
 std::string shared_data_file(const std::string& name);

@@ -42,6 +42,11 @@ bool cuda_skip() {
   return true;
 }
 
+void skip_case(const std::string& why) {
+  std::printf("[bitgrad] case skipped: %s\n", why.c_str());
+  ++g_cases_skipped;
+}
+
 std::string shared_data_file(const std::string& name) {
   const char* dir = std::getenv("BITGRAD_DATA_DIR");
   const std::string path = std::string(dir ? dir : "../shared/data") + "/" + name;

@@ -1,4 +1,6 @@
 // device_runtime.cu: thin wrappers over the CUDA runtime (see device_runtime.h).
+#include <cuda.h>  // driver types for the green-context entry points (not linked: see below)
+
 #include "cuda_common.cuh"
 #include "device_runtime.h"
 
@@ -53,6 +55,60 @@ StreamHandle stream_create() {
 }
 
 void stream_destroy(StreamHandle stream) noexcept { (void)cudaStreamDestroy(as_stream(stream)); }
+
+StreamHandle stream_create_on_sms(int sm_count, int* granted, std::string* why) {
+  // The driver's green-context calls, found through the runtime so that nothing links libcuda
+  // (a CPU machine runs the binaries without it).
+  auto entry = [&](const char* name) -> void* {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      *why = std::string("the driver has no ") + name;
+      return nullptr;
+    }
+    return fn;
+  };
+  using GetResource = CUresult (*)(CUdevice, CUdevResource*, CUdevResourceType);
+  using Split = CUresult (*)(CUdevResource*, unsigned*, const CUdevResource*, CUdevResource*,
+                             unsigned, unsigned);
+  using Describe = CUresult (*)(CUdevResourceDesc*, CUdevResource*, unsigned);
+  using CreateGreen = CUresult (*)(CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned);
+  using CreateStream = CUresult (*)(CUstream*, CUgreenCtx, unsigned, int);
+  const auto get_resource = reinterpret_cast<GetResource>(entry("cuDeviceGetDevResource"));
+  const auto split = reinterpret_cast<Split>(entry("cuDevSmResourceSplitByCount"));
+  const auto describe = reinterpret_cast<Describe>(entry("cuDevResourceGenerateDesc"));
+  const auto create_green = reinterpret_cast<CreateGreen>(entry("cuGreenCtxCreate"));
+  const auto create_stream = reinterpret_cast<CreateStream>(entry("cuGreenCtxStreamCreate"));
+  if (!get_resource || !split || !describe || !create_green || !create_stream) return nullptr;
+  int dev = 0;
+  BG_CUDA_CHECK(cudaGetDevice(&dev));
+  BG_CUDA_CHECK(cudaFree(nullptr));  // the primary context exists before a green one
+  CUdevResource all{}, part{}, rest{};
+  unsigned groups = 1;
+  CUgreenCtx green = nullptr;
+  CUdevResourceDesc desc = nullptr;
+  CUstream stream = nullptr;
+  const char* step = nullptr;
+  if (get_resource(CUdevice(dev), &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS)
+    step = "cuDeviceGetDevResource";
+  else if (split(&part, &groups, &all, &rest, 0, unsigned(sm_count)) != CUDA_SUCCESS || !groups)
+    step = "cuDevSmResourceSplitByCount";
+  else if (describe(&desc, &part, 1) != CUDA_SUCCESS)
+    step = "cuDevResourceGenerateDesc";
+  else if (create_green(&green, desc, CUdevice(dev), CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS)
+    step = "cuGreenCtxCreate";
+  else if (create_stream(&stream, green, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS)
+    step = "cuGreenCtxStreamCreate";
+  if (step) {
+    *why = std::string(step) + " failed";
+    return nullptr;
+  }
+  *granted = int(part.sm.smCount);
+  return static_cast<StreamHandle>(stream);
+}
 
 size_t device_memory_used() {
   size_t free_b = 0, total_b = 0;

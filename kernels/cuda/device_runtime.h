@@ -20,6 +20,11 @@ void memset_async(void* dst, int value, size_t bytes, StreamHandle stream);
 void stream_synchronize(StreamHandle stream);
 StreamHandle stream_create();
 void stream_destroy(StreamHandle stream) noexcept;
+// A stream whose kernels run on only `sm_count` of the current device's SMs (a CUDA green
+// context; the count is rounded up to the driver's granularity and returned in *granted).
+// Empty, with the reason in *why, where the driver has no green contexts. The partition test
+// runs the same work on it and on the whole GPU. Never destroyed: tests make one or two.
+StreamHandle stream_create_on_sms(int sm_count, int* granted, std::string* why);
 size_t device_memory_used();  // bytes in use on the current device (free/total query)
 // Milliseconds between two events recorded on `stream` around fn() (waits for the stop event).
 float time_on_stream_ms(StreamHandle stream, void (*fn)(void*), void* ctx);

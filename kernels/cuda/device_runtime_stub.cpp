@@ -18,6 +18,10 @@ void memset_async(void*, int, size_t, StreamHandle) { no_cuda(); }
 void stream_synchronize(StreamHandle) { no_cuda(); }
 StreamHandle stream_create() { no_cuda(); }
 void stream_destroy(StreamHandle) noexcept {}
+StreamHandle stream_create_on_sms(int, int*, std::string* why) {
+  *why = "bitgrad was built without CUDA support";
+  return nullptr;
+}
 size_t device_memory_used() { return 0; }
 float time_on_stream_ms(StreamHandle, void (*)(void*), void*) { no_cuda(); }
 DeviceInfo device_info(int) { no_cuda(); }
