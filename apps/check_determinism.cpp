@@ -157,11 +157,12 @@ int run_check_determinism(const Args& args) {
   const int64_t steps = parse_integer(args.option("steps", "20"), "--steps", 1, 1 << 30);
   const std::string out = args.option("out", "runs/check_determinism");
   // The config as its runs will read it (in the mode), checked before any work.
+  // The runs take the config's first S steps (its own schedule, warmup included) and stop there
+  // with last.h5, as a time-boxed run does; shortening train.steps would change the schedule.
   std::vector<std::string> sets = args.overrides;
-  for (const std::string& s :
-       std::vector<std::string>{"train.deterministic=true", "train.steps=" + std::to_string(steps),
-                                "train.eval_interval=" + std::to_string(steps), "run.resume=false",
-                                "run.stop_after_steps=0"})
+  for (const std::string& s : std::vector<std::string>{
+           "train.deterministic=true", "train.eval_interval=" + std::to_string(steps),
+           "run.resume=false", "run.stop_after_steps=" + std::to_string(steps)})
     sets.push_back(s);
   ConfigReader reader(args.positional[0], sets);
   const TrainConfig cfg = read_train_config(reader);

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "cli.h"
+#include "core/allocator.h"
 #include "core/config.h"
 #include "data/text.h"
 #include "kernels/cuda/device_runtime.h"
@@ -105,6 +106,13 @@ int run_train(const Args& args) {
   }
   Trainer trainer(tc, params, task);
   const TrainResult result = trainer.run();
+  if (device.is_cuda()) {
+    // The allocator's high-water mark plus what lives outside it (cuBLAS/cuBLASLt workspaces,
+    // the CUDA context): the figure the mode's memory cost is measured by.
+    std::printf("device memory: peak %.1f MiB allocated, %.1f MiB in use on the GPU\n",
+                double(cuda_allocator_stats(device.index).peak_allocated) / 1048576.0,
+                double(cuda::device_memory_used()) / 1048576.0);
+  }
   if (result.stop_signal) return 130;
   if (!result.finished) return 0;  // run.stop_after_steps
   write_file_atomic(cfg.trainer.out_dir + "/config.yaml", reader.effective_yaml());

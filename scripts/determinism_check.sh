@@ -26,10 +26,10 @@ for rep in 1 2; do  # interleaved, twice
   for det in false true; do
     $bin train "${baby[@]}" "${quiet[@]}" --set train.log_interval=100 --set train.deterministic=$det \
       --set run.stop_after_steps=400 --set run.out_dir=/tmp/baby_$det > $logs/baby_step_${det}_$rep.log 2>&1
-    echo "baby det=$det rep=$rep: $(grep -E '^step +(300|400)/' $logs/baby_step_${det}_$rep.log | tr '\n' ' ')" | tee -a "$summary"
+    echo "baby det=$det rep=$rep: $(grep -E '^step +(300|400)/|^device memory' $logs/baby_step_${det}_$rep.log | tr '\n' ' ')" | tee -a "$summary"
     $bin train "${gpt2[@]}" "${quiet[@]}" --set train.log_interval=10 --set train.deterministic=$det \
       --set run.stop_after_steps=40 --set run.out_dir=/tmp/gpt2_$det > $logs/gpt2_step_${det}_$rep.log 2>&1
-    echo "gpt2 det=$det rep=$rep: $(grep -E '^step +(30|40)/' $logs/gpt2_step_${det}_$rep.log | tr '\n' ' ')" | tee -a "$summary"
+    echo "gpt2 det=$det rep=$rep: $(grep -E '^step +(30|40)/|^device memory' $logs/gpt2_step_${det}_$rep.log | tr '\n' ' ')" | tee -a "$summary"
   done
 done
 grep -h "rror" $logs/baby_step_* $logs/gpt2_step_* | head -5 | tee -a "$summary"
@@ -40,7 +40,7 @@ check() {  # check NAME ARGS...: check-determinism, its table into the summary
   tail -5 $logs/check_$name.log | tee -a "$summary"
 }
 check baby_bf16 "${baby[@]}" --runs 3 --steps 20
-check baby_fp32 "${baby[@]}" --runs 3 --steps 10 --set train.precision=fp32
+check baby_fp32 "${baby[@]}" --runs 3 --steps 10 --set train.precision=fp32 --set model.attention=composed
 check gpt2_bf16 "${gpt2[@]}" --runs 2 --steps 5 --set train.eval_iters=2
 n=0
 for mode in false true true; do

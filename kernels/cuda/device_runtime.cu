@@ -58,11 +58,12 @@ void stream_destroy(StreamHandle stream) noexcept { (void)cudaStreamDestroy(as_s
 
 StreamHandle stream_create_on_sms(int sm_count, int* granted, std::string* why) {
   // The driver's green-context calls, found through the runtime so that nothing links libcuda
-  // (a CPU machine runs the binaries without it).
+  // (a CPU machine runs the binaries without it). Asked for as of CUDA 12.5, the first driver
+  // API with cuGreenCtxStreamCreate; these are the 12.x signatures declared below.
   auto entry = [&](const char* name) -> void* {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &found) !=
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 12050, cudaEnableDefault, &found) !=
             cudaSuccess ||
         found != cudaDriverEntryPointSuccess) {
       (void)cudaGetLastError();
