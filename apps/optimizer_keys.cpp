@@ -30,6 +30,15 @@ void read_adamw_and_schedule(ConfigReader& r, const OptimizerDefaults& d, int64_
   if (schedule->kind == "exponential" && schedule->min_lr <= 0)
     r.fail_at("schedule.min_lr", "an exponential schedule needs min_lr > 0");
   schedule->total_steps = steps;
+  // BitNet b1.58's second stage (docs/bitlinear.md): 0 keeps one stage.
+  schedule->stage2_step = r.integer("schedule.stage2_step", 0, 0, steps - 1);
+  if (schedule->stage2_step > 0) {
+    schedule->stage2_lr_scale = r.number("schedule.stage2_lr_scale", 1.0, 0.0, 10.0);
+    schedule->stage2_weight_decay = r.number("schedule.stage2_weight_decay", 0.0, 0.0, 10.0);
+  } else {
+    for (const char* k : {"stage2_lr_scale", "stage2_weight_decay"})
+      r.not_used(std::string("schedule.") + k, "schedule.stage2_step is 0");
+  }
 }
 
 }  // namespace bg::cli

@@ -48,6 +48,8 @@ TrainConfig read_train_config(ConfigReader& r) {
     for (const char* k :
          {"block_size", "n_head", "bias", "attention", "vocab_size", "gelu", "linear"})
       r.not_used(std::string("model.") + k, other_model);
+    for (const char* k : {"weight_scale", "act_bits", "norm", "lm_head"})
+      r.not_used(std::string("bitlinear.") + k, other_model);
   } else {
     c.gpt.block_size = r.integer("model.block_size", 256, 1, 1 << 20);
     c.gpt.n_layer = r.integer("model.n_layer", 6, 1, 256);
@@ -61,8 +63,21 @@ TrainConfig read_train_config(ConfigReader& r) {
     // auto: the fused kernel where it can honour the run's compute mode (the CPU; CUDA under
     // bf16 precision with head_dim 64), the composed ops elsewhere.
     c.attention = r.choice("model.attention", "auto", {"auto", "fused", "composed"});
-    std::string linear = r.choice("model.linear", "dense", {"dense"});
-    parse_linear_kind(linear, &c.gpt.linear);
+    const std::string linear = r.choice("model.linear", "dense", {"dense", "bitlinear"});
+    parse_linear_kind(linear, &c.gpt.linear.kind);
+    if (c.gpt.linear.kind == LinearKind::bitlinear) {
+      // BitNet b1.58 (docs/bitlinear.md): the projections, and optionally the tied LM head.
+      BitLinearOptions& o = c.gpt.linear.bitlinear;
+      parse_ternary_scale(r.choice("bitlinear.weight_scale", "absmean", {"absmean", "absmedian"}),
+                          &o.weight_scale);
+      o.act.bits = int(r.integer("bitlinear.act_bits", 8, 2, 8));
+      parse_bit_norm(r.choice("bitlinear.norm", "rmsnorm", {"rmsnorm", "layernorm", "none"}),
+                     &o.act.norm);
+      c.gpt.bitlinear_lm_head = r.boolean("bitlinear.lm_head", false);
+    } else {
+      for (const char* k : {"weight_scale", "act_bits", "norm", "lm_head"})
+        r.not_used(std::string("bitlinear.") + k, "model.linear is " + linear);
+    }
     // tanh: GPT-2 and llm.c; erf: nanoGPT's nn.GELU(), so nanoGPT evaluates the model exactly.
     c.gpt.gelu =
         r.choice("model.gelu", "tanh", {"tanh", "erf"}) == "erf" ? GeluForm::erf : GeluForm::tanh;

@@ -139,6 +139,11 @@ void NonFiniteWatch::check(const Tensor& value, int64_t step) {
 int64_t NonFiniteWatch::first_step() const { return flag_.to_vector<int64_t>()[0]; }
 
 double LrSchedule::at(int64_t step) const {
+  if (in_stage2(step)) {
+    LrSchedule one = *this;
+    one.stage2_step = 0;
+    return one.at(step) * stage2_lr_scale;
+  }
   if (warmup_steps > 0 && step < warmup_steps) return lr * double(step + 1) / double(warmup_steps);
   if (kind == "constant") return lr;
   const int64_t span = std::max<int64_t>(1, total_steps - warmup_steps);

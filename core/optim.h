@@ -52,6 +52,7 @@ class AdamW {
   Tensor& exp_avg() { return m_; }
   Tensor& exp_avg_sq() { return v_; }
   void set_steps(int64_t s) { steps_ = s; }
+  void set_weight_decay(double wd) { config_.weight_decay = wd; }
 
  private:
   FlatParameters& params_;
@@ -66,6 +67,7 @@ class SGD {
   SGD(FlatParameters& params, double momentum, double weight_decay);
   void step(double lr, const Tensor& grad_scale = Tensor());
   Tensor& momentum_buffer() { return buf_; }
+  void set_weight_decay(double wd) { weight_decay_ = wd; }
 
  private:
   FlatParameters& params_;
@@ -102,6 +104,11 @@ struct LrSchedule {
   std::string kind = "constant";  // constant | cosine | linear | exponential
   double lr = 1e-3, min_lr = 0.0;
   int64_t warmup_steps = 0, total_steps = 1;
+  // BitNet b1.58's two stages: from 0-based step stage2_step on (0: one stage) the learning
+  // rate is multiplied by stage2_lr_scale and weight decay becomes stage2_weight_decay.
+  int64_t stage2_step = 0;
+  double stage2_lr_scale = 1.0, stage2_weight_decay = 0.0;
+  bool in_stage2(int64_t step) const { return stage2_step > 0 && step >= stage2_step; }
   // Learning rate for 0-based step `step`. Warmup is linear from lr/warmup to lr; cosine and
   // linear then decay to min_lr at total_steps; exponential goes lr -> min_lr geometrically.
   double at(int64_t step) const;

@@ -104,6 +104,30 @@ void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dw
                         const KView& dbias, const KView& dy, const KView& x, const KView& weight,
                         const KView& mean, const KView& rstd, bool rms, Scratch& scratch,
                         StreamHandle stream);
+// bitlinear: BitNet b1.58 (docs/bitlinear.md). Int8 operands are (rows, K) views whose rows are
+// `row` bytes apart, row a multiple of 16 >= K, the bytes past K zero: the CUDA product reads
+// whole 16-byte groups. Every scale multiplies to dequantise (W~ = beta W_q, x~ = step x_q).
+// ternary_quantize: w (N, K) f32 contiguous -> wq (N, K) i8 = clamp(rint(w / beta), -1, 1) and
+// beta (f32 scalar) = max(mean |w| or the lower median of |w|, 1e-5). The mean sums |w| in f64
+// over chunks of 4096 in one fixed tree that both backends share, so they give the same bits.
+void ternary_quantize(const KView& wq, const KView& beta, const KView& w, TernaryScale method,
+                      Scratch& scratch, StreamHandle stream);
+// act_quantize: x (M, K) contiguous (f32; CUDA also bf16/f16; CPU f64) -> xq (M, K) i8, step (M)
+// = gamma / Q, rstd (M) and mean (M; layer norm only, else null). x_n = (x - mean) * rstd
+// (none: x), gamma = max(max |x_n|, 1e-5), xq = clamp(rint(x_n * (Q / gamma)), -Q-1, Q). The
+// row sums use 32 lane partials (element e in lane (e / 4) % 32, in order; fma for squares)
+// folded by an xor butterfly, on both backends alike: the CPU and CUDA give the same bits.
+void act_quantize(const KView& xq, const KView& step, const KView& mean, const KView& rstd,
+                  const KView& x, const ActQuantOptions& opt, StreamHandle stream);
+// int8_linear: y (M, N) f32/bf16 (CPU f32/f64) = fma(float(acc) * step[m], beta, bias[n] or 0),
+// acc = xq[m] . wq[n] exact in int32. CUDA: int8 tensor cores (mma.sync m16n8k32), the rescale
+// in the epilogue.
+void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& step,
+                 const KView& beta, const KView& bias, StreamHandle stream);
+// int8_dequantize: out (R, C) f32/bf16 (CPU f32/f64) = q * row_scale[r] * tensor_scale, each
+// scale optional (null view), rounded to out's dtype once.
+void int8_dequantize(const KView& out, const KView& q, const KView& row_scale,
+                     const KView& tensor_scale, StreamHandle stream);
 // optimizer: f32 contiguous buffers of equal length; grad_scale (f32 scalar) may be null.
 void adamw_step(const KView& param, const KView& grad, const KView& m, const KView& v,
                 const AdamWParams& p, const KView& grad_scale, StreamHandle stream);

@@ -57,6 +57,16 @@ struct BatchInvariantGemm {
   // Launch as if the GPU had this many SMs (0: the device's own); the partition test's knob.
   int launch_sm_count = 0;
 };
+// BitLinear (BitNet b1.58): how the per-tensor weight scale beta is taken (W_q = clamp(rint(W /
+// beta), -1, 1)), and what normalises a row before its activations are quantised.
+enum class TernaryScale : uint8_t { absmean, absmedian };
+enum class BitNorm : uint8_t { none, rms, layer };  // rms and layer have no affine parameters
+struct ActQuantOptions {
+  BitNorm norm = BitNorm::rms;
+  int bits = 8;  // 2..8: Q = 2^(bits-1) - 1, x_q in [-Q-1, Q]
+  double eps = 1e-5;
+};
+
 #define BG_DTYPE_COUNT(name, bytes, is_float, element) +1
 constexpr int kNumDTypes = 0 BG_DTYPES(BG_DTYPE_COUNT);
 #undef BG_DTYPE_COUNT

@@ -8,7 +8,7 @@ namespace bg {
 
 CausalSelfAttention::CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout,
                                          Generator& init, double proj_std, bool fused,
-                                         LinearKind linear)
+                                         const LinearSpec& linear)
     : n_embd_(n_embd), n_head_(n_head), dropout_(dropout), fused_(fused) {
   BG_CHECK(n_head > 0 && n_embd % n_head == 0, "attention", "n_embd ", n_embd,
            " is not divisible by n_head ", n_head);

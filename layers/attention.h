@@ -13,7 +13,7 @@ class CausalSelfAttention : public Module {
   // matmul + causal_softmax + dropout + matmul. Both run in the module's compute mode; the
   // fused kernel refuses a mode it cannot honour (fused_attention_supports).
   CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bias, double dropout, Generator& init,
-                      double proj_std, bool fused = false, LinearKind linear = LinearKind::dense);
+                      double proj_std, bool fused = false, const LinearSpec& linear = LinearSpec());
   // (B, T, C) -> (B, T, C); with a residual, residual + that (the output dropout fused into the
   // add: same numbers, one pass fewer).
   Tensor forward(const Tensor& x, Generator& gen, const Tensor& residual = Tensor()) const;

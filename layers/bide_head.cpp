@@ -5,7 +5,7 @@
 namespace bg {
 
 BideHead::BideHead(int64_t in_features, int64_t hidden, const BideOptions& opt, Generator& init,
-                   LinearKind linear)
+                   const LinearSpec& linear)
     : hidden_(hidden), opt_(opt) {
   const int64_t bits = opt.code.bits;
   BG_CHECK(in_features > 0 && hidden > 0 && bits > 0, "bide_head",

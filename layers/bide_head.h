@@ -18,7 +18,7 @@ class BideHead : public Module {
   // features give the SICK paper's initial W ~ N(0, 2 / B) and r ~ N(0, 1 / H). Parameters:
   // w_proj.weight (H B, in), r_proj.weight (H, in), no biases.
   BideHead(int64_t in_features, int64_t hidden, const BideOptions& opt, Generator& init,
-           LinearKind linear = LinearKind::dense);
+           const LinearSpec& linear = LinearSpec());
   struct Distribution {
     Tensor w, r;  // (N, H, B), (N, H)
   };

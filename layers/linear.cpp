@@ -1,11 +1,15 @@
 #include "linear.h"
 
+#include "bitlinear.h"
+
 namespace bg {
 
 const char* linear_kind_name(LinearKind kind) {
   switch (kind) {
     case LinearKind::dense:
       return "dense";
+    case LinearKind::bitlinear:
+      return "bitlinear";
   }
   return "?";
 }
@@ -13,6 +17,10 @@ const char* linear_kind_name(LinearKind kind) {
 bool parse_linear_kind(const std::string& name, LinearKind* kind) {
   if (name == "dense") {
     *kind = LinearKind::dense;
+    return true;
+  }
+  if (name == "bitlinear") {
+    *kind = LinearKind::bitlinear;
     return true;
   }
   return false;
@@ -29,13 +37,15 @@ Tensor Linear::forward(const Tensor& x, Consumer consumer) const {
   return linear(x, weight, bias, compute_mode(), bias.defined() ? Consumer::any : consumer);
 }
 
-std::shared_ptr<LinearLayer> make_linear(LinearKind kind, int64_t in, int64_t out, bool bias,
+std::shared_ptr<LinearLayer> make_linear(const LinearSpec& spec, int64_t in, int64_t out, bool bias,
                                          Generator& gen, double init_std) {
-  switch (kind) {
+  switch (spec.kind) {
     case LinearKind::dense:
       return std::make_shared<Linear>(in, out, bias, gen, init_std);
+    case LinearKind::bitlinear:
+      return std::make_shared<BitLinear>(in, out, bias, spec.bitlinear, gen, init_std);
   }
-  BG_CHECK(false, "linear", "unknown linear kind ", int(kind));
+  BG_CHECK(false, "linear", "unknown linear kind ", int(spec.kind));
   return nullptr;
 }
 

@@ -1,19 +1,26 @@
 // linear.h: linear layers and the one factory that picks them. A model asks make_linear for
-// each projection (attention's c_attn/c_proj, the MLP's c_fc/c_proj), so a new kind of linear
-// layer (BitLinear next) is one class and one case here, not a fork in every layer.
+// each projection (attention's c_attn/c_proj, the MLP's c_fc/c_proj), so a kind of linear layer
+// (dense, BitLinear) is one class and one case here, not a fork in every layer.
 #pragma once
 #include <memory>
 #include <string>
 
+#include "core/bitlinear.h"
 #include "module.h"
 
 namespace bg {
 
 // model.linear: which layer the projections are.
-enum class LinearKind : uint8_t { dense };
+enum class LinearKind : uint8_t { dense, bitlinear };
 const char* linear_kind_name(LinearKind kind);
-// "dense" -> LinearKind::dense; false for an unknown name.
+// "dense" | "bitlinear" -> the kind; false for an unknown name.
 bool parse_linear_kind(const std::string& name, LinearKind* kind);
+
+// A projection's kind and, for BitLinear, its quantisers (the bitlinear.* keys).
+struct LinearSpec {
+  LinearKind kind = LinearKind::dense;
+  BitLinearOptions bitlinear;
+};
 
 // y = x W^T (+ b) for x (..., in), in the module's compute mode. Parameters follow PyTorch's
 // layout and names (weight (out, in), bias (out)) so checkpoints map onto nanoGPT's state_dict.
@@ -36,9 +43,9 @@ class Linear : public LinearLayer {
   Tensor weight, bias;
 };
 
-// The factory: a linear layer of `kind`, its initial values drawn from `gen` in the order the
-// dense layer draws them.
-std::shared_ptr<LinearLayer> make_linear(LinearKind kind, int64_t in, int64_t out, bool bias,
+// The factory: a linear layer of `spec.kind`, its initial values drawn from `gen` in the order
+// the dense layer draws them.
+std::shared_ptr<LinearLayer> make_linear(const LinearSpec& spec, int64_t in, int64_t out, bool bias,
                                          Generator& gen, double init_std = 0.02);
 
 }  // namespace bg

@@ -13,7 +13,7 @@ enum class GeluForm { tanh, erf };
 class MLP : public Module {
  public:
   MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std,
-      GeluForm gelu = GeluForm::tanh, LinearKind linear = LinearKind::dense);
+      GeluForm gelu = GeluForm::tanh, const LinearSpec& linear = LinearSpec());
   Tensor forward(const Tensor& x, Generator& gen, const Tensor& residual = Tensor()) const;
   std::shared_ptr<LinearLayer> c_fc, c_proj;
 

@@ -14,7 +14,14 @@ void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg) {
   ck.attr("model.n_embd", cfg.n_embd);
   ck.attr("model.bias", int64_t(cfg.bias));
   ck.attr("model.gelu", std::string(cfg.gelu == GeluForm::erf ? "erf" : "tanh"));
-  ck.attr("model.linear", std::string(linear_kind_name(cfg.linear)));
+  ck.attr("model.linear", std::string(linear_kind_name(cfg.linear.kind)));
+  if (cfg.linear.kind == LinearKind::bitlinear) {
+    const BitLinearOptions& o = cfg.linear.bitlinear;
+    ck.attr("bitlinear.weight_scale", std::string(ternary_scale_name(o.weight_scale)));
+    ck.attr("bitlinear.act_bits", int64_t(o.act.bits));
+    ck.attr("bitlinear.norm", std::string(bit_norm_name(o.act.norm)));
+    ck.attr("bitlinear.lm_head", int64_t(cfg.bitlinear_lm_head));
+  }
 }
 
 GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
@@ -33,8 +40,21 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
            "', expected tanh or erf");
   cfg.gelu = gelu == "erf" ? GeluForm::erf : GeluForm::tanh;
   const std::string linear = ck.has_attr("model.linear") ? ck.str_attr("model.linear") : "dense";
-  BG_CHECK(parse_linear_kind(linear, &cfg.linear), "gpt", path, ": model.linear is '", linear,
+  BG_CHECK(parse_linear_kind(linear, &cfg.linear.kind), "gpt", path, ": model.linear is '", linear,
            "', which this build does not know");
+  if (cfg.linear.kind == LinearKind::bitlinear) {
+    BitLinearOptions& o = cfg.linear.bitlinear;
+    const std::string scale = ck.str_attr("bitlinear.weight_scale");
+    BG_CHECK(parse_ternary_scale(scale, &o.weight_scale), "gpt", path,
+             ": bitlinear.weight_scale is '", scale, "', expected absmean or absmedian");
+    const std::string norm = ck.str_attr("bitlinear.norm");
+    BG_CHECK(parse_bit_norm(norm, &o.act.norm), "gpt", path, ": bitlinear.norm is '", norm,
+             "', expected rmsnorm, layernorm or none");
+    o.act.bits = int(ck.int_attr("bitlinear.act_bits"));
+    BG_CHECK(o.act.bits >= 2 && o.act.bits <= 8, "gpt", path, ": bitlinear.act_bits is ",
+             o.act.bits, ", expected 2 to 8");
+    cfg.bitlinear_lm_head = ck.int_attr("bitlinear.lm_head") != 0;
+  }
   BG_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_head > 0 &&
                cfg.n_embd > 0 && cfg.n_embd % cfg.n_head == 0,
            "gpt", path, ": inconsistent model.* attributes");
@@ -54,9 +74,20 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
   cmp("n_head", a.n_head, b.n_head);
   cmp("n_embd", a.n_embd, b.n_embd);
   cmp("bias", a.bias, b.bias);
-  if (a.linear != b.linear)
-    d += std::string(d.empty() ? "" : ", ") + "linear " + linear_kind_name(a.linear) + " vs " +
-         linear_kind_name(b.linear);
+  if (a.linear.kind != b.linear.kind)
+    d += std::string(d.empty() ? "" : ", ") + "linear " + linear_kind_name(a.linear.kind) + " vs " +
+         linear_kind_name(b.linear.kind);
+  if (a.linear.kind == LinearKind::bitlinear && b.linear.kind == LinearKind::bitlinear) {
+    const BitLinearOptions &x = a.linear.bitlinear, &y = b.linear.bitlinear;
+    auto name = [&](const char* key, const std::string& u, const std::string& v) {
+      if (u != v) d += (d.empty() ? "" : ", ") + std::string(key) + " " + u + " vs " + v;
+    };
+    name("bitlinear.weight_scale", ternary_scale_name(x.weight_scale),
+         ternary_scale_name(y.weight_scale));
+    name("bitlinear.norm", bit_norm_name(x.act.norm), bit_norm_name(y.act.norm));
+    cmp("bitlinear.act_bits", x.act.bits, y.act.bits);
+    cmp("bitlinear.lm_head", a.bitlinear_lm_head, b.bitlinear_lm_head);
+  }
   if (a.gelu != b.gelu)
     d += std::string(d.empty() ? "" : ", ") + "gelu " + (a.gelu == GeluForm::erf ? "erf" : "tanh") +
          " vs " + (b.gelu == GeluForm::erf ? "erf" : "tanh");
@@ -116,8 +147,14 @@ Tensor GPT::embed(const Tensor& idx, Generator& gen) const {
 Tensor GPT::forward_from_embeddings(const Tensor& embedded, Generator& gen) const {
   Tensor x = embedded;
   for (const auto& block : blocks_) x = block->forward(x, gen);
-  // The LM head, tied to the token embedding.
-  return linear(ln_f_->forward_for_matmul(x), wte_->weight, Tensor(), compute_mode());
+  return head(ln_f_->forward_for_matmul(x));
+}
+
+Tensor GPT::head(const Tensor& h) const {
+  // Tied to the token embedding: its rows are the output features.
+  if (cfg_.bitlinear_lm_head)
+    return bitlinear(h, wte_->weight, Tensor(), cfg_.linear.bitlinear, compute_mode());
+  return linear(h, wte_->weight, Tensor(), compute_mode());
 }
 
 KVCache GPT::new_cache(int64_t batch, Device device, DType dtype) const {
@@ -140,8 +177,7 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) const {
     x = blocks_[i]->forward_cached(x, cache.k[i], cache.v[i], past);
   cache.length = past + t;
   const Tensor last = ln_f_->forward(x.slice(1, t - 1, t));
-  return linear(last, wte_->weight, Tensor(), compute_mode())
-      .reshape({idx.size(0), cfg_.vocab_size});
+  return head(last).reshape({idx.size(0), cfg_.vocab_size});
 }
 
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets, Generator& gen) const {

@@ -19,9 +19,11 @@ struct GPTConfig {
   double dropout = 0.0;
   bool bias = false;
   GeluForm gelu = GeluForm::tanh;  // part of the architecture: saved as model.gelu
-  // The projections' layer kind (model.linear; saved as such). The tied LM head is the token
-  // embedding's transpose, a dense product in the run's compute mode.
-  LinearKind linear = LinearKind::dense;
+  // The projections' layer kind and BitLinear's quantisers (model.linear, bitlinear.*; saved as
+  // such). The tied LM head is the token embedding's transpose: a dense product in the run's
+  // compute mode, or with bitlinear_lm_head (bitlinear.lm_head) a BitLinear product of it.
+  LinearSpec linear;
+  bool bitlinear_lm_head = false;
   // fused_causal_attention (one kernel per pass; on CUDA bf16 tensor cores, head dim 64, so only
   // under bf16 precision) or the composed matmul + causal_softmax + dropout + matmul (any
   // mode). Not part of the architecture: a checkpoint trained one way evaluates either way.
@@ -29,9 +31,10 @@ struct GPTConfig {
 };
 
 // The architecture as checkpoint attributes (model.vocab_size, model.block_size, model.n_layer,
-// model.n_head, model.n_embd, model.bias, model.gelu, model.linear), from which sample and eval
-// rebuild the model. Checkpoints without model.gelu were trained with the tanh form, without
-// model.linear with dense layers.
+// model.n_head, model.n_embd, model.bias, model.gelu, model.linear; with BitLinear also
+// bitlinear.weight_scale, bitlinear.act_bits, bitlinear.norm, bitlinear.lm_head), from which
+// sample and eval rebuild the model. Checkpoints without model.gelu were trained with the tanh
+// form, without model.linear with dense layers.
 void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg);
 GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path);
 // Empty when a and b are the same architecture; else what differs ("n_layer 2 vs 6").
@@ -76,6 +79,7 @@ class GPT : public Module {
   int64_t non_embedding_parameters() const;
 
  private:
+  Tensor head(const Tensor& h) const;  // the tied LM head on ln_f's output
   GPTConfig cfg_;
   std::shared_ptr<Embedding> wte_, wpe_;
   std::vector<std::shared_ptr<Block>> blocks_;

@@ -204,6 +204,14 @@ TrainResult Trainer::run() {
       break;
     }
     const double lr = cfg_.schedule.at(step);
+    if (cfg_.schedule.in_stage2(step) != in_stage2_) {
+      // The weight decay is a kernel argument, so a captured graph is captured again.
+      in_stage2_ = !in_stage2_;
+      const double wd = in_stage2_ ? cfg_.schedule.stage2_weight_decay : cfg_.adamw.weight_decay;
+      if (adamw_) adamw_->set_weight_decay(wd);
+      if (sgd_) sgd_->set_weight_decay(wd);
+      graph.reset();
+    }
     task_.before_step(step);
     if (cfg_.cuda_graph) hyper_.copy_(schedule_table_.slice(0, step, step + 1).reshape({3}));
     if (cfg_.cuda_graph && step - first_step >= 2) {  // two eager steps warm caches first

@@ -120,6 +120,7 @@ class Trainer {
   Tensor last_loss_;         // the last micro-batch's loss (device scalar)
   // record_every_loss / graphs: per-step losses on the device, folded into step_losses_.
   Tensor device_losses_, loss_buf_, hyper_, schedule_table_;
+  bool in_stage2_ = false;  // the optimizer's weight decay is the second stage's
   std::vector<float> step_losses_;
   int64_t folded_ = 0;
 };

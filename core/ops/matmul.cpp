@@ -227,6 +227,23 @@ Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consume
   return matmul_rows(a, b, mode, consumer, Rows::kept_apart);
 }
 
+Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mode,
+                        bool k_over_rows) {
+  check_float(a, "gradient_product", "a");
+  check_float(b, "gradient_product", "b");
+  check_same_device(a, b, "gradient_product");
+  check_mode(mode, a.device());
+  BG_CHECK(a.ndim() == 2 && b.ndim() == 2 && a.size(1) == b.size(0), "gradient_product",
+           "expects (M, K) @ (K, N), got ", shape_str(a.shape()), " @ ", shape_str(b.shape()));
+  ComputeMode run = mode;
+  const bool bf16 = a.is_cuda() && mode.precision == MatmulPrecision::bf16;
+  const DType operand = bf16 ? DType::bf16 : compute_dtype(a);
+  if (!bf16 && operand != DType::f32) run.precision = MatmulPrecision::fp32;
+  const DType out_dtype = bf16 ? DType::f32 : operand;
+  return product(a, b, {}, operand, out_dtype, run,
+                 k_over_rows ? Rows::summed_over : Rows::kept_apart);
+}
+
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const ComputeMode& mode,
               Consumer consumer) {
   BG_CHECK(weight.ndim() == 2, "linear", "weight must be (out, in), got ",

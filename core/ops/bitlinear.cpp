@@ -1,0 +1,168 @@
+// bitlinear.cpp: BitNet b1.58's ops (core/bitlinear.h): the quantisers, the exact int8 product
+// and the autograd op whose backward is the straight-through estimator.
+#include "../bitlinear.h"
+
+#include "../dispatch.h"
+#include "../ops.h"
+
+namespace bg {
+namespace {
+
+constexpr int64_t kRowAlign = 16;  // int8 rows padded to whole 16-byte groups
+
+// An (rows, k) i8 view of a (rows, k rounded up to 16) allocation: what the int8 kernels take.
+Tensor padded_int8(int64_t rows, int64_t k, Device device) {
+  const int64_t row = (k + kRowAlign - 1) / kRowAlign * kRowAlign;
+  return empty({rows, std::max<int64_t>(row, kRowAlign)}, DType::i8, device).slice(1, 0, k);
+}
+
+KView view_or_null(const Tensor& t) { return t.defined() ? t.kview() : null_view(); }
+
+}  // namespace
+
+const char* ternary_scale_name(TernaryScale s) {
+  return s == TernaryScale::absmean ? "absmean" : "absmedian";
+}
+
+bool parse_ternary_scale(const std::string& name, TernaryScale* out) {
+  if (name == "absmean")
+    *out = TernaryScale::absmean;
+  else if (name == "absmedian")
+    *out = TernaryScale::absmedian;
+  else
+    return false;
+  return true;
+}
+
+const char* bit_norm_name(BitNorm n) {
+  return n == BitNorm::rms ? "rmsnorm" : n == BitNorm::layer ? "layernorm" : "none";
+}
+
+bool parse_bit_norm(const std::string& name, BitNorm* out) {
+  if (name == "rmsnorm")
+    *out = BitNorm::rms;
+  else if (name == "layernorm")
+    *out = BitNorm::layer;
+  else if (name == "none")
+    *out = BitNorm::none;
+  else
+    return false;
+  return true;
+}
+
+TernaryWeights ternary_quantize(const Tensor& weight, TernaryScale method) {
+  check_float(weight, "ternary_quantize", "weight");
+  BG_CHECK(weight.ndim() == 2, "ternary_quantize", "weight must be (out, in), got ",
+           shape_str(weight.shape()));
+  const Tensor w = weight.detach().to(DType::f32).contiguous();
+  TernaryWeights out{padded_int8(w.size(0), w.size(1), w.device()),
+                     empty({}, DType::f32, w.device())};
+  ScratchArena scratch(w.device());
+  BG_DISPATCH(w.device(), ternary_quantize, out.q.kview(), out.beta.kview(), w.kview(), method,
+              scratch, stream_for(w.device()));
+  return out;
+}
+
+QuantizedActivations act_quantize(const Tensor& x, const ActQuantOptions& opt) {
+  check_float(x, "act_quantize", "input");
+  BG_CHECK(x.ndim() == 2, "act_quantize", "input must be (rows, features), got ",
+           shape_str(x.shape()));
+  BG_CHECK(opt.bits >= 2 && opt.bits <= 8, "act_quantize", "act_bits must be in [2, 8], got ",
+           opt.bits);
+  BG_CHECK(opt.eps > 0, "act_quantize", "eps must be positive, got ", opt.eps);
+  const Tensor xc = compute_input(x);
+  const int64_t m = xc.size(0), k = xc.size(1);
+  const DType sd = stats_dtype(xc.dtype());
+  QuantizedActivations out;
+  out.q = padded_int8(m, k, x.device());
+  out.step = empty({m}, sd, x.device());
+  if (opt.norm != BitNorm::none) out.rstd = empty({m}, sd, x.device());
+  if (opt.norm == BitNorm::layer) out.mean = empty({m}, sd, x.device());
+  BG_DISPATCH(x.device(), act_quantize, out.q.kview(), out.step.kview(), view_or_null(out.mean),
+              view_or_null(out.rstd), xc.kview(), opt, stream_for(x.device()));
+  return out;
+}
+
+Tensor int8_linear(const QuantizedActivations& x, const TernaryWeights& w, const Tensor& bias,
+                   DType out_dtype) {
+  BG_CHECK(x.q.size(1) == w.q.size(1), "int8_linear", "activations have ", x.q.size(1),
+           " features, the weights ", w.q.size(1));
+  const int64_t n = w.q.size(0);
+  Tensor b;
+  if (bias.defined()) {
+    BG_CHECK(bias.ndim() == 1 && bias.size(0) == n, "int8_linear", "bias ", shape_str(bias.shape()),
+             " does not match ", n, " outputs");
+    b = bias.detach().to(x.step.dtype()).contiguous();
+  }
+  Tensor y = empty({x.q.size(0), n}, out_dtype, x.q.device());
+  BG_DISPATCH(y.device(), int8_linear, y.kview(), x.q.kview(), w.q.kview(), x.step.kview(),
+              w.beta.kview(), view_or_null(b), stream_for(y.device()));
+  return y;
+}
+
+Tensor int8_dequantize(const Tensor& q, const Tensor& row_scale, const Tensor& tensor_scale,
+                       DType out_dtype) {
+  Tensor out = empty({q.size(0), q.size(1)}, out_dtype, q.device());
+  BG_DISPATCH(q.device(), int8_dequantize, out.kview(), q.kview(), view_or_null(row_scale),
+              view_or_null(tensor_scale), stream_for(q.device()));
+  return out;
+}
+
+Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                 const BitLinearOptions& opt, const ComputeMode& mode, Consumer consumer) {
+  check_float(x, "bitlinear", "input");
+  check_float(weight, "bitlinear", "weight");
+  check_same_device(x, weight, "bitlinear");
+  BG_CHECK(weight.ndim() == 2, "bitlinear", "weight must be (out, in), got ",
+           shape_str(weight.shape()));
+  BG_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "bitlinear", "input ",
+           shape_str(x.shape()), " does not match weight ", shape_str(weight.shape()));
+  BG_CHECK(mode.on(x.device()) == mode, "bitlinear", precision_name(mode.precision),
+           " precision is a CUDA mode; the CPU computes fp32");
+  const int64_t k = weight.size(1), n = weight.size(0);
+  Shape out_shape = x.shape();
+  out_shape.back() = n;
+  const Tensor xc = compute_input(x.reshape({-1, k}));
+  const TernaryWeights wq = ternary_quantize(weight, opt.weight_scale);
+  const QuantizedActivations xq = act_quantize(xc, opt.act);
+  // The statistics' dtype is the computation's: f64 for f64 inputs (gradient checks), else f32.
+  const DType natural = xq.step.dtype();
+  const DType out_dtype = stored_dtype(mode, consumer, natural, x.device());
+  Tensor y = int8_linear(xq, wq, bias, out_dtype);
+  const DType x_dtype = x.dtype(), w_dtype = weight.dtype();
+  const DType b_dtype = bias.defined() ? bias.dtype() : natural;
+  const Shape x_shape = x.shape();
+  const bool has_bias = bias.defined();
+  const ActQuantOptions act = opt.act;
+  // Under bf16 precision the surrogate operands are dequantised straight to bf16 (one rounding);
+  // otherwise in the computation's dtype.
+  const DType operand =
+      x.is_cuda() && mode.precision == MatmulPrecision::bf16 ? DType::bf16 : natural;
+  record(y, "bitlinear", {x, weight, bias}, [=](const Tensor& g) {
+    const Tensor g2 = g.reshape({-1, n});
+    // dy rounded to the operand dtype once for both products, contiguous, so the weight
+    // gradient's transposed operand is a view and not a strided cast.
+    const Tensor g_op = g2.dtype() == operand ? g2.contiguous() : g2.contiguous().to(operand);
+    const Tensor w_tilde = int8_dequantize(wq.q, Tensor(), wq.beta, operand);
+    const Tensor x_tilde = int8_dequantize(xq.q, xq.step, Tensor(), operand);
+    const Tensor dxn = gradient_product(g_op, w_tilde, mode, false);
+    const Tensor dw = gradient_product(g_op.transpose(0, 1), x_tilde, mode, true);
+    Tensor dx;
+    if (act.norm == BitNorm::none) {
+      dx = dxn;
+    } else {
+      const Tensor dy = incoming_gradient(dxn.to(xc.dtype()), xc.dtype());
+      dx = empty(xc.shape(), xc.dtype(), xc.device());
+      ScratchArena scratch(xc.device());
+      BG_DISPATCH(xc.device(), layernorm_backward, dx.kview(), null_view(), null_view(),
+                  null_view(), dy.kview(), xc.kview(), null_view(), view_or_null(xq.mean),
+                  xq.rstd.kview(), act.norm == BitNorm::rms, scratch, stream_for(xc.device()));
+    }
+    return std::vector<Tensor>{compute_output(dx, x_dtype).reshape(x_shape),
+                               compute_output(dw, w_dtype),
+                               has_bias ? sum(g2.to(natural), {0}).to(b_dtype) : Tensor()};
+  });
+  return y.reshape(out_shape);
+}
+
+}  // namespace bg

@@ -1,0 +1,175 @@
+// bitlinear.cpp (CPU): BitNet b1.58's quantisers, the exact int8 product and the dequantiser:
+// the reference the CUDA kernels (kernels/cuda/bitlinear.cu, int8_gemm.cu) equal bit for bit.
+// Every reduction here follows the order kernel_list.h states, and every rounding is spelled out
+// (std::fma where CUDA fuses, nothing left for the compiler to contract).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu_common.h"
+#include "cpu_kernels.h"
+
+namespace bg::cpu {
+namespace {
+
+constexpr int64_t kAbsSumChunk = 4096;  // elements per first-stage partial (CUDA: one block)
+constexpr int kTreeWidth = 256;         // threads per block: lanes of each stage's tree
+constexpr float kMinScale = 1e-5f;      // BitNet's clamp of both scales
+
+// Sums kTreeWidth f64 lanes by halving strides, as a CUDA block does in shared memory.
+double tree_sum(double* lane) {
+  for (int stride = kTreeWidth / 2; stride > 0; stride /= 2)
+    for (int t = 0; t < stride; ++t) lane[t] += lane[t + stride];
+  return lane[0];
+}
+
+// Lane t of a stage sums value(t), value(t + 256), ... in order; then the tree.
+template <typename F>
+double stage_sum(int64_t n, F&& value) {
+  double lane[kTreeWidth] = {};
+  for (int t = 0; t < kTreeWidth; ++t)
+    for (int64_t i = t; i < n; i += kTreeWidth) lane[t] += value(i);
+  return tree_sum(lane);
+}
+
+// The 32 lane partials of a row folded by an xor butterfly (CUDA's __shfl_xor_sync): every lane
+// ends with the same value, lane 0's is returned.
+template <typename A>
+A butterfly(A* p) {
+  for (int off = 16; off > 0; off /= 2) {
+    A next[32];
+    for (int i = 0; i < 32; ++i) next[i] = p[i] + p[i ^ off];
+    std::copy(next, next + 32, p);
+  }
+  return p[0];
+}
+
+template <typename A, typename F>
+A lane_sum(int64_t n, F&& term) {  // term(e, acc) -> acc with element e folded in
+  A p[32] = {};
+  for (int64_t e = 0; e < n; ++e) {
+    A& lane = p[(e / 4) % 32];
+    lane = term(e, lane);
+  }
+  return butterfly(p);
+}
+
+}  // namespace
+
+void ternary_quantize(const KView& wq, const KView& beta, const KView& w, TernaryScale method,
+                      Scratch&, StreamHandle) {
+  if (w.dtype != DType::f32 || wq.dtype != DType::i8 || beta.dtype != DType::f32)
+    kernel_fail("ternary_quantize", "expects f32 weights, i8 output and an f32 scale");
+  const int64_t n_rows = wq.shape[0], k = wq.shape[1], row = wq.strides[0], n = n_rows * k;
+  const float* src = ptr<float>(w);
+  float b = 0.0f;
+  if (method == TernaryScale::absmean) {
+    const int64_t chunks = (n + kAbsSumChunk - 1) / kAbsSumChunk;
+    std::vector<double> partial(size_t(std::max<int64_t>(chunks, 1)), 0.0);
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t base = c * kAbsSumChunk, len = std::min(kAbsSumChunk, n - base);
+      partial[size_t(c)] =
+          stage_sum(len, [&](int64_t i) { return double(std::fabs(src[base + i])); });
+    }
+    const double total = stage_sum(chunks, [&](int64_t i) { return partial[size_t(i)]; });
+    b = n ? float(total / double(n)) : 0.0f;
+  } else {
+    std::vector<float> mag(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) mag[size_t(i)] = std::fabs(src[i]);
+    if (n) {
+      auto mid = mag.begin() + (n - 1) / 2;  // the lower median, as torch.median
+      std::nth_element(mag.begin(), mid, mag.end());
+      b = *mid;
+    }
+  }
+  b = std::max(b, kMinScale);
+  *ptr<float>(beta) = b;
+  int8_t* dst = ptr<int8_t>(wq);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    int8_t* out = dst + r * row;
+    for (int64_t j = 0; j < k; ++j)
+      out[j] = int8_t(std::clamp(std::nearbyint(src[r * k + j] / b), -1.0f, 1.0f));
+    std::memset(out + k, 0, size_t(row - k));
+  }
+}
+
+void act_quantize(const KView& xq, const KView& step, const KView& mean, const KView& rstd,
+                  const KView& x, const ActQuantOptions& opt, StreamHandle) {
+  if (xq.dtype != DType::i8) kernel_fail("act_quantize", "xq must be i8");
+  dispatch_float(x.dtype, "act_quantize", [&](auto zero) {
+    using T = decltype(zero);
+    const int64_t m = xq.shape[0], k = xq.shape[1], row = xq.strides[0];
+    const T q_max = T((1 << (opt.bits - 1)) - 1), q_min = -q_max - T(1);
+    const T eps = T(opt.eps), min_scale = T(kMinScale);
+    for (int64_t r = 0; r < m; ++r) {
+      const T* xr = ptr<T>(x) + r * k;
+      T mu = 0, rs = 1;
+      if (opt.norm == BitNorm::layer)
+        mu = lane_sum<T>(k, [&](int64_t e, T acc) { return acc + xr[e]; }) / T(k);
+      if (opt.norm != BitNorm::none) {
+        const T ss =
+            lane_sum<T>(k, [&](int64_t e, T acc) { return std::fma(xr[e] - mu, xr[e] - mu, acc); });
+        rs = T(1) / std::sqrt(ss / T(k) + eps);
+      }
+      auto normed = [&](int64_t e) {
+        return opt.norm == BitNorm::none ? xr[e] : (xr[e] - mu) * rs;
+      };
+      T gamma = 0;
+      for (int64_t e = 0; e < k; ++e) gamma = std::max(gamma, std::fabs(normed(e)));
+      gamma = std::max(gamma, min_scale);
+      const T inv = q_max / gamma;
+      int8_t* out = ptr<int8_t>(xq) + r * row;
+      for (int64_t e = 0; e < k; ++e)
+        out[e] = int8_t(std::clamp(std::nearbyint(normed(e) * inv), q_min, q_max));
+      std::memset(out + k, 0, size_t(row - k));
+      ptr<T>(step)[r] = gamma / q_max;
+      if (rstd.data) ptr<T>(rstd)[r] = rs;
+      if (mean.data) ptr<T>(mean)[r] = mu;
+    }
+  });
+}
+
+void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& step,
+                 const KView& beta, const KView& bias, StreamHandle) {
+  using IntMatrix = Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Int8Map =
+      Eigen::Map<const Eigen::Matrix<int8_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+                 Eigen::OuterStride<>>;
+  const int64_t m = xq.shape[0], k = xq.shape[1], n = wq.shape[0];
+  const Int8Map a(ptr<int8_t>(xq), m, k, Eigen::OuterStride<>(xq.strides[0]));
+  const Int8Map b(ptr<int8_t>(wq), n, k, Eigen::OuterStride<>(wq.strides[0]));
+  // Integer products and sums are exact in int32 (|acc| <= 128 K), so Eigen's blocking order
+  // cannot change a bit.
+  const IntMatrix acc = a.cast<int32_t>() * b.cast<int32_t>().transpose();
+  const float scale = *ptr<float>(beta);
+  dispatch_float(y.dtype, "int8_linear", [&](auto zero) {
+    using T = decltype(zero);
+    const T* s = ptr<T>(step);
+    const T* bv = ptr<T>(bias);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const T t = T(acc(i, j)) * s[i];
+        ptr<T>(y)[i * n + j] = std::fma(t, T(scale), bv ? bv[j] : T(0));
+      }
+  });
+}
+
+void int8_dequantize(const KView& out, const KView& q, const KView& row_scale,
+                     const KView& tensor_scale, StreamHandle) {
+  dispatch_float(out.dtype, "int8_dequantize", [&](auto zero) {
+    using T = decltype(zero);
+    const int64_t r = q.shape[0], c = q.shape[1];
+    const T* rs = ptr<T>(row_scale);
+    const float* ts = ptr<float>(tensor_scale);
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        T v = T(ptr<int8_t>(q)[i * q.strides[0] + j]);
+        if (rs) v = v * rs[i];
+        if (ts) v = v * T(*ts);
+        ptr<T>(out)[i * c + j] = v;
+      }
+  });
+}
+
+}  // namespace bg::cpu

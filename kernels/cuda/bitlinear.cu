@@ -1,0 +1,238 @@
+// bitlinear.cu: BitNet b1.58's quantisers and the dequantiser on CUDA (the int8 product is
+// int8_gemm.cu). Each equals kernels/cpu/bitlinear.cpp bit for bit: the same reduction trees,
+// IEEE roundings spelled out (__fdiv_rn, __fsqrt_rn, __fmaf_rn), rint's ties to even.
+//
+// The weight scale: absmean sums |w| in f64, 4096 elements per block (thread t: elements t,
+// t + 256, ... in order, then a shared-memory tree), then one block sums the partials the same
+// way. absmedian is a radix select over the bits of |w| (non-negative floats order as their
+// bits): four passes of 8-bit histograms whose integer counts no order can change.
+#include <cstdint>
+
+#include "cuda_common.cuh"
+#include "cuda_kernels.h"
+
+namespace bg::cuda {
+namespace {
+
+constexpr int kTree = 256;
+constexpr int64_t kAbsSumChunk = 4096;
+constexpr float kMinScale = 1e-5f;
+
+__device__ double block_tree_sum(double v, double* lane) {
+  lane[threadIdx.x] = v;
+  __syncthreads();
+  for (int stride = kTree / 2; stride > 0; stride /= 2) {
+    if (int(threadIdx.x) < stride) lane[threadIdx.x] += lane[threadIdx.x + stride];
+    __syncthreads();
+  }
+  return lane[0];
+}
+
+__global__ void abs_sum_chunks(double* partial, const float* w, int64_t n) {
+  __shared__ double lane[kTree];
+  const int64_t base = int64_t(blockIdx.x) * kAbsSumChunk;
+  const int64_t len = min(kAbsSumChunk, n - base);
+  double acc = 0;
+  for (int64_t i = threadIdx.x; i < len; i += kTree) acc += double(fabsf(w[base + i]));
+  const double s = block_tree_sum(acc, lane);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+__global__ void abs_mean_finish(float* beta, const double* partial, int64_t chunks, int64_t n) {
+  __shared__ double lane[kTree];
+  double acc = 0;
+  for (int64_t i = threadIdx.x; i < chunks; i += kTree) acc += partial[i];
+  const double total = block_tree_sum(acc, lane);
+  if (threadIdx.x == 0) *beta = fmaxf(n ? float(total / double(n)) : 0.0f, kMinScale);
+}
+
+// Radix select state: the high bits found so far, and the rank still sought among the
+// elements that share them.
+struct SelectState {
+  uint32_t prefix;
+  uint32_t rank;
+};
+
+__global__ void radix_histogram(uint32_t* hist, const SelectState* st, const float* w, int64_t n,
+                                int shift) {
+  __shared__ uint32_t local[256];
+  local[threadIdx.x] = 0;
+  __syncthreads();
+  const uint32_t high_mask = shift == 24 ? 0u : ~0u << (shift + 8);
+  const uint32_t prefix = st->prefix & high_mask;
+  BG_GRID_LOOP(i, n) {
+    const uint32_t key = __float_as_uint(fabsf(w[i]));
+    if ((key & high_mask) == prefix) atomicAdd(&local[(key >> shift) & 255u], 1u);
+  }
+  __syncthreads();
+  if (local[threadIdx.x]) atomicAdd(&hist[threadIdx.x], local[threadIdx.x]);
+}
+
+__global__ void radix_pick(SelectState* st, uint32_t* hist, int shift, float* beta) {
+  uint32_t below = 0, bin = 0;
+  for (; bin < 255; ++bin) {
+    if (below + hist[bin] > st->rank) break;
+    below += hist[bin];
+  }
+  st->rank -= below;
+  st->prefix |= bin << shift;
+  for (int i = 0; i < 256; ++i) hist[i] = 0;  // ready for the next pass
+  if (shift == 0) *beta = fmaxf(__uint_as_float(st->prefix), kMinScale);
+}
+
+__global__ void ternary_round(int8_t* wq, const float* w, const float* beta, int64_t rows,
+                              int64_t k, int64_t row) {
+  const float b = *beta;
+  BG_GRID_LOOP(i, rows * row) {
+    const int64_t r = i / row, j = i - r * row;
+    wq[i] = j < k ? int8_t(fminf(fmaxf(rintf(__fdiv_rn(w[r * k + j], b)), -1.0f), 1.0f)) : 0;
+  }
+}
+
+// One warp per row. Element e belongs to lane (e / 4) % 32; a lane folds its elements in order.
+template <typename T>
+__global__ void act_quantize_rows(int8_t* xq, float* step, float* mean_out, float* rstd_out,
+                                  const T* x, int64_t m, int64_t k, int64_t row, BitNorm norm,
+                                  float q_max, float eps) {
+  const int lane = threadIdx.x & 31;
+  const int64_t r = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= m) return;
+  const T* xr = x + r * k;
+  auto for_lane = [&](auto&& f) {
+    for (int64_t g = int64_t(lane) * 4; g < k; g += 128)
+      for (int64_t e = g; e < min(g + 4, k); ++e) f(e, to_float(xr[e]));
+  };
+  float mu = 0.0f, rs = 1.0f;
+  if (norm == BitNorm::layer) {
+    float s = 0.0f;
+    for_lane([&](int64_t, float v) { s = __fadd_rn(s, v); });
+    mu = __fdiv_rn(warp_sum(s), float(k));
+  }
+  if (norm != BitNorm::none) {
+    float ss = 0.0f;
+    for_lane([&](int64_t, float v) {
+      const float d = __fsub_rn(v, mu);
+      ss = __fmaf_rn(d, d, ss);
+    });
+    rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(warp_sum(ss), float(k)), eps)));
+  }
+  auto normed = [&](float v) {
+    return norm == BitNorm::none ? v : __fmul_rn(__fsub_rn(v, mu), rs);
+  };
+  float gamma = 0.0f;
+  for_lane([&](int64_t, float v) { gamma = fmaxf(gamma, fabsf(normed(v))); });
+  gamma = fmaxf(warp_max(gamma), kMinScale);
+  const float inv = __fdiv_rn(q_max, gamma);
+  int8_t* out = xq + r * row;
+  for_lane([&](int64_t e, float v) {
+    out[e] = int8_t(fminf(fmaxf(rintf(__fmul_rn(normed(v), inv)), -q_max - 1.0f), q_max));
+  });
+  for (int64_t e = k + lane; e < row; e += 32) out[e] = 0;
+  if (lane == 0) {
+    step[r] = __fdiv_rn(gamma, q_max);
+    if (rstd_out) rstd_out[r] = rs;
+    if (mean_out) mean_out[r] = mu;
+  }
+}
+
+// Four bytes of a row per thread (rows are 16-byte aligned, so a char4 load when the four lie
+// inside the row), rows over grid.y.
+template <typename O>
+__global__ void dequantize(O* out, const int8_t* q, const float* row_scale,
+                           const float* tensor_scale, int64_t rows, int64_t cols, int64_t row) {
+  const int64_t c0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
+  if (c0 >= cols) return;
+  const float ts = tensor_scale ? *tensor_scale : 1.0f;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const int8_t* src = q + r * row + c0;
+    int8_t v[4];
+    if (c0 + 4 <= cols) {
+      const char4 c = *reinterpret_cast<const char4*>(src);
+      v[0] = c.x, v[1] = c.y, v[2] = c.z, v[3] = c.w;
+    } else {
+      for (int j = 0; j < 4; ++j) v[j] = c0 + j < cols ? src[j] : 0;
+    }
+    const float rs = row_scale ? row_scale[r] : 1.0f;
+    for (int j = 0; j < 4 && c0 + j < cols; ++j) {
+      float x = float(v[j]);
+      if (row_scale) x = __fmul_rn(x, rs);
+      if (tensor_scale) x = __fmul_rn(x, ts);
+      out[r * cols + c0 + j] = from_float<O>(x);
+    }
+  }
+}
+
+}  // namespace
+
+void ternary_quantize(const KView& wq, const KView& beta, const KView& w, TernaryScale method,
+                      Scratch& scratch, StreamHandle stream) {
+  if (w.dtype != DType::f32 || wq.dtype != DType::i8 || beta.dtype != DType::f32)
+    kernel_fail("ternary_quantize", "expects f32 weights, i8 output and an f32 scale");
+  const cudaStream_t s = as_stream(stream);
+  const int64_t rows = wq.shape[0], k = wq.shape[1], row = wq.strides[0], n = rows * k;
+  const float* src = static_cast<const float*>(w.data);
+  float* b = static_cast<float*>(beta.data);
+  if (method == TernaryScale::absmean) {
+    const int64_t chunks = (n + kAbsSumChunk - 1) / kAbsSumChunk;
+    double* partial = static_cast<double*>(scratch.get(size_t(std::max<int64_t>(chunks, 1)) * 8));
+    if (chunks) abs_sum_chunks<<<unsigned(chunks), kTree, 0, s>>>(partial, src, n);
+    abs_mean_finish<<<1, kTree, 0, s>>>(b, partial, chunks, n);
+  } else {
+    auto* mem = static_cast<uint8_t*>(scratch.get(256 * 4 + sizeof(SelectState)));
+    auto* hist = reinterpret_cast<uint32_t*>(mem);
+    auto* st = reinterpret_cast<SelectState*>(mem + 256 * 4);
+    const SelectState init{0u, n ? uint32_t((n - 1) / 2) : 0u};
+    BG_CUDA_CHECK(cudaMemsetAsync(hist, 0, 256 * 4, s));
+    BG_CUDA_CHECK(cudaMemcpyAsync(st, &init, sizeof(init), cudaMemcpyHostToDevice, s));
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      radix_histogram<<<grid_for(n, 256, 2048), 256, 0, s>>>(hist, st, src, n, shift);
+      radix_pick<<<1, 1, 0, s>>>(st, hist, shift, b);
+    }
+  }
+  BG_CUDA_LAUNCH_CHECK();
+  ternary_round<<<grid_for(rows * row, 256), 256, 0, s>>>(static_cast<int8_t*>(wq.data), src, b,
+                                                          rows, k, row);
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+void act_quantize(const KView& xq, const KView& step, const KView& mean, const KView& rstd,
+                  const KView& x, const ActQuantOptions& opt, StreamHandle stream) {
+  if (xq.dtype != DType::i8 || step.dtype != DType::f32)
+    kernel_fail("act_quantize", "xq must be i8 and step f32");
+  const int64_t m = xq.shape[0], k = xq.shape[1], row = xq.strides[0];
+  if (m == 0) return;
+  const float q_max = float((1 << (opt.bits - 1)) - 1);
+  constexpr int kWarps = 8;
+  dispatch_float(x.dtype, "act_quantize", [&](auto zero) {
+    using T = decltype(zero);
+    act_quantize_rows<T>
+        <<<unsigned((m + kWarps - 1) / kWarps), kWarps * 32, 0, as_stream(stream)>>>(
+            static_cast<int8_t*>(xq.data), static_cast<float*>(step.data),
+            static_cast<float*>(mean.data), static_cast<float*>(rstd.data),
+            static_cast<const T*>(x.data), m, k, row, opt.norm, q_max, float(opt.eps));
+  });
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+void int8_dequantize(const KView& out, const KView& q, const KView& row_scale,
+                     const KView& tensor_scale, StreamHandle stream) {
+  const int64_t rows = q.shape[0], cols = q.shape[1];
+  if (rows * cols == 0) return;
+  const auto* rs = static_cast<const float*>(row_scale.data);
+  const auto* ts = static_cast<const float*>(tensor_scale.data);
+  const auto* qp = static_cast<const int8_t*>(q.data);
+  const cudaStream_t s = as_stream(stream);
+  const dim3 grid(unsigned((cols + 1023) / 1024), unsigned(std::min<int64_t>(rows, 65535)));
+  if (out.dtype == DType::f32)
+    dequantize<<<grid, 256, 0, s>>>(static_cast<float*>(out.data), qp, rs, ts, rows, cols,
+                                    q.strides[0]);
+  else if (out.dtype == DType::bf16)
+    dequantize<<<grid, 256, 0, s>>>(static_cast<__nv_bfloat16*>(out.data), qp, rs, ts, rows, cols,
+                                    q.strides[0]);
+  else
+    kernel_fail("int8_dequantize",
+                std::string("out must be f32 or bf16, got ") + dtype_name(out.dtype));
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace bg::cuda

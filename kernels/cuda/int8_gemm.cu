@@ -1,0 +1,175 @@
+// int8_gemm.cu: BitLinear's training product y = x_q W_q^T on int8 tensor cores, rescaled in
+// the epilogue. x_q and W_q are exact small integers, so an int8 x int8 -> int32 mma gives the
+// exact integer product at twice the bf16 rate, and no order of the K loop can change a bit:
+// the result equals the CPU's Eigen product, batch-invariant and deterministic by construction.
+//
+// Tiles of 128 x 128 outputs over K steps of 64 bytes, 8 warps of 64 x 32, mma.sync m16n8k32
+// (s8 in, s32 accumulate) fed by ldmatrix from shared rows padded to 80 bytes (the 8 rows of an
+// ldmatrix phase then fall in distinct banks), three cp.async stages in flight. Operand rows are
+// 16-byte aligned with zeros past K (the quantisers write them), so every load is a whole
+// 16-byte group and the K tail needs no special case. Epilogue, per output:
+// y = fma(float(acc) * step[m], beta, bias[n] or 0), as kernels/cpu/bitlinear.cpp.
+#include <cstdint>
+
+#include "cuda_common.cuh"
+#include "cuda_kernels.h"
+
+namespace bg::cuda {
+namespace {
+
+constexpr int kBM = 128, kBN = 128, kBK = 64, kStages = 3, kThreads = 256;
+constexpr int kPitch = kBK + 16;  // bytes per shared row
+constexpr int kStageBytes = (kBM + kBN) * kPitch;
+constexpr int kSmemBytes = kStages * kStageBytes;
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  const int bytes = valid ? 16 : 0;  // 0: the 16 bytes are zero-filled
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                            uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void mma_s8(int32_t* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Copies one K step of the block's x_q rows and W_q rows into a stage: 2 x 512 groups of 16.
+__device__ __forceinline__ void load_stage(uint8_t* stage, const int8_t* xq, const int8_t* wq,
+                                           int64_t m, int64_t n, int64_t lda, int64_t ldb,
+                                           int64_t k16, int64_t m0, int64_t n0, int64_t k0) {
+  for (int c = threadIdx.x; c < 2 * kBM * 4; c += kThreads) {
+    const bool is_b = c >= kBM * 4;
+    const int local = is_b ? c - kBM * 4 : c;
+    const int r = local / 4, g = local % 4;
+    const int64_t kb = k0 + g * 16;
+    const int64_t grow = (is_b ? n0 : m0) + r;
+    const bool valid = grow < (is_b ? n : m) && kb < k16;
+    const int8_t* base = is_b ? wq : xq;
+    const int8_t* src = valid ? base + grow * (is_b ? ldb : lda) + kb : base;
+    cp_async16(smem_addr(stage + (is_b ? kBM + r : r) * kPitch + g * 16), src, valid);
+  }
+}
+
+template <typename O>
+__global__ void __launch_bounds__(kThreads)
+    int8_gemm_kernel(O* y, const int8_t* xq, const int8_t* wq, const float* step, const float* beta,
+                     const float* bias, int64_t m, int64_t n, int64_t k16, int64_t lda,
+                     int64_t ldb) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wm = warp / 4, wn = warp % 4;  // 2 x 4 warps of 64 x 32 outputs
+  const int64_t m0 = int64_t(blockIdx.y) * kBM, n0 = int64_t(blockIdx.x) * kBN;
+  const int64_t steps = (k16 + kBK - 1) / kBK;
+
+  int32_t acc[4][4][4] = {};
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < steps) load_stage(smem + s * kStageBytes, xq, wq, m, n, lda, ldb, k16, m0, n0, s * kBK);
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  for (int64_t kt = 0; kt < steps; ++kt) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
+    __syncthreads();  // stage kt is in; every warp is done with stage kt - 1
+    const int64_t next = kt + kStages - 1;
+    if (next < steps)
+      load_stage(smem + (next % kStages) * kStageBytes, xq, wq, m, n, lda, ldb, k16, m0, n0,
+                 next * kBK);
+    asm volatile("cp.async.commit_group;\n" ::);
+    const uint8_t* a_tile = smem + (kt % kStages) * kStageBytes;
+    const uint8_t* b_tile = a_tile + kBM * kPitch;
+#pragma unroll
+    for (int kk = 0; kk < kBK / 32; ++kk) {
+      uint32_t a[4][4], b[4][2];
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi) {
+        const int r = wm * 64 + mi * 16 + lane % 16;
+        ldmatrix_x4(smem_addr(a_tile + r * kPitch + kk * 32 + (lane / 16) * 16), a[mi][0], a[mi][1],
+                    a[mi][2], a[mi][3]);
+      }
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        const int r = wn * 32 + p * 16 + lane % 8 + (lane / 16) * 8;
+        ldmatrix_x4(smem_addr(b_tile + r * kPitch + kk * 32 + ((lane / 8) % 2) * 16), b[2 * p][0],
+                    b[2 * p][1], b[2 * p + 1][0], b[2 * p + 1][1]);
+      }
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) mma_s8(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+    }
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::);
+
+  const float scale = *beta;
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int64_t row = m0 + wm * 64 + mi * 16 + g + half * 8;
+      if (row >= m) continue;
+      const float s = step[row];
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int64_t col = n0 + wn * 32 + ni * 8 + 2 * t + j;
+          if (col >= n) continue;
+          const float v = __fmul_rn(float(acc[mi][ni][half * 2 + j]), s);
+          y[row * n + col] = from_float<O>(__fmaf_rn(v, scale, bias ? bias[col] : 0.0f));
+        }
+    }
+}
+
+template <typename O>
+void launch(const KView& y, const KView& xq, const KView& wq, const KView& step, const KView& beta,
+            const KView& bias, cudaStream_t stream) {
+  static bool configured = false;  // one attribute call per instantiation (over 48 KB of smem)
+  if (!configured) {
+    BG_CUDA_CHECK(cudaFuncSetAttribute(int8_gemm_kernel<O>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    configured = true;
+  }
+  const int64_t m = xq.shape[0], k = xq.shape[1], n = wq.shape[0];
+  const dim3 grid(unsigned((n + kBN - 1) / kBN), unsigned((m + kBM - 1) / kBM));
+  int8_gemm_kernel<O><<<grid, kThreads, kSmemBytes, stream>>>(
+      static_cast<O*>(y.data), static_cast<const int8_t*>(xq.data),
+      static_cast<const int8_t*>(wq.data), static_cast<const float*>(step.data),
+      static_cast<const float*>(beta.data), static_cast<const float*>(bias.data), m, n,
+      (k + 15) / 16 * 16, xq.strides[0], wq.strides[0]);
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& step,
+                 const KView& beta, const KView& bias, StreamHandle stream) {
+  const int64_t m = xq.shape[0], k = xq.shape[1], n = wq.shape[0];
+  auto aligned = [](const KView& v) {
+    return reinterpret_cast<uintptr_t>(v.data) % 16 == 0 && v.strides[0] % 16 == 0;
+  };
+  if (xq.dtype != DType::i8 || wq.dtype != DType::i8 || wq.shape[1] != k || !aligned(xq) ||
+      !aligned(wq) || xq.strides[0] < (k + 15) / 16 * 16 || wq.strides[0] < (k + 15) / 16 * 16)
+    kernel_fail("int8_linear", "operands must be i8 rows of K, 16-byte aligned, zero-padded");
+  if (m == 0 || n == 0) return;
+  if (y.dtype == DType::f32)
+    launch<float>(y, xq, wq, step, beta, bias, as_stream(stream));
+  else if (y.dtype == DType::bf16)
+    launch<__nv_bfloat16>(y, xq, wq, step, beta, bias, as_stream(stream));
+  else
+    kernel_fail("int8_linear", std::string("y must be f32 or bf16, got ") + dtype_name(y.dtype));
+}
+
+}  // namespace bg::cuda
