@@ -48,8 +48,7 @@ TrainConfig read_train_config(ConfigReader& r) {
     for (const char* k :
          {"block_size", "n_head", "bias", "attention", "vocab_size", "gelu", "linear"})
       r.not_used(std::string("model.") + k, other_model);
-    for (const char* k : {"weight_scale", "act_bits", "norm", "lm_head"})
-      r.not_used(std::string("bitlinear.") + k, other_model);
+    r.not_used("bitlinear", other_model);
   } else {
     c.gpt.block_size = r.integer("model.block_size", 256, 1, 1 << 20);
     c.gpt.n_layer = r.integer("model.n_layer", 6, 1, 256);
@@ -75,8 +74,7 @@ TrainConfig read_train_config(ConfigReader& r) {
                      &o.act.norm);
       c.gpt.bitlinear_lm_head = r.boolean("bitlinear.lm_head", false);
     } else {
-      for (const char* k : {"weight_scale", "act_bits", "norm", "lm_head"})
-        r.not_used(std::string("bitlinear.") + k, "model.linear is " + linear);
+      r.not_used("bitlinear", "model.linear is " + linear);
     }
     // tanh: GPT-2 and llm.c; erf: nanoGPT's nn.GELU(), so nanoGPT evaluates the model exactly.
     c.gpt.gelu =

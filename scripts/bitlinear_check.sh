@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bitlinear_check.sh: issue 16's device pass. The whole test suite (the BitLinear CUDA cases
-# included); the Baby GPT's step time and peak memory, bf16 dense against BitNet (interleaved,
-# twice); then full 5000-step BitNet runs of configs/shakespeare_char_bitnet.yaml at n_embd 384
-# (absmean) and 768 (absmean, absmedian). Under $OUT: gpu.txt, tests.log, summary.txt and
+# included); bitgrad bench bitlinear; the Baby GPT's step time and peak memory, bf16 dense
+# against BitNet (interleaved, twice); then full 5000-step BitNet runs of
+# configs/shakespeare_char_bitnet.yaml (FULL="c384_absmean c768_absmean c768_absmedian" picks
+# them; default all three). Under $OUT: gpu.txt, tests.log, bitlinear.json, summary.txt and
 # logs.tgz (every run's log and metrics.csv).
 # Needs the bundle (scripts/make_device_bundle.sh) and runs/data/tinyshakespeare.txt.
 set -uo pipefail
@@ -13,8 +14,9 @@ summary="$out/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt" > "$summary"
 if [ -z "${SKIP_TESTS:-}" ]; then
   .bundle/bitgrad_tests > "$out/tests.log" 2>&1
-  grep -E "ERROR|THREW|test cases|assertions" "$out/tests.log" | head -40 | tee -a "$summary"
+  grep -E "ERROR|THREW|CRASH|test cases|assertions" "$out/tests.log" | head -40 | tee -a "$summary"
 fi
+$bin bench bitlinear --out "$out/bitlinear.json" 2>&1 | tee -a "$summary"
 data=(--set data.path=runs/data/tinyshakespeare.txt)
 quiet=(--set train.eval_interval=100000 --set train.eval_iters=1 --set train.log_interval=100)
 for rep in 1 2; do
@@ -31,9 +33,13 @@ full() {  # full NAME ARGS...: a 5000-step run, its best val and time into the s
   local rc=$?
   cp /tmp/full_$name/metrics.csv $logs/full_${name}_metrics.csv 2>/dev/null
   echo "full $name rc=$rc: $(grep -E 'best|^step +5000/|^device memory' $logs/full_$name.log | tr '\n' ' ')" | tee -a "$summary"
-  tail -3 $logs/full_$name.log | tee -a "$summary"
 }
-full c384_absmean
-full c768_absmean --set model.n_embd=768 --set model.n_head=12
-full c768_absmedian --set model.n_embd=768 --set model.n_head=12 --set bitlinear.weight_scale=absmedian
+for run in ${FULL:-c384_absmean c768_absmean c768_absmedian}; do
+  case $run in
+    c384_absmean) full c384_absmean ;;
+    c768_absmean) full c768_absmean --set model.n_embd=768 --set model.n_head=12 ;;
+    c768_absmedian) full c768_absmedian --set model.n_embd=768 --set model.n_head=12 \
+      --set bitlinear.weight_scale=absmedian ;;
+  esac
+done
 tar -C $logs -czf "$out/logs.tgz" .

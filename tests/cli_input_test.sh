@@ -93,8 +93,15 @@ for row in "run to run         equal   3 runs x 5 steps" "batch invariance   equ
 done
 one_line_error "--runs: 1 is outside [2, 100]" "$bin" check-determinism "$ok" --runs 1
 one_line_error "usage: bitgrad check-determinism CONFIG" "$bin" check-determinism
-# The linear-layer factory's kinds: dense (the default, saved as model.linear); others refused.
-one_line_error "model.linear" "$bin" train "$ok" --set model.linear=bitlinear
+# The linear-layer factory's kinds: dense (the default) and bitlinear, whose quantisers the
+# checkpoint records, so sample and eval rebuild the BitNet model; bad bitlinear.* keys refused.
+"$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.weight_scale=absmedian --set bitlinear.lm_head=true --set run.out_dir="$dir/bitnet" > "$dir/bitnet.log" 2>&1 || fail "bitlinear train failed: $(tail -2 "$dir/bitnet.log")"
+"$bin" eval "$dir/bitnet/last.h5" > "$dir/bitnet_eval.log" 2>&1 || fail "eval of a bitlinear checkpoint failed: $(tail -2 "$dir/bitnet_eval.log")"
+"$bin" sample "$dir/bitnet/last.h5" --tokens 5 > /dev/null 2>&1 || fail "sample of a bitlinear checkpoint failed"
+one_line_error "bitlinear.act_bits" "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.act_bits=9
+one_line_error "bitlinear.norm" "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.norm=batchnorm
+one_line_error "bitlinear: not used when model.linear is dense" "$bin" train "$ok" --set bitlinear.norm=none
+one_line_error "model.linear" "$bin" train "$ok" --set model.linear=ternary
 one_line_error "model.linear: not used when model.type is char_mlp" "$bin" train "$(cfg mlp.yaml "data: {path: $dir/corpus.txt}\nmodel: {type: char_mlp, linear: dense}\n")"
 # sample writes tokens as they are drawn: interrupted, it keeps what it wrote and exits 130.
 "$bin" sample "$dir/run/last.h5" --tokens 10000000 > "$dir/stream.txt" 2> "$dir/stream.err" &

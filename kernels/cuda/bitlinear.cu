@@ -7,6 +7,7 @@
 // way. absmedian is a radix select over the bits of |w| (non-negative floats order as their
 // bits): four passes of 8-bit histograms whose integer counts no order can change.
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
@@ -135,31 +136,143 @@ __global__ void act_quantize_rows(int8_t* xq, float* step, float* mean_out, floa
   }
 }
 
-// Four bytes of a row per thread (rows are 16-byte aligned, so a char4 load when the four lie
-// inside the row), rows over grid.y.
+// Four consecutive elements of T as floats (one 8- or 16-byte load).
+template <typename T>
+__device__ __forceinline__ void load4(const T* p, float* v) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 q = *reinterpret_cast<const float4*>(p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+  } else {
+    const uint2 q = *reinterpret_cast<const uint2*>(p);
+    const T* h = reinterpret_cast<const T*>(&q);
+    for (int i = 0; i < 4; ++i) v[i] = to_float(h[i]);
+  }
+}
+
+// act_quantize_rows with the row held in registers: lane l holds groups l, l + 32, ... (kG of
+// them) of four elements, loaded once; the sums, the max and the rounding then run in
+// registers in act_quantize_rows' order (element e in lane (e / 4) % 32), so the bits are the
+// same. vec: rows of whole, aligned groups (K % 4 == 0, x aligned), loaded as vectors.
+template <typename T, int kG>
+__global__ void act_quantize_rows_held(int8_t* xq, float* step, float* mean_out, float* rstd_out,
+                                       const T* x, int64_t m, int64_t k, int64_t row, BitNorm norm,
+                                       float q_max, float eps, bool vec) {
+  const int lane = threadIdx.x & 31;
+  const int64_t r = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= m) return;
+  const T* xr = x + r * k;
+  float v[kG][4];
+#pragma unroll
+  for (int j = 0; j < kG; ++j) {
+    const int64_t e0 = (int64_t(lane) + 32 * j) * 4;
+    if (vec && e0 + 4 <= k) {
+      load4(xr + e0, v[j]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[j][i] = e0 + i < k ? to_float(xr[e0 + i]) : 0.0f;
+    }
+  }
+  auto in_row = [&](int j, int i) { return (int64_t(lane) + 32 * j) * 4 + i < k; };
+  float mu = 0.0f, rs = 1.0f;
+  if (norm == BitNorm::layer) {
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kG; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (in_row(j, i)) s = __fadd_rn(s, v[j][i]);
+    mu = __fdiv_rn(warp_sum(s), float(k));
+  }
+  if (norm != BitNorm::none) {
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kG; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (in_row(j, i)) {
+          const float d = __fsub_rn(v[j][i], mu);
+          ss = __fmaf_rn(d, d, ss);
+        }
+    rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(warp_sum(ss), float(k)), eps)));
+  }
+  float gamma = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kG; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (norm != BitNorm::none) v[j][i] = __fmul_rn(__fsub_rn(v[j][i], mu), rs);
+      if (in_row(j, i)) gamma = fmaxf(gamma, fabsf(v[j][i]));
+    }
+  gamma = fmaxf(warp_max(gamma), kMinScale);
+  const float inv = __fdiv_rn(q_max, gamma);
+  int8_t* out = xq + r * row;
+#pragma unroll
+  for (int j = 0; j < kG; ++j) {
+    const int64_t e0 = (int64_t(lane) + 32 * j) * 4;
+    if (e0 >= row) continue;  // row <= 128 kG: the padded row is covered
+    char4 c;
+    int8_t* b = reinterpret_cast<int8_t*>(&c);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      b[i] = in_row(j, i)
+                 ? int8_t(fminf(fmaxf(rintf(__fmul_rn(v[j][i], inv)), -q_max - 1.0f), q_max))
+                 : int8_t(0);
+    *reinterpret_cast<char4*>(out + e0) = c;
+  }
+  if (lane == 0) {
+    step[r] = __fdiv_rn(gamma, q_max);
+    if (rstd_out) rstd_out[r] = rs;
+    if (mean_out) mean_out[r] = mu;
+  }
+}
+
+// Four bytes of a row per thread. Rows whose length is a multiple of 4 run as one flat range of
+// groups (a char4 load, one 8- or 16-byte store); others one row per grid.y step.
 template <typename O>
-__global__ void dequantize(O* out, const int8_t* q, const float* row_scale,
-                           const float* tensor_scale, int64_t rows, int64_t cols, int64_t row) {
+__device__ __forceinline__ void dequantize4(O* out, const int8_t* src, int n, float rs, float ts,
+                                            bool has_rs, bool has_ts) {
+  float x[4];
+  for (int j = 0; j < 4; ++j) {
+    x[j] = j < n ? float(src[j]) : 0.0f;
+    if (has_rs) x[j] = __fmul_rn(x[j], rs);
+    if (has_ts) x[j] = __fmul_rn(x[j], ts);
+  }
+  if (n == 4) {
+    if constexpr (sizeof(O) == 4) {
+      *reinterpret_cast<float4*>(out) = make_float4(x[0], x[1], x[2], x[3]);
+    } else {
+      O h[4] = {from_float<O>(x[0]), from_float<O>(x[1]), from_float<O>(x[2]), from_float<O>(x[3])};
+      *reinterpret_cast<uint2*>(out) = *reinterpret_cast<const uint2*>(h);
+    }
+  } else {
+    for (int j = 0; j < n; ++j) out[j] = from_float<O>(x[j]);
+  }
+}
+
+template <typename O>
+__global__ void dequantize_flat(O* out, const int8_t* q, const float* row_scale,
+                                const float* tensor_scale, int64_t rows, int64_t cols,
+                                int64_t row) {
+  const float ts = tensor_scale ? *tensor_scale : 1.0f;
+  const int64_t per_row = cols / 4;
+  BG_GRID_LOOP(g, rows * per_row) {
+    const int64_t r = g / per_row, c0 = (g - r * per_row) * 4;
+    dequantize4(out + r * cols + c0, q + r * row + c0, 4, row_scale ? row_scale[r] : 1.0f, ts,
+                row_scale != nullptr, tensor_scale != nullptr);
+  }
+}
+
+template <typename O>
+__global__ void dequantize_rows(O* out, const int8_t* q, const float* row_scale,
+                                const float* tensor_scale, int64_t rows, int64_t cols,
+                                int64_t row) {
   const int64_t c0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
   if (c0 >= cols) return;
   const float ts = tensor_scale ? *tensor_scale : 1.0f;
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const int8_t* src = q + r * row + c0;
-    int8_t v[4];
-    if (c0 + 4 <= cols) {
-      const char4 c = *reinterpret_cast<const char4*>(src);
-      v[0] = c.x, v[1] = c.y, v[2] = c.z, v[3] = c.w;
-    } else {
-      for (int j = 0; j < 4; ++j) v[j] = c0 + j < cols ? src[j] : 0;
-    }
-    const float rs = row_scale ? row_scale[r] : 1.0f;
-    for (int j = 0; j < 4 && c0 + j < cols; ++j) {
-      float x = float(v[j]);
-      if (row_scale) x = __fmul_rn(x, rs);
-      if (tensor_scale) x = __fmul_rn(x, ts);
-      out[r * cols + c0 + j] = from_float<O>(x);
-    }
-  }
+  const int n = int(cols - c0 < 4 ? cols - c0 : 4);
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
+    dequantize4(out + r * cols + c0, q + r * row + c0, n, row_scale ? row_scale[r] : 1.0f, ts,
+                row_scale != nullptr, tensor_scale != nullptr);
 }
 
 }  // namespace
@@ -203,13 +316,38 @@ void act_quantize(const KView& xq, const KView& step, const KView& mean, const K
   if (m == 0) return;
   const float q_max = float((1 << (opt.bits - 1)) - 1);
   constexpr int kWarps = 8;
+  const cudaStream_t s = as_stream(stream);
+  const unsigned grid = unsigned((m + kWarps - 1) / kWarps);
+  const int64_t groups_per_lane = (k + 127) / 128;
   dispatch_float(x.dtype, "act_quantize", [&](auto zero) {
     using T = decltype(zero);
-    act_quantize_rows<T>
-        <<<unsigned((m + kWarps - 1) / kWarps), kWarps * 32, 0, as_stream(stream)>>>(
-            static_cast<int8_t*>(xq.data), static_cast<float*>(step.data),
-            static_cast<float*>(mean.data), static_cast<float*>(rstd.data),
-            static_cast<const T*>(x.data), m, k, row, opt.norm, q_max, float(opt.eps));
+    auto* q = static_cast<int8_t*>(xq.data);
+    auto* st = static_cast<float*>(step.data);
+    auto* mu = static_cast<float*>(mean.data);
+    auto* rs = static_cast<float*>(rstd.data);
+    const T* px = static_cast<const T*>(x.data);
+    const bool vec = k % 4 == 0 && reinterpret_cast<uintptr_t>(px) % (4 * sizeof(T)) == 0;
+    const float e = float(opt.eps);
+    auto held = [&](auto groups) {
+      act_quantize_rows_held<T, decltype(groups)::value>
+          <<<grid, kWarps * 32, 0, s>>>(q, st, mu, rs, px, m, k, row, opt.norm, q_max, e, vec);
+    };
+    // Rows up to 2048 wide live in registers; wider ones read their row once per pass.
+    if (groups_per_lane <= 1)
+      held(std::integral_constant<int, 1>());
+    else if (groups_per_lane <= 2)
+      held(std::integral_constant<int, 2>());
+    else if (groups_per_lane <= 4)
+      held(std::integral_constant<int, 4>());
+    else if (groups_per_lane <= 8)
+      held(std::integral_constant<int, 8>());
+    else if (groups_per_lane <= 12)
+      held(std::integral_constant<int, 12>());
+    else if (groups_per_lane <= 16)
+      held(std::integral_constant<int, 16>());
+    else
+      act_quantize_rows<T>
+          <<<grid, kWarps * 32, 0, s>>>(q, st, mu, rs, px, m, k, row, opt.norm, q_max, e);
   });
   BG_CUDA_LAUNCH_CHECK();
 }
@@ -222,13 +360,19 @@ void int8_dequantize(const KView& out, const KView& q, const KView& row_scale,
   const auto* ts = static_cast<const float*>(tensor_scale.data);
   const auto* qp = static_cast<const int8_t*>(q.data);
   const cudaStream_t s = as_stream(stream);
-  const dim3 grid(unsigned((cols + 1023) / 1024), unsigned(std::min<int64_t>(rows, 65535)));
+  auto launch = [&](auto* o) {
+    if (cols % 4 == 0)
+      dequantize_flat<<<grid_for(rows * cols / 4, 256), 256, 0, s>>>(o, qp, rs, ts, rows, cols,
+                                                                     q.strides[0]);
+    else
+      dequantize_rows<<<dim3(unsigned((cols + 1023) / 1024),
+                             unsigned(std::min<int64_t>(rows, 65535))),
+                        256, 0, s>>>(o, qp, rs, ts, rows, cols, q.strides[0]);
+  };
   if (out.dtype == DType::f32)
-    dequantize<<<grid, 256, 0, s>>>(static_cast<float*>(out.data), qp, rs, ts, rows, cols,
-                                    q.strides[0]);
+    launch(static_cast<float*>(out.data));
   else if (out.dtype == DType::bf16)
-    dequantize<<<grid, 256, 0, s>>>(static_cast<__nv_bfloat16*>(out.data), qp, rs, ts, rows, cols,
-                                    q.strides[0]);
+    launch(static_cast<__nv_bfloat16*>(out.data));
   else
     kernel_fail("int8_dequantize",
                 std::string("out must be f32 or bf16, got ") + dtype_name(out.dtype));

@@ -46,22 +46,35 @@ __device__ __forceinline__ void mma_s8(int32_t* c, const uint32_t* a, uint32_t b
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Copies one K step of the block's x_q rows and W_q rows into a stage: 2 x 512 groups of 16.
-__device__ __forceinline__ void load_stage(uint8_t* stage, const int8_t* xq, const int8_t* wq,
-                                           int64_t m, int64_t n, int64_t lda, int64_t ldb,
-                                           int64_t k16, int64_t m0, int64_t n0, int64_t k0) {
-  for (int c = threadIdx.x; c < 2 * kBM * 4; c += kThreads) {
-    const bool is_b = c >= kBM * 4;
-    const int local = is_b ? c - kBM * 4 : c;
-    const int r = local / 4, g = local % 4;
-    const int64_t kb = k0 + g * 16;
-    const int64_t grow = (is_b ? n0 : m0) + r;
-    const bool valid = grow < (is_b ? n : m) && kb < k16;
-    const int8_t* base = is_b ? wq : xq;
-    const int8_t* src = valid ? base + grow * (is_b ? ldb : lda) + kb : base;
-    cp_async16(smem_addr(stage + (is_b ? kBM + r : r) * kPitch + g * 16), src, valid);
+// A thread's share of the loads: 16-byte group g of rows r and r + 64 of both the x_q and the
+// W_q tile, their addresses found once (only the K offset moves).
+struct Loader {
+  const int8_t* src[4];  // x_q rows r, r + 64; W_q rows r, r + 64 (at K offset 0)
+  bool row_ok[4];
+  uint32_t dst[4];  // shared offsets within a stage
+  int g;
+  __device__ Loader(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int64_t lda,
+                    int64_t ldb, int64_t m0, int64_t n0) {
+    const int r = threadIdx.x / 4;
+    g = threadIdx.x % 4;
+    for (int i = 0; i < 4; ++i) {
+      const bool is_b = i >= 2;
+      const int local = r + (i % 2) * 64;
+      const int64_t grow = (is_b ? n0 : m0) + local;
+      row_ok[i] = grow < (is_b ? n : m);
+      src[i] = (is_b ? wq : xq) + (row_ok[i] ? grow * (is_b ? ldb : lda) : 0) + g * 16;
+      dst[i] = uint32_t(((is_b ? kBM : 0) + local) * kPitch + g * 16);
+    }
   }
-}
+  __device__ __forceinline__ void load(uint8_t* stage, int64_t k0, int64_t k16) const {
+    const bool k_ok = k0 + g * 16 < k16;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const bool ok = row_ok[i] && k_ok;
+      cp_async16(smem_addr(stage + dst[i]), ok ? src[i] + k0 : src[i], ok);
+    }
+  }
+};
 
 template <typename O>
 __global__ void __launch_bounds__(kThreads)
@@ -75,17 +88,16 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t steps = (k16 + kBK - 1) / kBK;
 
   int32_t acc[4][4][4] = {};
+  const Loader loader(xq, wq, m, n, lda, ldb, m0, n0);
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < steps) load_stage(smem + s * kStageBytes, xq, wq, m, n, lda, ldb, k16, m0, n0, s * kBK);
+    if (s < steps) loader.load(smem + s * kStageBytes, s * kBK, k16);
     asm volatile("cp.async.commit_group;\n" ::);
   }
   for (int64_t kt = 0; kt < steps; ++kt) {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
     __syncthreads();  // stage kt is in; every warp is done with stage kt - 1
     const int64_t next = kt + kStages - 1;
-    if (next < steps)
-      load_stage(smem + (next % kStages) * kStageBytes, xq, wq, m, n, lda, ldb, k16, m0, n0,
-                 next * kBK);
+    if (next < steps) loader.load(smem + (next % kStages) * kStageBytes, next * kBK, k16);
     asm volatile("cp.async.commit_group;\n" ::);
     const uint8_t* a_tile = smem + (kt % kStages) * kStageBytes;
     const uint8_t* b_tile = a_tile + kBM * kPitch;
@@ -122,14 +134,33 @@ __global__ void __launch_bounds__(kThreads)
       if (row >= m) continue;
       const float s = step[row];
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int64_t col = n0 + wn * 32 + ni * 8 + 2 * t + j;
-          if (col >= n) continue;
-          const float v = __fmul_rn(float(acc[mi][ni][half * 2 + j]), s);
-          y[row * n + col] = from_float<O>(__fmaf_rn(v, scale, bias ? bias[col] : 0.0f));
+      for (int ni = 0; ni < 4; ++ni) {
+        const int64_t col = n0 + wn * 32 + ni * 8 + 2 * t;
+        if (col >= n) continue;
+        const int32_t* c = acc[mi][ni] + half * 2;
+        const float bias0 = bias ? bias[col] : 0.0f;
+        const O v0 = from_float<O>(__fmaf_rn(__fmul_rn(float(c[0]), s), scale, bias0));
+        O* dst = y + row * n + col;
+        if (col + 1 < n) {
+          const float bias1 = bias ? bias[col + 1] : 0.0f;
+          const O v1 = from_float<O>(__fmaf_rn(__fmul_rn(float(c[1]), s), scale, bias1));
+          if (n % 2 == 0) {  // col is even: the pair is one aligned store
+            if constexpr (sizeof(O) == 4) {
+              *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+            } else {
+              __nv_bfloat162 pair;
+              pair.x = v0;
+              pair.y = v1;
+              *reinterpret_cast<__nv_bfloat162*>(dst) = pair;
+            }
+          } else {
+            dst[0] = v0;
+            dst[1] = v1;
+          }
+        } else {
+          dst[0] = v0;
         }
+      }
     }
 }
 
