@@ -48,6 +48,12 @@ Tensor int8_linear(const QuantizedActivations& x, const TernaryWeights& w, const
 Tensor int8_dequantize(const Tensor& q, const Tensor& row_scale, const Tensor& tensor_scale,
                        DType out_dtype);
 
+// The 2-bit export layout (docs/bitlinear.md): w.q (N, K) -> (N, ceil(K / 4)) u8, four weights a
+// byte, code w + 1 at bits 2 (k % 4) of byte k / 4, codes past K zero weights. unpack_ternary
+// restores the padded i8 view the int8 kernels read; beta travels beside it unchanged.
+Tensor pack_ternary(const TernaryWeights& w);
+TernaryWeights unpack_ternary(const Tensor& packed, int64_t k, const Tensor& beta);
+
 // BitLinear for x (..., K), weight (N, K) latent f32, optional bias (N): the fake-quantised
 // product above, with gradients by the straight-through estimator: dx_n = dy W~ (then the
 // norm's backward), dW = dy^T x~, computed by the mode's matmul (operands rounded to bf16 under

@@ -128,6 +128,12 @@ void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& 
 // scale optional (null view), rounded to out's dtype once.
 void int8_dequantize(const KView& out, const KView& q, const KView& row_scale,
                      const KView& tensor_scale, StreamHandle stream);
+// pack_ternary: wq (N, K) i8 in {-1, 0, 1} -> packed (N, ceil(K / 4)) u8, 2 bits a weight:
+// weight k of a row sits in byte k / 4 at bits 2 (k % 4), code = w + 1 (0: -1, 1: 0, 2: +1;
+// 3 unused); codes past K are 1 (a zero weight). unpack_ternary is its inverse into an i8 view
+// (rows `row` bytes apart, zeros past K, as the int8 kernels read).
+void pack_ternary(const KView& packed, const KView& wq, StreamHandle stream);
+void unpack_ternary(const KView& wq, const KView& packed, StreamHandle stream);
 // optimizer: f32 contiguous buffers of equal length; grad_scale (f32 scalar) may be null.
 void adamw_step(const KView& param, const KView& grad, const KView& m, const KView& v,
                 const AdamWParams& p, const KView& grad_scale, StreamHandle stream);

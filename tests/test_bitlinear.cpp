@@ -329,3 +329,45 @@ TEST_CASE("cuda: a bitlinear gpt in bf16 learns, tracks the CPU's start and repe
 }
 
 }  // namespace bg::test
+
+namespace bg::test {
+
+TEST_CASE("cpu: ternary weights pack 4 to a byte and unpack to the same bits") {
+  Generator gen(12);
+  for (int64_t k : {1, 3, 4, 5, 17, 384}) {
+    const TernaryWeights w = ternary_quantize(randn({7, k}, gen), TernaryScale::absmean);
+    const Tensor packed = pack_ternary(w);
+    CHECK(packed.shape() == Shape{7, (k + 3) / 4});
+    const TernaryWeights back = unpack_ternary(packed, k, w.beta);
+    CHECK(as_floats(back.q) == as_floats(w.q));
+    CHECK(back.beta.item() == w.beta.item());
+    // Codes w + 1 at bits 2 (k % 4): the first byte spelled out.
+    const std::vector<float> q = as_floats(w.q);
+    int expect = 0;
+    for (int i = 0; i < 4; ++i) expect |= (i < k ? int(q[size_t(i)]) + 1 : 1) << (2 * i);
+    CHECK(int(packed.to(DType::i64).to_vector<int64_t>()[0]) == expect);
+  }
+  // 2 bits a weight: 1/8 of fp16's bytes when K is a multiple of 4.
+  const TernaryWeights big = ternary_quantize(randn({64, 4096}, gen), TernaryScale::absmean);
+  CHECK(pack_ternary(big).numel() * 8 == big.q.numel() * 2);
+  CHECK_THROWS_WITH(
+      unpack_ternary(pack_ternary(big), 4000, big.beta),
+      doctest::Contains("in = 4000 needs 1000 bytes a row, the packed array has 1024"));
+  CHECK_THROWS_WITH(unpack_ternary(pack_ternary(big), 4096, zeros({2})),
+                    doctest::Contains("the scale must be one f32 value"));
+}
+
+TEST_CASE("cuda: packing and unpacking give the CPU's bytes") {
+  BG_REQUIRE_CUDA();
+  Generator gen(13);
+  for (int64_t k : {1, 5, 17, 384, 1537}) {
+    const TernaryWeights w = ternary_quantize(randn({33, k}, gen), TernaryScale::absmean);
+    const TernaryWeights wg{w.q.to(Device::cuda(0)), w.beta.to(Device::cuda(0))};
+    const Tensor pg = pack_ternary(wg), pc = pack_ternary(w);
+    CHECK(pg.to(Device::cpu()).to(DType::i64).to_vector<int64_t>() ==
+          pc.to(DType::i64).to_vector<int64_t>());
+    CHECK(as_floats(unpack_ternary(pg, k, wg.beta).q) == as_floats(w.q));
+  }
+}
+
+}  // namespace bg::test

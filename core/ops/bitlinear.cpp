@@ -108,6 +108,29 @@ Tensor int8_dequantize(const Tensor& q, const Tensor& row_scale, const Tensor& t
   return out;
 }
 
+Tensor pack_ternary(const TernaryWeights& w) {
+  const int64_t n = w.q.size(0), k = w.q.size(1);
+  Tensor packed = empty({n, (k + 3) / 4}, DType::u8, w.q.device());
+  BG_DISPATCH(w.q.device(), pack_ternary, packed.kview(), w.q.kview(), stream_for(w.q.device()));
+  return packed;
+}
+
+TernaryWeights unpack_ternary(const Tensor& packed, int64_t k, const Tensor& beta) {
+  BG_CHECK(packed.dtype() == DType::u8 && packed.ndim() == 2 && packed.is_contiguous(),
+           "unpack_ternary",
+           "packed weights must be a contiguous (out, ceil(in / 4)) u8 array, got ",
+           dtype_name(packed.dtype()), " ", shape_str(packed.shape()));
+  BG_CHECK(k >= 1 && (k + 3) / 4 == packed.size(1), "unpack_ternary", "in = ", k, " needs ",
+           (k + 3) / 4, " bytes a row, the packed array has ", packed.size(1));
+  BG_CHECK(beta.numel() == 1 && beta.dtype() == DType::f32, "unpack_ternary",
+           "the scale must be one f32 value, got ", beta.numel(), " ", dtype_name(beta.dtype()));
+  TernaryWeights w{padded_int8(packed.size(0), k, packed.device()),
+                   beta.reshape({}).to(packed.device())};
+  BG_DISPATCH(packed.device(), unpack_ternary, w.q.kview(), packed.kview(),
+              stream_for(packed.device()));
+  return w;
+}
+
 Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
                  const BitLinearOptions& opt, const ComputeMode& mode, Consumer consumer) {
   check_float(x, "bitlinear", "input");

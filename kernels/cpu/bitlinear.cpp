@@ -172,4 +172,26 @@ void int8_dequantize(const KView& out, const KView& q, const KView& row_scale,
   });
 }
 
+void pack_ternary(const KView& packed, const KView& wq, StreamHandle) {
+  const int64_t n = wq.shape[0], k = wq.shape[1], bytes = packed.shape[1];
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < bytes; ++j) {
+      uint8_t b = 0;
+      for (int i = 0; i < 4; ++i) {
+        const int64_t e = 4 * j + i;
+        const int code = e < k ? ptr<int8_t>(wq)[r * wq.strides[0] + e] + 1 : 1;
+        b = uint8_t(b | (code << (2 * i)));
+      }
+      ptr<uint8_t>(packed)[r * bytes + j] = b;
+    }
+}
+
+void unpack_ternary(const KView& wq, const KView& packed, StreamHandle) {
+  const int64_t n = wq.shape[0], k = wq.shape[1], row = wq.strides[0], bytes = packed.shape[1];
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t e = 0; e < row; ++e)
+      ptr<int8_t>(wq)[r * row + e] =
+          e < k ? int8_t(((ptr<uint8_t>(packed)[r * bytes + e / 4] >> (2 * (e % 4))) & 3) - 1) : 0;
+}
+
 }  // namespace bg::cpu

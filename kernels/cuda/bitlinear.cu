@@ -379,4 +379,48 @@ void int8_dequantize(const KView& out, const KView& q, const KView& row_scale,
   BG_CUDA_LAUNCH_CHECK();
 }
 
+namespace {
+
+__global__ void pack_ternary_kernel(uint8_t* packed, const int8_t* wq, int64_t n, int64_t k,
+                                    int64_t row, int64_t bytes) {
+  BG_GRID_LOOP(i, n * bytes) {
+    const int64_t r = i / bytes, j = i - r * bytes;
+    uint32_t b = 0;
+    for (int t = 0; t < 4; ++t) {
+      const int64_t e = 4 * j + t;
+      const int code = e < k ? wq[r * row + e] + 1 : 1;
+      b |= uint32_t(code) << (2 * t);
+    }
+    packed[i] = uint8_t(b);
+  }
+}
+
+__global__ void unpack_ternary_kernel(int8_t* wq, const uint8_t* packed, int64_t n, int64_t k,
+                                      int64_t row, int64_t bytes) {
+  BG_GRID_LOOP(i, n * row) {
+    const int64_t r = i / row, e = i - r * row;
+    wq[i] = e < k ? int8_t(((packed[r * bytes + e / 4] >> (2 * (e % 4))) & 3) - 1) : 0;
+  }
+}
+
+}  // namespace
+
+void pack_ternary(const KView& packed, const KView& wq, StreamHandle stream) {
+  const int64_t n = wq.shape[0], bytes = packed.shape[1];
+  if (n * bytes == 0) return;
+  pack_ternary_kernel<<<grid_for(n * bytes, 256), 256, 0, as_stream(stream)>>>(
+      static_cast<uint8_t*>(packed.data), static_cast<const int8_t*>(wq.data), n, wq.shape[1],
+      wq.strides[0], bytes);
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+void unpack_ternary(const KView& wq, const KView& packed, StreamHandle stream) {
+  const int64_t n = wq.shape[0], row = wq.strides[0];
+  if (n * row == 0) return;
+  unpack_ternary_kernel<<<grid_for(n * row, 256), 256, 0, as_stream(stream)>>>(
+      static_cast<int8_t*>(wq.data), static_cast<const uint8_t*>(packed.data), n, wq.shape[1], row,
+      packed.shape[1]);
+  BG_CUDA_LAUNCH_CHECK();
+}
+
 }  // namespace bg::cuda
