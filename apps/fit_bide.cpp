@@ -173,10 +173,7 @@ int run_fit_bide(const Args& args) {
   Generator init(cfg.seed + 1);
   BideFitModel model(n_dist, cfg.hidden, int(bits), init);
   if (cfg.deterministic) {
-    ComputeMode mode;
-    mode.algo = MatmulAlgo::batch_invariant;
-    mode.deterministic = true;
-    model.set_compute_mode(mode.on(device));
+    model.set_compute_mode(ComputeMode::deterministic_mode().on(device));
   }
   FlatParameters params(model.named_parameters(), device);
   std::printf(

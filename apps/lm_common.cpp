@@ -38,12 +38,10 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
     const std::string p = ck.str_attr("compute_precision");
     BG_CHECK(p == "fp32" || p == "tf32" || p == "bf16", "checkpoint", path, ": compute_precision '",
              p, "' is not fp32, tf32 or bf16");
-    out->mode.precision = p == "bf16"   ? MatmulPrecision::bf16
-                          : p == "tf32" ? MatmulPrecision::tf32
-                                        : MatmulPrecision::fp32;
-    out->mode.algo = MatmulAlgo::batch_invariant;
-    out->mode.deterministic = true;
-    out->mode = out->mode.on(device);
+    out->mode = ComputeMode::deterministic_mode(p == "bf16"   ? MatmulPrecision::bf16
+                                                : p == "tf32" ? MatmulPrecision::tf32
+                                                              : MatmulPrecision::fp32)
+                    .on(device);
     const bool trained_fused = !ck.has_attr("attention") || ck.str_attr("attention") == "fused";
     cfg.fused_attention =
         trained_fused && fused_attention_supports(out->mode, device, head_dim).empty();

@@ -37,6 +37,14 @@ struct ComputeMode {
     return precision == o.precision && algo == o.algo && deterministic == o.deterministic;
   }
   bool operator!=(const ComputeMode& o) const { return !(*this == o); }
+  // train.deterministic's mode in `precision`: the flag and the batch-invariant algorithm.
+  static ComputeMode deterministic_mode(MatmulPrecision precision = MatmulPrecision::fp32) {
+    ComputeMode m;
+    m.precision = precision;
+    m.algo = MatmulAlgo::batch_invariant;
+    m.deterministic = true;
+    return m;
+  }
   std::string str() const;  // "bf16", "fp32 naive", "fp32 deterministic"
 
   // The mode as it runs on `device`: the CPU computes fp32 (train.precision names the CUDA

@@ -56,5 +56,6 @@ void* ScratchArena::get(size_t bytes) {
 }
 
 KView null_view() { return KView{}; }
+KView view_or_null(const Tensor& t) { return t.defined() ? t.kview() : null_view(); }
 
 }  // namespace bg

@@ -51,6 +51,7 @@ class ScratchArena : public Scratch {
   std::vector<Tensor> blocks_;
 };
 
-KView null_view();  // a view with data == nullptr, for optional kernel arguments
+KView null_view();                    // a view with data == nullptr, for optional kernel arguments
+KView view_or_null(const Tensor& t);  // t's view, or null_view() for an undefined tensor
 
 }  // namespace bg

@@ -111,10 +111,7 @@ void check_naive_matmul(Device dev) {
 // The same under the batch-invariant algorithm (train.deterministic's matmul), in each
 // precision the device runs: odd and GPT widths, a row alone against M = 7, 64 and 4097.
 void check_batch_invariant_matmul(Device dev, MatmulPrecision precision) {
-  ComputeMode mode;
-  mode.algo = MatmulAlgo::batch_invariant;
-  mode.deterministic = true;
-  mode.precision = precision;
+  const ComputeMode mode = ComputeMode::deterministic_mode(precision);
   struct Dims {
     int64_t k, n;
   };

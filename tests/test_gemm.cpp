@@ -15,11 +15,7 @@ namespace {
 using V = std::vector<Tensor>;
 
 ComputeMode batch_invariant_mode(MatmulPrecision p = MatmulPrecision::fp32) {
-  ComputeMode m;
-  m.algo = MatmulAlgo::batch_invariant;
-  m.deterministic = true;
-  m.precision = p;
-  return m;
+  return ComputeMode::deterministic_mode(p);
 }
 
 OpCase bi_matmul_case() {

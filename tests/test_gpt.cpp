@@ -300,11 +300,7 @@ void check_gpt_batch_invariance(Device device, MatmulPrecision precision, bool f
   GPTConfig cfg = tiny_config(17, true, fused, fused ? 128 : 16);  // the CUDA kernel: head dim 64
   cfg.dropout = 0.0;
   GPT model(cfg, init);
-  ComputeMode mode;
-  mode.algo = MatmulAlgo::batch_invariant;
-  mode.deterministic = true;
-  mode.precision = precision;
-  model.set_compute_mode(mode.on(device));
+  model.set_compute_mode(ComputeMode::deterministic_mode(precision).on(device));
   FlatParameters params(model.named_parameters(), device);
   model.train(false);
   NoGradGuard no_grad;
@@ -357,11 +353,7 @@ void check_sampler_equals_trainer(Device device, MatmulPrecision precision, bool
   GPTConfig cfg = tiny_config(17, true, fused, fused ? 128 : 16);
   cfg.dropout = 0.0;
   GPT model(cfg, init);
-  ComputeMode mode;
-  mode.algo = MatmulAlgo::batch_invariant;
-  mode.deterministic = true;
-  mode.precision = precision;
-  model.set_compute_mode(mode.on(device));
+  model.set_compute_mode(ComputeMode::deterministic_mode(precision).on(device));
   FlatParameters params(model.named_parameters(), device);
   NoGradGuard no_grad;
   const int64_t t = cfg.block_size, v = cfg.vocab_size, batch = 64, at = 37;

@@ -31,11 +31,7 @@ std::vector<std::vector<float>> gpt_step(MatmulPrecision precision, bool fused) 
   cfg.dropout = 0.1;
   cfg.fused_attention = fused;
   GPT model(cfg, init);
-  ComputeMode mode;
-  mode.precision = precision;
-  mode.algo = MatmulAlgo::batch_invariant;
-  mode.deterministic = true;
-  model.set_compute_mode(mode);
+  model.set_compute_mode(ComputeMode::deterministic_mode(precision));
   FlatParameters params(model.named_parameters(), gpu);
   std::vector<int64_t> ids(16 * 65);
   const std::vector<double> u = rand({16 * 65}, data, 0, 65, DType::f64).to_vector<double>();

@@ -16,8 +16,6 @@ Tensor padded_int8(int64_t rows, int64_t k, Device device) {
   return empty({rows, std::max<int64_t>(row, kRowAlign)}, DType::i8, device).slice(1, 0, k);
 }
 
-KView view_or_null(const Tensor& t) { return t.defined() ? t.kview() : null_view(); }
-
 }  // namespace
 
 const char* ternary_scale_name(TernaryScale s) {

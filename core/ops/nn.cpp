@@ -119,7 +119,6 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
   Tensor y = empty(xc.shape(), narrow && x.is_cuda() ? out_dtype : xc.dtype(), x.device());
   Tensor mu = rms ? Tensor() : empty({rows}, sd, x.device());
   Tensor rstd = empty({rows}, sd, x.device());
-  auto view_or_null = [](const Tensor& t) { return t.defined() ? t.kview() : null_view(); };
   BG_DISPATCH(x.device(), layernorm_forward, y.kview(), view_or_null(mu), rstd.kview(), xc.kview(),
               view_or_null(wc), view_or_null(bc), eps, rms, stream_for(x.device()));
   Tensor out = compute_output(y, out_dtype);
