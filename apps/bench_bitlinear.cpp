@@ -14,10 +14,16 @@
 
 namespace bg::cli {
 
+std::string bench_bitlinear_inference(int reps);  // bench_bitlinear_inference.cpp
+
 int run_bench_bitlinear(const Args& args) {
-  args.allow_only({"out", "reps"});
-  BG_CHECK(args.positional.size() == 1, "bench",
-           "usage: bitgrad bench bitlinear [--out FILE] [--reps N]");
+  args.allow_only({"out", "reps", "part"});
+  BG_CHECK(
+      args.positional.size() == 1, "bench",
+      "usage: bitgrad bench bitlinear [--part training|inference|all] [--out FILE] [--reps N]");
+  const std::string part = args.option("part", "all");
+  BG_CHECK(part == "training" || part == "inference" || part == "all", "bench",
+           "--part must be training, inference or all, got '", part, "'");
   BG_CHECK(cuda_available(), "bench", "no CUDA device: the BitLinear benchmark times GPU kernels");
   const int reps = int(parse_integer(args.option("reps", "30"), "--reps", 5, 100000));
   const Device dev = Device::cuda(0);
@@ -35,12 +41,11 @@ int run_bench_bitlinear(const Args& args) {
                                       {"c_fc", 16384, 384, 1536},
                                       {"mlp.proj", 16384, 1536, 384}};
   std::ostringstream json;
-  json << "{\n  \"benchmark\": \"bitlinear\",\n  \"device\": \"" << cuda::device_info(0).name
-       << "\",\n  \"reps\": " << reps << ", \"input_sets\": " << kSets << ",\n  \"results\": [\n";
   std::printf("%-10s %-22s %10s\n", "layer", "part", "median_us");
   bool first = true;
   Generator gen(1);
   for (const Shape3& s : shapes) {
+    if (part == "inference") break;
     std::vector<Tensor> xs, ws, gs;
     std::vector<QuantizedActivations> xq;
     std::vector<TernaryWeights> wq;
@@ -102,8 +107,12 @@ int run_bench_bitlinear(const Args& args) {
       gradient_product(g16.transpose(0, 1), x16, mode, true);
     });
   }
-  json << "\n  ]\n}\n";
-  write_bench_json(args, json.str());
+  const std::string inference = part == "training" ? "" : bench_bitlinear_inference(reps);
+  std::ostringstream out;
+  out << "{\n  \"benchmark\": \"bitlinear\",\n  \"device\": \"" << cuda::device_info(0).name
+      << "\",\n  \"reps\": " << reps << ", \"input_sets\": " << kSets << ",\n  \"results\": [\n"
+      << json.str() << "\n  ]" << (inference.empty() ? "" : ",\n" + inference) << "\n}\n";
+  write_bench_json(args, out.str());
   return 0;
 }
 

@@ -72,5 +72,6 @@ int run_fit_bide(const Args& args);
 int run_sample(const Args& args);
 int run_eval(const Args& args);
 int run_prepare(const Args& args);
+int run_export(const Args& args);
 
 }  // namespace bg::cli

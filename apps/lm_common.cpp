@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "data/text.h"
 #include "data/token_shards.h"
+#include "models/gpt_packed.h"
 
 namespace bg::cli {
 
@@ -28,7 +29,9 @@ bool is_train_checkpoint(const CheckpointReader& ck) {
 
 std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device) {
   CheckpointReader ck(path);
-  BG_CHECK(is_train_checkpoint(ck), "checkpoint", path, " is not a bitgrad train checkpoint");
+  const bool packed = ck.has_attr("format") && ck.str_attr("format") == kPackedFormat;
+  BG_CHECK(packed || is_train_checkpoint(ck), "checkpoint", path,
+           " is not a bitgrad train checkpoint or packed export");
   auto out = std::make_unique<LoadedGPT>();
   GPTConfig cfg = load_gpt_config(ck, path);
   const int64_t head_dim = cfg.n_embd / cfg.n_head;
@@ -58,6 +61,7 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   Generator init(0);
   out->model = std::make_unique<GPT>(cfg, init);
   out->model->set_compute_mode(out->mode);
+  if (packed) load_packed_weights(*out->model, ck, device);  // releases the latent weights
   const auto named = out->model->named_parameters();
   load_parameters(ck, named);
   out->params = FlatParameters(named, device);

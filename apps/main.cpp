@@ -19,6 +19,8 @@ Args parse_args(int argc, char** argv, int first) {
       a.overrides.push_back(argv[++i]);
     } else if (s.rfind("--set=", 0) == 0) {
       a.overrides.push_back(s.substr(6));
+    } else if (s == "--packed") {  // the one option without a value
+      a.options.emplace_back("packed", "");
     } else if (s.rfind("--", 0) == 0) {
       if (i + 1 >= argc) fail("cli", "option ", s, " needs a value");
       a.options.emplace_back(s.substr(2), argv[++i]);
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
     if (cmd == "sample") return bg::cli::run_sample(args);
     if (cmd == "eval") return bg::cli::run_eval(args);
     if (cmd == "prepare") return bg::cli::run_prepare(args);
+    if (cmd == "export") return bg::cli::run_export(args);
     if (cmd == "info") return bg::cli::run_info(args);
     if (cmd == "checksum") return bg::cli::run_checksum(args);
     if (cmd == "check-determinism") return bg::cli::run_check_determinism(args);

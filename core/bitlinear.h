@@ -28,6 +28,9 @@ bool parse_bit_norm(const std::string& name, BitNorm* out);  // rmsnorm | layern
 // W (N, K) f32 -> q (N, K) i8 in {-1, 0, 1}, a view whose rows are padded to 16 bytes with
 // zeros (what the int8 kernels read), and beta, an f32 scalar tensor. Deterministic: the mean
 // sums in one fixed tree, the median is exact.
+// An (rows, k) i8 view of a (rows, k rounded up to 16) allocation: what the int8 kernels take.
+Tensor padded_int8(int64_t rows, int64_t k, Device device);
+
 struct TernaryWeights {
   Tensor q, beta;
 };
@@ -37,6 +40,7 @@ TernaryWeights ternary_quantize(const Tensor& weight, TernaryScale method);
 // statistics for its backward (rstd (M); mean (M) for layernorm).
 struct QuantizedActivations {
   Tensor q, step, mean, rstd;
+  int bits = 8;  // act_bits: at 2 the values are ternary, -1, 0 or 1
 };
 QuantizedActivations act_quantize(const Tensor& x, const ActQuantOptions& opt);
 
@@ -53,6 +57,38 @@ Tensor int8_dequantize(const Tensor& q, const Tensor& row_scale, const Tensor& t
 // restores the padded i8 view the int8 kernels read; beta travels beside it unchanged.
 Tensor pack_ternary(const TernaryWeights& w);
 TernaryWeights unpack_ternary(const Tensor& packed, int64_t k, const Tensor& beta);
+
+// Inference on packed weights (docs/bitlinear.md, "Inference kernels"). The W2A8 form: the 2-bit
+// codes in the kernels' layout (kernel_list.h, w2_layout), (N, 32 ceil(K / 128)) u8, beside the
+// same beta. Made from the export layout; K is any positive width.
+struct PackedTernary {
+  Tensor w2, beta;
+  int64_t k = 0;
+  int64_t out_features() const { return w2.defined() ? w2.size(0) : 0; }
+};
+PackedTernary w2_from_packed(const Tensor& packed, int64_t k, const Tensor& beta);
+// int8_linear's result, bit for bit, read from the 2-bit weights: a dp4a GEMV at one row, int8
+// tensor cores with the codes unpacked in registers above.
+Tensor w2a8_linear(const QuantizedActivations& x, const PackedTernary& w, const Tensor& bias,
+                   DType out_dtype);
+
+// The bit-plane form (TritNet): a ternary matrix (R, K) as two bit planes, +1 and -1, each row
+// 16 ceil(K / 128) bytes. bitplane_linear equals int8_linear bit for bit on ternary operands:
+// activations quantised with act_bits 2 (or any i8 rows of -1, 0, 1, such as binary +-1).
+struct TernaryPlanes {
+  Tensor planes;  // (2, R, bytes) u8
+  int64_t k = 0;
+};
+TernaryPlanes bitplanes(const Tensor& q);  // q (R, K) i8 in {-1, 0, 1}
+Tensor bitplane_linear(const TernaryPlanes& x, const Tensor& step, const TernaryPlanes& w,
+                       const Tensor& beta, const Tensor& bias, DType out_dtype);
+
+// BitLinear's forward on packed weights (inference only: no gradient): the same activation
+// quantiser and output dtype as `bitlinear`, the product by w2a8_linear, so the result equals
+// bitlinear's with the weights the packing came from, bit for bit.
+Tensor bitlinear_packed(const Tensor& x, const PackedTernary& w, const Tensor& bias,
+                        const BitLinearOptions& opt, const ComputeMode& mode,
+                        Consumer consumer = Consumer::any);
 
 // BitLinear for x (..., K), weight (N, K) latent f32, optional bias (N): the fake-quantised
 // product above, with gradients by the straight-through estimator: dx_n = dy W~ (then the

@@ -134,6 +134,24 @@ void int8_dequantize(const KView& out, const KView& q, const KView& row_scale,
 // (rows `row` bytes apart, zeros past K, as the int8 kernels read).
 void pack_ternary(const KView& packed, const KView& wq, StreamHandle stream);
 void unpack_ternary(const KView& wq, const KView& packed, StreamHandle stream);
+// w2_layout: packed (N, ceil(K / 4)) u8 (the export layout above) -> w2 (N, 32 ceil(K / 128))
+// u8, the W2A8 kernels' layout: per row, blocks of 128 k of 32 bytes; in block h the
+// little-endian u32 at byte 8t + 4u holds, at bits 8j + 2s, the code of
+// k = 128h + 64u + 16s + 4t + j (1, a zero weight, past K).
+void w2_layout(const KView& w2, const KView& packed, int64_t k, StreamHandle stream);
+// w2a8_linear: y (M, N) = fma(float(acc) * step[m], beta, bias[n] or 0) as int8_linear, with
+// acc = xq[m] . w[n] exact in int32 and w read from the w2 layout. CUDA: a dp4a GEMV at M = 1,
+// int8 tensor cores with the weights unpacked in registers above.
+void w2a8_linear(const KView& y, const KView& xq, const KView& w2, const KView& step,
+                 const KView& beta, const KView& bias, StreamHandle stream);
+// bitplane_pack: q (R, K) i8 in {-1, 0, 1} -> planes (2, R, B) u8, B = 16 ceil(K / 128): plane 0
+// has bit k % 8 of byte k / 8 set where q = +1, plane 1 where q = -1; zeros past K.
+void bitplane_pack(const KView& planes, const KView& q, StreamHandle stream);
+// bitplane_linear: y (M, N) as int8_linear with acc = x . w of the ternary rows the planes hold,
+// acc = 2 (popc(Px & Pw) + popc(Nx & Nw)) - popc((Px | Nx) & (Pw | Nw)). CUDA: b1 tensor cores
+// (mma.sync m16n8k256 .and.popc).
+void bitplane_linear(const KView& y, const KView& xp, const KView& wp, const KView& step,
+                     const KView& beta, const KView& bias, StreamHandle stream);
 // optimizer: f32 contiguous buffers of equal length; grad_scale (f32 scalar) may be null.
 void adamw_step(const KView& param, const KView& grad, const KView& m, const KView& v,
                 const AdamWParams& p, const KView& grad_scale, StreamHandle stream);

@@ -10,7 +10,17 @@ BitLinear::BitLinear(int64_t in, int64_t out, bool with_bias, const BitLinearOpt
   if (with_bias) bias = register_parameter("bias", zeros({out}));
 }
 
+void BitLinear::use_packed(PackedTernary packed) {
+  BG_CHECK(packed.k == weight.size(1) && packed.out_features() == weight.size(0), "bitlinear",
+           "packed weights of ", packed.out_features(), " x ", packed.k, " for a ", weight.size(0),
+           " x ", weight.size(1), " layer");
+  packed_ = std::move(packed);
+  release_parameter("weight");
+  weight = Tensor();
+}
+
 Tensor BitLinear::forward(const Tensor& x, Consumer consumer) const {
+  if (is_packed()) return bitlinear_packed(x, packed_, bias, opt_, compute_mode(), consumer);
   return bitlinear(x, weight, bias, opt_, compute_mode(), consumer);
 }
 

@@ -14,10 +14,17 @@ class BitLinear : public LinearLayer {
   Tensor forward(const Tensor& x, Consumer consumer = Consumer::any) const override;
   LinearKind kind() const override { return LinearKind::bitlinear; }
   const BitLinearOptions& options() const { return opt_; }
+  // Inference on packed weights (a `bitgrad export --packed` file): the latent weight is
+  // released and the forward runs bitlinear_packed, whose results equal the latent forward's
+  // bit for bit. `packed` lives on the device the layer runs on.
+  void use_packed(PackedTernary packed);
+  const PackedTernary& packed() const { return packed_; }
+  bool is_packed() const { return packed_.w2.defined(); }
   Tensor weight, bias;
 
  private:
   BitLinearOptions opt_;
+  PackedTernary packed_;
 };
 
 }  // namespace bg

@@ -8,6 +8,24 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
   return value;
 }
 
+void Module::release_parameter(const std::string& name) {
+  for (auto it = params_.begin(); it != params_.end(); ++it)
+    if (it->first == name) {
+      params_.erase(it);
+      return;
+    }
+  BG_CHECK(false, "module", "no parameter named '", name, "' to release");
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() const {
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
+  for (const auto& [name, child] : children_) {
+    out.emplace_back(name, child);
+    for (auto& [sub, m] : child->named_modules()) out.emplace_back(name + "." + sub, m);
+  }
+  return out;
+}
+
 void Module::collect(const std::string& prefix,
                      std::vector<std::pair<std::string, Tensor>>* out) const {
   for (const auto& [name, t] : params_) out->emplace_back(prefix + name, t);

@@ -16,6 +16,9 @@ class Module {
   virtual ~Module() = default;
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   int64_t parameter_count() const;
+  // Every module below this one, named like state_dict prefixes ("transformer.h.0.attn"),
+  // parents before their children.
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules() const;
   void train(bool on = true);
   bool training() const { return training_; }
   // How this module and its children compute (core/compute_mode.h): set once per run, resolved
@@ -25,6 +28,9 @@ class Module {
 
  protected:
   Tensor register_parameter(const std::string& name, Tensor value);
+  // Drops a parameter for good (a layer whose weight became a frozen packed form): it leaves
+  // named_parameters, so neither checkpoint loading nor an optimizer sees it again.
+  void release_parameter(const std::string& name);
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     children_.emplace_back(name, module);

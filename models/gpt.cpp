@@ -152,9 +152,19 @@ Tensor GPT::forward_from_embeddings(const Tensor& embedded, Generator& gen) cons
 
 Tensor GPT::head(const Tensor& h) const {
   // Tied to the token embedding: its rows are the output features.
+  if (packed_head_.w2.defined())
+    return bitlinear_packed(h, packed_head_, Tensor(), cfg_.linear.bitlinear, compute_mode());
   if (cfg_.bitlinear_lm_head)
     return bitlinear(h, wte_->weight, Tensor(), cfg_.linear.bitlinear, compute_mode());
   return linear(h, wte_->weight, Tensor(), compute_mode());
+}
+
+void GPT::use_packed_head(PackedTernary packed) {
+  BG_CHECK(cfg_.bitlinear_lm_head, "gpt", "a packed LM head needs bitlinear.lm_head: true");
+  BG_CHECK(packed.k == cfg_.n_embd && packed.out_features() == cfg_.vocab_size, "gpt",
+           "a packed LM head of ", packed.out_features(), " x ", packed.k, " for ", cfg_.vocab_size,
+           " x ", cfg_.n_embd);
+  packed_head_ = std::move(packed);
 }
 
 KVCache GPT::new_cache(int64_t batch, Device device, DType dtype) const {

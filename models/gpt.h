@@ -75,12 +75,17 @@ class GPT : public Module {
   // Mean cross-entropy of forward(idx) against targets (B, T).
   Tensor loss(const Tensor& idx, const Tensor& targets, Generator& gen) const;
   const GPTConfig& config() const { return cfg_; }
+  // With bitlinear_lm_head, the head's packed form (models/gpt_packed.h): the tied head then
+  // runs bitlinear_packed, while wte stays for the embedding.
+  void use_packed_head(PackedTernary packed);
+  const Tensor& token_embedding() const { return wte_->weight; }
   // Parameters excluding position embeddings (what nanoGPT reports as the model size).
   int64_t non_embedding_parameters() const;
 
  private:
   Tensor head(const Tensor& h) const;  // the tied LM head on ln_f's output
   GPTConfig cfg_;
+  PackedTernary packed_head_;
   std::shared_ptr<Embedding> wte_, wpe_;
   std::vector<std::shared_ptr<Block>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;

@@ -98,6 +98,19 @@ one_line_error "usage: bitgrad check-determinism CONFIG" "$bin" check-determinis
 "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.weight_scale=absmedian --set bitlinear.lm_head=true --set run.out_dir="$dir/bitnet" > "$dir/bitnet.log" 2>&1 || fail "bitlinear train failed: $(tail -2 "$dir/bitnet.log")"
 "$bin" eval "$dir/bitnet/last.h5" > "$dir/bitnet_eval.log" 2>&1 || fail "eval of a bitlinear checkpoint failed: $(tail -2 "$dir/bitnet_eval.log")"
 "$bin" sample "$dir/bitnet/last.h5" --tokens 5 > /dev/null 2>&1 || fail "sample of a bitlinear checkpoint failed"
+# The packed export: eval and greedy sample from it print what the checkpoint gives; bad uses
+# and a truncated file are refused in one line.
+"$bin" export "$dir/bitnet/last.h5" --packed --out "$dir/bitnet/packed.h5" > "$dir/export.log" 2>&1 || fail "export failed: $(tail -2 "$dir/export.log")"
+grep -q "8.00x" "$dir/export.log" || fail "export did not report 2-bit codes at 1/8 of fp16: $(cat "$dir/export.log")"
+[ "$("$bin" eval "$dir/bitnet/packed.h5" 2>&1 | sed 's/^[^:]*://')" = "$(sed 's/^[^:]*://' "$dir/bitnet_eval.log")" ] || fail "eval of the packed file differs from the checkpoint's"
+[ "$("$bin" sample "$dir/bitnet/packed.h5" --tokens 20 --temperature 0 2>&1)" = "$("$bin" sample "$dir/bitnet/last.h5" --tokens 20 --temperature 0 2>&1)" ] || fail "greedy samples of the packed file and the checkpoint differ"
+one_line_error "say --packed" "$bin" export "$dir/bitnet/last.h5" --out "$dir/x.h5"
+one_line_error "is the checkpoint itself" "$bin" export "$dir/bitnet/last.h5" --packed --out "$dir/bitnet/last.h5"
+one_line_error "no BitLinear layers" "$bin" export "$dir/run/last.h5" --packed --out "$dir/x.h5"
+one_line_error "unknown option '--packed'" "$bin" sample "$dir/bitnet/packed.h5" --packed
+head -c 4000 "$dir/bitnet/packed.h5" > "$dir/truncated.h5"
+one_line_error "not a readable HDF5 file" "$bin" eval "$dir/truncated.h5"
+[ ! -e "$dir/x.h5" ] || fail "a refused export left $dir/x.h5"
 one_line_error "bitlinear.act_bits" "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.act_bits=9
 one_line_error "bitlinear.norm" "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.norm=batchnorm
 one_line_error "bitlinear: not used when model.linear is dense" "$bin" train "$ok" --set bitlinear.norm=none

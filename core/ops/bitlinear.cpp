@@ -6,17 +6,11 @@
 #include "../ops.h"
 
 namespace bg {
-namespace {
-
-constexpr int64_t kRowAlign = 16;  // int8 rows padded to whole 16-byte groups
-
-// An (rows, k) i8 view of a (rows, k rounded up to 16) allocation: what the int8 kernels take.
 Tensor padded_int8(int64_t rows, int64_t k, Device device) {
+  constexpr int64_t kRowAlign = 16;  // int8 rows padded to whole 16-byte groups
   const int64_t row = (k + kRowAlign - 1) / kRowAlign * kRowAlign;
   return empty({rows, std::max<int64_t>(row, kRowAlign)}, DType::i8, device).slice(1, 0, k);
 }
-
-}  // namespace
 
 const char* ternary_scale_name(TernaryScale s) {
   return s == TernaryScale::absmean ? "absmean" : "absmedian";
@@ -74,6 +68,7 @@ QuantizedActivations act_quantize(const Tensor& x, const ActQuantOptions& opt) {
   QuantizedActivations out;
   out.q = padded_int8(m, k, x.device());
   out.step = empty({m}, sd, x.device());
+  out.bits = opt.bits;
   if (opt.norm != BitNorm::none) out.rstd = empty({m}, sd, x.device());
   if (opt.norm == BitNorm::layer) out.mean = empty({m}, sd, x.device());
   BG_DISPATCH(x.device(), act_quantize, out.q.kview(), out.step.kview(), view_or_null(out.mean),

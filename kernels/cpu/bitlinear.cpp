@@ -9,6 +9,7 @@
 
 #include "cpu_common.h"
 #include "cpu_kernels.h"
+#include "int_rescale.h"
 
 namespace bg::cpu {
 namespace {
@@ -142,14 +143,20 @@ void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& 
   // Integer products and sums are exact in int32 (|acc| <= 128 K), so Eigen's blocking order
   // cannot change a bit.
   const IntMatrix acc = a.cast<int32_t>() * b.cast<int32_t>().transpose();
+  rescale_int_product(y, acc.data(), step, beta, bias, "int8_linear");
+}
+
+void rescale_int_product(const KView& y, const int32_t* acc, const KView& step, const KView& beta,
+                         const KView& bias, const char* op) {
+  const int64_t m = y.shape[0], n = y.shape[1];
   const float scale = *ptr<float>(beta);
-  dispatch_float(y.dtype, "int8_linear", [&](auto zero) {
+  dispatch_float(y.dtype, op, [&](auto zero) {
     using T = decltype(zero);
     const T* s = ptr<T>(step);
     const T* bv = ptr<T>(bias);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        const T t = T(acc(i, j)) * s[i];
+        const T t = T(acc[i * n + j]) * s[i];
         ptr<T>(y)[i * n + j] = std::fma(t, T(scale), bv ? bv[j] : T(0));
       }
   });

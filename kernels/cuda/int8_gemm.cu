@@ -11,40 +11,18 @@
 // y = fma(float(acc) * step[m], beta, bias[n] or 0), as kernels/cpu/bitlinear.cpp.
 #include <cstdint>
 
-#include "cuda_common.cuh"
 #include "cuda_kernels.h"
+#include "int8_mma.cuh"
 
 namespace bg::cuda {
 namespace {
+
+using namespace mma;
 
 constexpr int kBM = 128, kBN = 128, kBK = 64, kStages = 3, kThreads = 256;
 constexpr int kPitch = kBK + 16;  // bytes per shared row
 constexpr int kStageBytes = (kBM + kBN) * kPitch;
 constexpr int kSmemBytes = kStages * kStageBytes;
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  const int bytes = valid ? 16 : 0;  // 0: the 16 bytes are zero-filled
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2,
-                                            uint32_t& r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void mma_s8(int32_t* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // A thread's share of the loads: 16-byte group g of rows r and r + 64 of both the x_q and the
 // W_q tile, their addresses found once (only the K offset moves).
@@ -91,14 +69,14 @@ __global__ void __launch_bounds__(kThreads)
   const Loader loader(xq, wq, m, n, lda, ldb, m0, n0);
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < steps) loader.load(smem + s * kStageBytes, s * kBK, k16);
-    asm volatile("cp.async.commit_group;\n" ::);
+    cp_async_commit();
   }
   for (int64_t kt = 0; kt < steps; ++kt) {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
+    cp_async_wait<kStages - 2>();
     __syncthreads();  // stage kt is in; every warp is done with stage kt - 1
     const int64_t next = kt + kStages - 1;
     if (next < steps) loader.load(smem + (next % kStages) * kStageBytes, next * kBK, k16);
-    asm volatile("cp.async.commit_group;\n" ::);
+    cp_async_commit();
     const uint8_t* a_tile = smem + (kt % kStages) * kStageBytes;
     const uint8_t* b_tile = a_tile + kBM * kPitch;
 #pragma unroll
@@ -122,7 +100,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int ni = 0; ni < 4; ++ni) mma_s8(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
     }
   }
-  asm volatile("cp.async.wait_group 0;\n" ::);
+  cp_async_wait<0>();
 
   const float scale = *beta;
   const int g = lane / 4, t = lane % 4;
@@ -135,31 +113,8 @@ __global__ void __launch_bounds__(kThreads)
       const float s = step[row];
 #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
-        const int64_t col = n0 + wn * 32 + ni * 8 + 2 * t;
-        if (col >= n) continue;
         const int32_t* c = acc[mi][ni] + half * 2;
-        const float bias0 = bias ? bias[col] : 0.0f;
-        const O v0 = from_float<O>(__fmaf_rn(__fmul_rn(float(c[0]), s), scale, bias0));
-        O* dst = y + row * n + col;
-        if (col + 1 < n) {
-          const float bias1 = bias ? bias[col + 1] : 0.0f;
-          const O v1 = from_float<O>(__fmaf_rn(__fmul_rn(float(c[1]), s), scale, bias1));
-          if (n % 2 == 0) {  // col is even: the pair is one aligned store
-            if constexpr (sizeof(O) == 4) {
-              *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-            } else {
-              __nv_bfloat162 pair;
-              pair.x = v0;
-              pair.y = v1;
-              *reinterpret_cast<__nv_bfloat162*>(dst) = pair;
-            }
-          } else {
-            dst[0] = v0;
-            dst[1] = v1;
-          }
-        } else {
-          dst[0] = v0;
-        }
+        store_pair(y, n, row, n0 + wn * 32 + ni * 8 + 2 * t, c[0], c[1], s, scale, bias);
       }
     }
 }

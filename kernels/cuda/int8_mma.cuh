@@ -1,0 +1,87 @@
+// int8_mma.cuh: what BitLinear's integer tensor-core kernels share (int8_gemm.cu, w2a8.cu,
+// bitplane.cu): cp.async staging, ldmatrix, the s8 and b1 mma.sync forms, and the epilogue
+// y = fma(float(acc) * step[m], beta, bias[n] or 0), rounded once to the output type, which is
+// the same float step as the CPU references (kernels/cpu/bitlinear.cpp), so every one of these
+// kernels gives the training forward's bits for the same integer product.
+#pragma once
+#include <cstdint>
+
+#include "cuda_common.cuh"
+
+namespace bg::cuda::mma {
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared; when !valid the 16 bytes are zero-filled and src is not read.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  const int bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                            uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+// c (16 x 8, s32) += a (16 x 32, s8, row) b (32 x 8, s8, col).
+__device__ __forceinline__ void mma_s8(int32_t* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// c (16 x 8, s32) += popc(a AND b) over k = 256 bits: the b1 form of the same fragment shapes,
+// a register holding 32 one-bit elements where the s8 form holds 4 bytes.
+__device__ __forceinline__ void mma_b1_and(int32_t* c, const uint32_t* a, uint32_t b0,
+                                           uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float rescale(int32_t acc, float step, float beta, float bias) {
+  return __fmaf_rn(__fmul_rn(float(acc), step), beta, bias);
+}
+
+// Outputs (row, col) and (row, col + 1) of y (m, n) from a fragment's accumulator pair; col is
+// even, so with n even the pair is one aligned store.
+template <typename O>
+__device__ __forceinline__ void store_pair(O* y, int64_t n, int64_t row, int64_t col, int32_t c0,
+                                           int32_t c1, float step, float beta, const float* bias) {
+  if (col >= n) return;
+  O* dst = y + row * n + col;
+  const O v0 = from_float<O>(rescale(c0, step, beta, bias ? bias[col] : 0.0f));
+  if (col + 1 >= n) {
+    dst[0] = v0;
+    return;
+  }
+  const O v1 = from_float<O>(rescale(c1, step, beta, bias ? bias[col + 1] : 0.0f));
+  if (n % 2 == 0) {
+    if constexpr (sizeof(O) == 4) {
+      *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+    } else {
+      __nv_bfloat162 pair;
+      pair.x = v0;
+      pair.y = v1;
+      *reinterpret_cast<__nv_bfloat162*>(dst) = pair;
+    }
+  } else {
+    dst[0] = v0;
+    dst[1] = v1;
+  }
+}
+
+}  // namespace bg::cuda::mma
