@@ -73,5 +73,6 @@ int run_sample(const Args& args);
 int run_eval(const Args& args);
 int run_prepare(const Args& args);
 int run_export(const Args& args);
+int run_plot(const Args& args);
 
 }  // namespace bg::cli

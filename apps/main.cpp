@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return bg::cli::run_eval(args);
     if (cmd == "prepare") return bg::cli::run_prepare(args);
     if (cmd == "export") return bg::cli::run_export(args);
+    if (cmd == "plot") return bg::cli::run_plot(args);
     if (cmd == "info") return bg::cli::run_info(args);
     if (cmd == "checksum") return bg::cli::run_checksum(args);
     if (cmd == "check-determinism") return bg::cli::run_check_determinism(args);

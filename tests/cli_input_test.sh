@@ -111,6 +111,11 @@ one_line_error "unknown option '--packed'" "$bin" sample "$dir/bitnet/packed.h5"
 head -c 4000 "$dir/bitnet/packed.h5" > "$dir/truncated.h5"
 one_line_error "not a readable HDF5 file" "$bin" eval "$dir/truncated.h5"
 [ ! -e "$dir/x.h5" ] || fail "a refused export left $dir/x.h5"
+# bitgrad plot: runs' metrics.csv side by side; anything else refused in one line.
+"$bin" plot "dense=$dir/run/metrics.csv" "bitnet=$dir/bitnet/metrics.csv" --out "$dir/runs.svg" > /dev/null 2>&1 || fail "plot of two runs failed"
+grep -q "bitnet" "$dir/runs.svg" || fail "plot left out a run's label"
+one_line_error "not a bitgrad metrics.csv" "$bin" plot "$dir/corpus.txt" --out "$dir/bad.svg"
+one_line_error "cannot open metrics file" "$bin" plot "$dir/missing.csv" --out "$dir/bad.svg"
 one_line_error "bitlinear.act_bits" "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.act_bits=9
 one_line_error "bitlinear.norm" "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.norm=batchnorm
 one_line_error "bitlinear: not used when model.linear is dense" "$bin" train "$ok" --set bitlinear.norm=none
