@@ -62,6 +62,7 @@ int run_bench_attention(const Args& args);
 int run_bench_norms(const Args& args);
 int run_bench_gemm(const Args& args);
 int run_bench_bitlinear(const Args& args);
+int run_bench_lmul(const Args& args);
 // The median of benchmark timings (the upper one of an even count).
 double median(std::vector<double> v);
 // Milliseconds fn takes on dev's stream (CUDA events around it).

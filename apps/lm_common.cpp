@@ -54,6 +54,21 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
     // kernel multiplies in bf16).
     cfg.fused_attention = fused_attention_supports(ComputeMode(), device, head_dim).empty();
   }
+  if (ck.has_attr("compute_matmul") && ck.str_attr("compute_matmul") == "lmul") {
+    // An L-Mul run is sampled and evaluated with the multiplies it trained with.
+    ComputeMode& m = out->mode;
+    m.algo = MatmulAlgo::lmul;
+    m.lmul_mantissa_bits = int(ck.int_attr("lmul.mantissa_bits"));
+    BG_CHECK(m.lmul_mantissa_bits >= 1 && m.lmul_mantissa_bits <= 23, "checkpoint", path,
+             ": lmul.mantissa_bits is ", m.lmul_mantissa_bits, ", expected 1 to 23");
+    const std::string scope = ck.str_attr("lmul.scope");
+    BG_CHECK(parse_lmul_scope(scope, &m.lmul_scope), "checkpoint", path, ": lmul.scope is '", scope,
+             "', expected attention, mlp or all");
+    m.lmul_exact_backward = ck.str_attr("lmul.backward") == "exact";
+    cfg.fused_attention =
+        cfg.fused_attention &&
+        fused_attention_supports(m.at(MatmulSite::attention), device, head_dim).empty();
+  }
   out->tokenizer = load_tokenizer(ck);
   BG_CHECK(out->tokenizer->vocab_size() <= cfg.vocab_size, "checkpoint", path, ": the ",
            out->tokenizer->kind(), " tokenizer has ", out->tokenizer->vocab_size(),

@@ -55,6 +55,12 @@ void LanguageModelTask::save(CheckpointWriter& ck) const {
     const ComputeMode mode = model_.compute_mode();
     ck.attr("compute_precision", std::string(precision_name(mode.precision)));
     ck.attr("compute_deterministic", int64_t(mode.deterministic ? 1 : 0));
+    if (mode.algo == MatmulAlgo::lmul) {  // sample and eval multiply as the run did
+      ck.attr("compute_matmul", std::string("lmul"));
+      ck.attr("lmul.mantissa_bits", int64_t(mode.lmul_mantissa_bits));
+      ck.attr("lmul.scope", std::string(lmul_scope_name(mode.lmul_scope)));
+      ck.attr("lmul.backward", std::string(mode.lmul_exact_backward ? "exact" : "lmul"));
+    }
     ck.attr("attention", std::string(gpt_->config().fused_attention ? "fused" : "composed"));
   }
   ck.attr("val_data", val_source);

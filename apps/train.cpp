@@ -68,7 +68,8 @@ int run_train(const Args& args) {
     if (g.vocab_size == 0) g.vocab_size = tok->vocab_size();
     BG_CHECK(g.vocab_size >= tok->vocab_size(), "train", "model.vocab_size ", g.vocab_size,
              " is smaller than the ", tok->kind(), " tokenizer's ", tok->vocab_size());
-    const std::string no_fused = fused_attention_supports(mode, device, g.n_embd / g.n_head);
+    const std::string no_fused =
+        fused_attention_supports(mode.at(MatmulSite::attention), device, g.n_embd / g.n_head);
     BG_CHECK(cfg.attention != "fused" || no_fused.empty(), "config",
              "model.attention: fused cannot run here: ", no_fused, " (train.precision ",
              precision_name(cfg.mode.precision), " on ", device.str(),

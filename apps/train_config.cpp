@@ -103,6 +103,20 @@ TrainConfig read_train_config(ConfigReader& r) {
   // the batch-invariant algorithm, whose K order per output is fixed whatever the batch.
   c.mode.deterministic = r.boolean("train.deterministic", false);
   if (c.mode.deterministic) c.mode.algo = MatmulAlgo::batch_invariant;
+  // L-Mul (docs/lmul.md): every multiply of the matmuls lmul.scope covers is an integer add.
+  if (r.choice("train.matmul", "standard", {"standard", "lmul"}) == "lmul") {
+    if (c.mode.precision != MatmulPrecision::fp32)
+      r.fail_at("train.matmul",
+                "L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; "
+                "train.precision must be fp32");
+    c.mode.algo = MatmulAlgo::lmul;
+    c.mode.lmul_mantissa_bits = int(r.integer("lmul.mantissa_bits", 23, 1, 23));
+    parse_lmul_scope(r.choice("lmul.scope", "all", {"attention", "mlp", "all"}),
+                     &c.mode.lmul_scope);
+    c.mode.lmul_exact_backward = r.choice("lmul.backward", "lmul", {"lmul", "exact"}) == "exact";
+  } else {
+    r.not_used("lmul", "train.matmul is standard");
+  }
   c.trainer.optimizer = r.choice("optimizer.type", "adamw", {"adamw", "sgd"});
   read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, "constant", 0.0}, c.trainer.steps,
                           &c.trainer.adamw, &c.trainer.schedule, c.trainer.optimizer == "adamw");

@@ -10,6 +10,8 @@ const char* matmul_algo_name(MatmulAlgo algo) {
       return "naive";
     case MatmulAlgo::batch_invariant:
       return "batch_invariant";
+    case MatmulAlgo::lmul:
+      return "lmul";
   }
   return "?";
 }
@@ -29,8 +31,46 @@ const char* precision_name(MatmulPrecision p) {
 std::string ComputeMode::str() const {
   std::string s = precision_name(precision);
   if (algo != MatmulAlgo::standard) s += std::string(" ") + matmul_algo_name(algo);
+  if (algo == MatmulAlgo::lmul) {
+    s += " m" + std::to_string(lmul_mantissa_bits) + " " + lmul_scope_name(lmul_scope);
+    if (lmul_exact_backward) s += " exact-backward";
+  }
   if (deterministic) s += " deterministic";
   return s;
+}
+
+const char* lmul_scope_name(LmulScope s) {
+  return s == LmulScope::attention ? "attention" : s == LmulScope::mlp ? "mlp" : "all";
+}
+
+bool parse_lmul_scope(const std::string& name, LmulScope* out) {
+  if (name == "attention")
+    *out = LmulScope::attention;
+  else if (name == "mlp")
+    *out = LmulScope::mlp;
+  else if (name == "all")
+    *out = LmulScope::all;
+  else
+    return false;
+  return true;
+}
+
+ComputeMode ComputeMode::at(MatmulSite site) const {
+  if (algo != MatmulAlgo::lmul) return *this;
+  const bool in_scope = lmul_scope == LmulScope::all ||
+                        (lmul_scope == LmulScope::attention && site == MatmulSite::attention) ||
+                        (lmul_scope == LmulScope::mlp && site == MatmulSite::mlp);
+  if (in_scope) return *this;
+  ComputeMode m = *this;
+  m.algo = deterministic ? MatmulAlgo::batch_invariant : MatmulAlgo::standard;
+  return m;
+}
+
+ComputeMode ComputeMode::backward() const {
+  ComputeMode m = *this;
+  if (algo == MatmulAlgo::lmul && lmul_exact_backward)
+    m.algo = deterministic ? MatmulAlgo::batch_invariant : MatmulAlgo::standard;
+  return m;
 }
 
 ComputeMode ComputeMode::on(Device device) const {

@@ -12,8 +12,10 @@ CausalSelfAttention::CausalSelfAttention(int64_t n_embd, int64_t n_head, bool bi
     : n_embd_(n_embd), n_head_(n_head), dropout_(dropout), fused_(fused) {
   BG_CHECK(n_head > 0 && n_embd % n_head == 0, "attention", "n_embd ", n_embd,
            " is not divisible by n_head ", n_head);
-  c_attn = register_module("c_attn", make_linear(linear, n_embd, 3 * n_embd, bias, init));
-  c_proj = register_module("c_proj", make_linear(linear, n_embd, n_embd, bias, init, proj_std));
+  c_attn = register_module(
+      "c_attn", make_linear(linear, n_embd, 3 * n_embd, bias, init, 0.02, MatmulSite::projection));
+  c_proj = register_module(
+      "c_proj", make_linear(linear, n_embd, n_embd, bias, init, proj_std, MatmulSite::projection));
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen, const Tensor& residual) const {
@@ -22,14 +24,14 @@ Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen, const Tenso
     // qkv only feeds the attention kernel, which reads bf16 operands; its y (in qkv's dtype)
     // feeds c_proj the same way.
     const Tensor qkv = c_attn->forward(x, Consumer::matmul);
-    const Tensor y =
-        fused_causal_attention(qkv, n_head_, dropout_, training(), gen, compute_mode());
+    const Tensor y = fused_causal_attention(qkv, n_head_, dropout_, training(), gen,
+                                            compute_mode().at(MatmulSite::attention));
     return dropout_then_add(c_proj->forward(y), dropout_, training(), gen, residual);
   }
   const auto qkv = split(c_attn->forward(x), {n_embd_, n_embd_, n_embd_}, 2);
   auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
   const Tensor y = causal_self_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), dropout_,
-                                         training(), gen, compute_mode());
+                                         training(), gen, compute_mode().at(MatmulSite::attention));
   return dropout_then_add(c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_})), dropout_,
                           training(), gen, residual);
 }
@@ -45,10 +47,12 @@ Tensor CausalSelfAttention::forward_cached(const Tensor& x, const Tensor& k_cach
   k_cache.slice(2, past, total).copy_(heads(qkv[1]));
   v_cache.slice(2, past, total).copy_(heads(qkv[2]));
   // Query i (position past + i) sees keys 0..past + i.
-  const Tensor att = causal_softmax(
-      matmul(heads(qkv[0]), k_cache.slice(2, 0, total).transpose(-2, -1), compute_mode()),
-      1.0 / std::sqrt(double(hd)));
-  const Tensor y = matmul(att, v_cache.slice(2, 0, total), compute_mode());
+  const Tensor att =
+      causal_softmax(matmul(heads(qkv[0]), k_cache.slice(2, 0, total).transpose(-2, -1),
+                            compute_mode().at(MatmulSite::attention)),
+                     1.0 / std::sqrt(double(hd)));
+  const Tensor y =
+      matmul(att, v_cache.slice(2, 0, total), compute_mode().at(MatmulSite::attention));
   return c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_}));
 }
 
@@ -76,17 +80,18 @@ Tensor CausalSelfAttention::forward_cached_as_trained(const Tensor& x, const Ten
     full.slice(2, c, 2 * c).copy_(rows(k_cache));
     full.slice(2, 2 * c, 3 * c).copy_(rows(v_cache));
     Generator unused;
-    const Tensor y = fused_causal_attention(full, n_head_, 0.0, false, unused, compute_mode());
+    const Tensor y = fused_causal_attention(full, n_head_, 0.0, false, unused,
+                                            compute_mode().at(MatmulSite::attention));
     return c_proj->forward(y.slice(1, past, total));
   }
   const auto qkv = split(c_attn->forward(x), {c, c, c}, 2);
   k_cache.slice(2, past, total).copy_(heads(qkv[1]));
   v_cache.slice(2, past, total).copy_(heads(qkv[2]));
   // Training's product sees k^T as a contiguous (D, T) matrix (its k is a strided view).
-  const Tensor scores =
-      matmul(heads(qkv[0]), k_cache.transpose(-2, -1).contiguous(), compute_mode());
+  const Tensor scores = matmul(heads(qkv[0]), k_cache.transpose(-2, -1).contiguous(),
+                               compute_mode().at(MatmulSite::attention));
   const Tensor att = causal_softmax(scores, 1.0 / std::sqrt(double(hd)), past);
-  const Tensor y = matmul(att, v_cache, compute_mode());
+  const Tensor y = matmul(att, v_cache, compute_mode().at(MatmulSite::attention));
   return c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_}));
 }
 

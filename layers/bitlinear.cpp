@@ -20,8 +20,9 @@ void BitLinear::use_packed(PackedTernary packed) {
 }
 
 Tensor BitLinear::forward(const Tensor& x, Consumer consumer) const {
-  if (is_packed()) return bitlinear_packed(x, packed_, bias, opt_, compute_mode(), consumer);
-  return bitlinear(x, weight, bias, opt_, compute_mode(), consumer);
+  const ComputeMode mode = compute_mode().at(site());
+  if (is_packed()) return bitlinear_packed(x, packed_, bias, opt_, mode, consumer);
+  return bitlinear(x, weight, bias, opt_, mode, consumer);
 }
 
 }  // namespace bg

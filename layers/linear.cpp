@@ -34,19 +34,24 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen, double i
 
 Tensor Linear::forward(const Tensor& x, Consumer consumer) const {
   // A bias is added in f32: the product stays f32 then, whoever reads it.
-  return linear(x, weight, bias, compute_mode(), bias.defined() ? Consumer::any : consumer);
+  return linear(x, weight, bias, compute_mode().at(site()),
+                bias.defined() ? Consumer::any : consumer);
 }
 
 std::shared_ptr<LinearLayer> make_linear(const LinearSpec& spec, int64_t in, int64_t out, bool bias,
-                                         Generator& gen, double init_std) {
+                                         Generator& gen, double init_std, MatmulSite site) {
+  std::shared_ptr<LinearLayer> layer;
   switch (spec.kind) {
     case LinearKind::dense:
-      return std::make_shared<Linear>(in, out, bias, gen, init_std);
+      layer = std::make_shared<Linear>(in, out, bias, gen, init_std);
+      break;
     case LinearKind::bitlinear:
-      return std::make_shared<BitLinear>(in, out, bias, spec.bitlinear, gen, init_std);
+      layer = std::make_shared<BitLinear>(in, out, bias, spec.bitlinear, gen, init_std);
+      break;
   }
-  BG_CHECK(false, "linear", "unknown linear kind ", int(spec.kind));
-  return nullptr;
+  BG_CHECK(layer, "linear", "unknown linear kind ", int(spec.kind));
+  layer->set_site(site);
+  return layer;
 }
 
 }  // namespace bg

@@ -31,6 +31,12 @@ class LinearLayer : public Module {
   // stored as usual (the bias add is f32).
   virtual Tensor forward(const Tensor& x, Consumer consumer = Consumer::any) const = 0;
   virtual LinearKind kind() const = 0;
+  // Where the layer sits (lmul.scope picks sites): its products run in compute_mode().at(site).
+  MatmulSite site() const { return site_; }
+  void set_site(MatmulSite site) { site_ = site; }
+
+ private:
+  MatmulSite site_ = MatmulSite::projection;
 };
 
 // The dense layer: one matmul (cuBLAS or the mode's algorithm) plus the bias.
@@ -43,9 +49,10 @@ class Linear : public LinearLayer {
   Tensor weight, bias;
 };
 
-// The factory: a linear layer of `spec.kind`, its initial values drawn from `gen` in the order
-// the dense layer draws them.
+// The factory: a linear layer of `spec.kind` at `site`, its initial values drawn from `gen` in
+// the order the dense layer draws them.
 std::shared_ptr<LinearLayer> make_linear(const LinearSpec& spec, int64_t in, int64_t out, bool bias,
-                                         Generator& gen, double init_std = 0.02);
+                                         Generator& gen, double init_std = 0.02,
+                                         MatmulSite site = MatmulSite::projection);
 
 }  // namespace bg

@@ -7,8 +7,10 @@ namespace bg {
 MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj_std, GeluForm gelu,
          const LinearSpec& linear)
     : dropout_(dropout), gelu_(gelu) {
-  c_fc = register_module("c_fc", make_linear(linear, n_embd, 4 * n_embd, bias, init));
-  c_proj = register_module("c_proj", make_linear(linear, 4 * n_embd, n_embd, bias, init, proj_std));
+  c_fc = register_module(
+      "c_fc", make_linear(linear, n_embd, 4 * n_embd, bias, init, 0.02, MatmulSite::mlp));
+  c_proj = register_module(
+      "c_proj", make_linear(linear, 4 * n_embd, n_embd, bias, init, proj_std, MatmulSite::mlp));
 }
 
 Tensor MLP::forward(const Tensor& x, Generator& gen, const Tensor& residual) const {

@@ -152,11 +152,12 @@ Tensor GPT::forward_from_embeddings(const Tensor& embedded, Generator& gen) cons
 
 Tensor GPT::head(const Tensor& h) const {
   // Tied to the token embedding: its rows are the output features.
+  const ComputeMode head_mode = compute_mode().at(MatmulSite::lm_head);
   if (packed_head_.w2.defined())
-    return bitlinear_packed(h, packed_head_, Tensor(), cfg_.linear.bitlinear, compute_mode());
+    return bitlinear_packed(h, packed_head_, Tensor(), cfg_.linear.bitlinear, head_mode);
   if (cfg_.bitlinear_lm_head)
-    return bitlinear(h, wte_->weight, Tensor(), cfg_.linear.bitlinear, compute_mode());
-  return linear(h, wte_->weight, Tensor(), compute_mode());
+    return bitlinear(h, wte_->weight, Tensor(), cfg_.linear.bitlinear, head_mode);
+  return linear(h, wte_->weight, Tensor(), head_mode);
 }
 
 void GPT::use_packed_head(PackedTernary packed) {

@@ -133,6 +133,9 @@ Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
            shape_str(weight.shape()));
   BG_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "bitlinear", "input ",
            shape_str(x.shape()), " does not match weight ", shape_str(weight.shape()));
+  BG_CHECK(mode.algo != MatmulAlgo::lmul, "bitlinear",
+           "the ternary product is exact integer arithmetic; L-Mul (lmul.scope) cannot apply to "
+           "a BitLinear layer");
   BG_CHECK(mode.on(x.device()) == mode, "bitlinear", precision_name(mode.precision),
            " precision is a CUDA mode; the CPU computes fp32");
   const int64_t k = weight.size(1), n = weight.size(0);

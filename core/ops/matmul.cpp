@@ -24,6 +24,9 @@ void run_matmul_kernel(const ComputeMode& mode, Rows rows, Device dev, const KVi
       const BatchInvariantGemm opt{mode.precision, rows == Rows::summed_over, 0};
       return BG_DISPATCH(dev, matmul_batch_invariant, out, a, b, opt, stream_for(dev));
     }
+    case MatmulAlgo::lmul:
+      return BG_DISPATCH(dev, matmul_lmul, out, a, b, lmul_params(mode.lmul_mantissa_bits),
+                         stream_for(dev));
   }
 }
 
@@ -34,6 +37,12 @@ void check_mode(const ComputeMode& mode, Device dev) {
            "ComputeMode::on(device))");
   BG_CHECK(!(mode.algo == MatmulAlgo::naive && mode.precision == MatmulPrecision::tf32), "matmul",
            "the naive algorithm multiplies in fp32 or on bf16 operands; tf32 is cuBLAS's");
+  BG_CHECK(mode.algo != MatmulAlgo::lmul || mode.precision == MatmulPrecision::fp32, "matmul",
+           "L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; train.precision ",
+           precision_name(mode.precision), " would round them first (use fp32)");
+  BG_CHECK(mode.algo != MatmulAlgo::lmul ||
+               (mode.lmul_mantissa_bits >= 1 && mode.lmul_mantissa_bits <= 23),
+           "matmul", "lmul.mantissa_bits must be in [1, 23], got ", mode.lmul_mantissa_bits);
   BG_CHECK(!mode.deterministic || mode.algo != MatmulAlgo::standard, "matmul",
            "deterministic mode needs a batch-invariant algorithm; '", matmul_algo_name(mode.algo),
            "' is not one");
@@ -168,6 +177,9 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
                          (a.dtype() == DType::f32 && b.dtype() == DType::bf16));
   BG_CHECK(a.dtype() == b.dtype() || bf16_mix, "matmul", "dtype mismatch: ", dtype_name(a.dtype()),
            " and ", dtype_name(b.dtype()));
+  BG_CHECK(mode.algo != MatmulAlgo::lmul || a.dtype() == DType::f32, "matmul",
+           "L-Mul is defined on f32 bit patterns; ", dtype_name(a.dtype()),
+           " operands are refused");
   BG_CHECK(a.ndim() >= 2 && b.ndim() >= 2, "matmul", "operands must be at least 2-D, got ",
            shape_str(a.shape()), " and ", shape_str(b.shape()));
   const int64_t k = a.size(-1);
@@ -212,11 +224,13 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
   const DType operand = compute_dtype(a);
   Tensor out = compute_output(product(a, b, batch, operand, operand, run, rows), a.dtype());
   const Tensor ad = a.detach(), bd = b.detach();
-  record(out, "matmul", {a, b}, [ad, bd, mode](const Tensor& g) {
+  const ComputeMode grad_mode = mode.backward();
+  record(out, "matmul", {a, b}, [ad, bd, grad_mode](const Tensor& g) {
     const Consumer any = Consumer::any;
+    const ComputeMode& gm = grad_mode;
     return std::vector<Tensor>{
-        sum_to(matmul_rows(g, bd.transpose(-1, -2), mode, any, Rows::kept_apart), ad.shape()),
-        sum_to(matmul_rows(ad.transpose(-1, -2), g, mode, any, Rows::summed_over), bd.shape())};
+        sum_to(matmul_rows(g, bd.transpose(-1, -2), gm, any, Rows::kept_apart), ad.shape()),
+        sum_to(matmul_rows(ad.transpose(-1, -2), g, gm, any, Rows::summed_over), bd.shape())};
   });
   return out;
 }

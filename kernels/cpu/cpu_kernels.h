@@ -5,6 +5,7 @@
 #include "../attention_dropout.h"
 #include "../bide_values.h"
 #include "../kernel_types.h"
+#include "../lmul.h"
 #include "../optimizer_params.h"
 #include "../philox.h"
 
