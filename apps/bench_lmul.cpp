@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "core/dispatch.h"
 #include "core/ops.h"
 #include "kernels/cuda/device_runtime.h"
 #if BITGRAD_WITH_CUDA
@@ -70,7 +71,9 @@ int run_bench_lmul(const Args& args) {
       const KView va = as[i].kview(), vb = bs[i].kview(), vo = out.kview();
       const double s =
           bench_time_ms(dev, [&] { cuda::matmul(vo, va, vb, MatmulPrecision::fp32, stream); });
-      const double l = bench_time_ms(dev, [&] { cuda::matmul_lmul(vo, va, vb, params, stream); });
+      ScratchArena scratch(dev);  // the split-K workspace of a weight gradient
+      const double l =
+          bench_time_ms(dev, [&] { cuda::matmul_lmul(vo, va, vb, params, scratch, stream); });
       if (r >= 2) {
         ts.push_back(s * 1e3);
         tl.push_back(l * 1e3);

@@ -51,10 +51,10 @@ void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision pr
 // same bits.
 void matmul_naive(const KView& out, const KView& a, const KView& b, StreamHandle stream);
 // matmul: MatmulAlgo::lmul (kernels/lmul.h). f32 operands rounded to p.mantissa_bits, every
-// product an L-Mul, each output one f32 chain of adds over k in order from zero; any strides;
-// both backends give the same bits.
+// product an L-Mul, summed in kernels/lmul.h's fixed order (chunks of kLmulChunk k, each a chain
+// from zero, the chunk sums a chain from zero); any strides; both backends give the same bits.
 void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulParams& p,
-                 StreamHandle stream);
+                 Scratch& scratch, StreamHandle stream);
 // matmul: MatmulAlgo::batch_invariant (train.deterministic). Row i of out depends only on row i
 // of a and on b, bit for bit: never on M, the batch count or the GPU's SM count. CUDA: cuBLASLt
 // with one algorithm pinned per shape-without-M (no split-K); a must be row-major with rows of

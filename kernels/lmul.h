@@ -24,6 +24,12 @@
 
 namespace bg {
 
+// The GEMM's fixed summation order (docs/lmul.md): K is cut into chunks of kLmulChunk; each
+// chunk's products are added in order from zero, and the chunk sums are added in order from
+// zero. It never depends on M, N or the batch, and it lets the GPU spread a long K (a weight
+// gradient's tokens) over blocks without changing a bit.
+constexpr int64_t kLmulChunk = 1024;
+
 struct LmulParams {
   int mantissa_bits = 23;         // 1..23
   uint32_t offset = 0x3F780000u;  // offset(mantissa_bits)

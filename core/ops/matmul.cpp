@@ -24,9 +24,11 @@ void run_matmul_kernel(const ComputeMode& mode, Rows rows, Device dev, const KVi
       const BatchInvariantGemm opt{mode.precision, rows == Rows::summed_over, 0};
       return BG_DISPATCH(dev, matmul_batch_invariant, out, a, b, opt, stream_for(dev));
     }
-    case MatmulAlgo::lmul:
-      return BG_DISPATCH(dev, matmul_lmul, out, a, b, lmul_params(mode.lmul_mantissa_bits),
+    case MatmulAlgo::lmul: {
+      ScratchArena scratch(dev);
+      return BG_DISPATCH(dev, matmul_lmul, out, a, b, lmul_params(mode.lmul_mantissa_bits), scratch,
                          stream_for(dev));
+    }
   }
 }
 

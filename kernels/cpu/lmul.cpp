@@ -1,6 +1,8 @@
-// lmul.cpp (CPU): the reference of MatmulAlgo::lmul (kernels/lmul.h): each output one f32 chain
-// of adds of L-Mul products over k in order from zero, operands rounded to the mantissa width
-// first; the CUDA kernel (kernels/cuda/lmul_gemm.cu) gives the same bits.
+// lmul.cpp (CPU): the reference of MatmulAlgo::lmul (kernels/lmul.h): L-Mul products summed in
+// the fixed order (chunks of kLmulChunk k, each a chain from zero; the chunk sums a chain from
+// zero), operands rounded to the mantissa width first; the CUDA kernel
+// (kernels/cuda/lmul_gemm.cu) gives the same bits.
+#include <algorithm>
 #include <vector>
 
 #include "cpu_common.h"
@@ -8,7 +10,7 @@
 
 namespace bg::cpu {
 
-void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulParams& p,
+void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulParams& p, Scratch&,
                  StreamHandle) {
   if (a.dtype != DType::f32 || b.dtype != DType::f32 || out.dtype != DType::f32)
     kernel_fail("matmul_lmul", "L-Mul multiplies f32 operands (rounded to the mantissa width)");
@@ -25,9 +27,14 @@ void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulPar
         row[size_t(q)] = lmul_round(pa[q * a.strides[2]], p.mantissa_bits);
       for (int64_t j = 0; j < n; ++j) {
         const float* col = cols.data() + j * k;
-        float acc = 0.0f;
-        for (int64_t q = 0; q < k; ++q) acc = acc + lmul(row[size_t(q)], col[q], p.offset);
-        ptr<float>(out)[z * out.strides[0] + i * out.strides[1] + j * out.strides[2]] = acc;
+        float total = 0.0f;
+        for (int64_t c0 = 0; c0 < k; c0 += kLmulChunk) {
+          float chunk = 0.0f;
+          for (int64_t q = c0; q < std::min(k, c0 + kLmulChunk); ++q)
+            chunk = chunk + lmul(row[size_t(q)], col[q], p.offset);
+          total = total + chunk;
+        }
+        ptr<float>(out)[z * out.strides[0] + i * out.strides[1] + j * out.strides[2]] = total;
       }
     }
   }
