@@ -20,7 +20,6 @@ int run_export(const Args& args) {
            "usage: bitgrad export CKPT --packed --out FILE.h5");
   BG_CHECK(args.has("packed"), "export",
            "say --packed: the packed inference file is the one export form");
-  BG_CHECK(args.option("packed", "").empty(), "export", "--packed takes no value");
   const std::string src = args.positional[0], dst = args.option("out", "");
   check_input_file(src, "export", "checkpoint");
   std::error_code ec;

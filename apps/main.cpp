@@ -10,6 +10,19 @@
 
 namespace bg::cli {
 
+namespace {
+
+// Options that take no value (every other --name takes one); each command's allow_only still
+// decides whether it accepts them.
+bool is_flag(const std::string& arg) {
+  static const char* const kFlags[] = {"--packed"};
+  for (const char* f : kFlags)
+    if (arg == f) return true;
+  return false;
+}
+
+}  // namespace
+
 Args parse_args(int argc, char** argv, int first) {
   Args a;
   for (int i = first; i < argc; ++i) {
@@ -19,8 +32,8 @@ Args parse_args(int argc, char** argv, int first) {
       a.overrides.push_back(argv[++i]);
     } else if (s.rfind("--set=", 0) == 0) {
       a.overrides.push_back(s.substr(6));
-    } else if (s == "--packed") {  // the one option without a value
-      a.options.emplace_back("packed", "");
+    } else if (is_flag(s)) {
+      a.options.emplace_back(s.substr(2), "");
     } else if (s.rfind("--", 0) == 0) {
       if (i + 1 >= argc) fail("cli", "option ", s, " needs a value");
       a.options.emplace_back(s.substr(2), argv[++i]);

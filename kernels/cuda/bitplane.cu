@@ -122,23 +122,11 @@ __global__ void __launch_bounds__(32 * WM * WN)
   }
   cp_async_wait<0>();
 
-  const float scale = *beta;
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int64_t row = m0 + (wm * MI + mi) * 16 + g + half * 8;
-      if (row >= m) continue;
-      const float s = step[row];
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        const int32_t* pa = agree[mi][ni] + half * 2;
-        const int32_t* pz = nonzero[mi][ni] + half * 2;
-        store_pair(y, n, row, n0 + (wn * NI + ni) * 8 + 2 * t, 2 * pa[0] - pz[0], 2 * pa[1] - pz[1],
-                   s, scale, bias);
-      }
-    }
+  store_fragments<O, MI, NI>(y, m, n, m0 + wm * MI * 16, n0 + wn * NI * 8, step, *beta, bias,
+                             [&](int mi, int ni, int half, int e) {
+                               const int i = half * 2 + e;  // 2 (agreements) - nonzero pairs
+                               return 2 * agree[mi][ni][i] - nonzero[mi][ni][i];
+                             });
 }
 
 template <typename O, int MI, int NI, int WM, int WN, int kStages>

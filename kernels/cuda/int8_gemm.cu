@@ -102,21 +102,9 @@ __global__ void __launch_bounds__(kThreads)
   }
   cp_async_wait<0>();
 
-  const float scale = *beta;
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int mi = 0; mi < 4; ++mi)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int64_t row = m0 + wm * 64 + mi * 16 + g + half * 8;
-      if (row >= m) continue;
-      const float s = step[row];
-#pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        const int32_t* c = acc[mi][ni] + half * 2;
-        store_pair(y, n, row, n0 + wn * 32 + ni * 8 + 2 * t, c[0], c[1], s, scale, bias);
-      }
-    }
+  store_fragments<O, 4, 4>(
+      y, m, n, m0 + wm * 64, n0 + wn * 32, step, *beta, bias,
+      [&](int mi, int ni, int half, int e) { return acc[mi][ni][half * 2 + e]; });
 }
 
 template <typename O>

@@ -84,4 +84,26 @@ __device__ __forceinline__ void store_pair(O* y, int64_t n, int64_t row, int64_t
   }
 }
 
+// A warp's MI x NI accumulator fragments (16 x 8 each, rows from row0, columns from col0) to
+// y (m, n), rescaled as above. acc(mi, ni, half, e) is the integer of fragment (mi, ni), row
+// half `half`, pair element e; rows past m are skipped.
+template <typename O, int MI, int NI, typename Acc>
+__device__ __forceinline__ void store_fragments(O* y, int64_t m, int64_t n, int64_t row0,
+                                                int64_t col0, const float* step, float beta,
+                                                const float* bias, Acc&& acc) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int64_t row = row0 + mi * 16 + g + half * 8;
+      if (row >= m) continue;
+      const float s = step[row];
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni)
+        store_pair(y, n, row, col0 + ni * 8 + 2 * t, acc(mi, ni, half, 0), acc(mi, ni, half, 1), s,
+                   beta, bias);
+    }
+}
+
 }  // namespace bg::cuda::mma

@@ -250,25 +250,18 @@ __global__ void __launch_bounds__(32 * WM * WN)
   }
   cp_async_wait<0>();
 
-  const float scale = *beta;
-  const int g = lane / 4, t = lane % 4;
+  int32_t sx[MI][2];  // sum(x) per row: the quad's four lanes hold a quarter of it each
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      int32_t sx = xsum[mi][half];  // the quad's four lanes hold a quarter of the row each
-      sx += __shfl_xor_sync(0xffffffffu, sx, 1);
-      sx += __shfl_xor_sync(0xffffffffu, sx, 2);
-      const int64_t row = m0 + (wm * MI + mi) * 16 + g + half * 8;
-      if (row >= m) continue;
-      const float s = step[row];
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        const int32_t* c = acc[mi][ni] + half * 2;
-        store_pair(y, n, row, n0 + (wn * NI + ni) * 8 + 2 * t, c[0] - sx, c[1] - sx, s, scale,
-                   bias);
-      }
+      sx[mi][half] = xsum[mi][half];
+      sx[mi][half] += __shfl_xor_sync(0xffffffffu, sx[mi][half], 1);
+      sx[mi][half] += __shfl_xor_sync(0xffffffffu, sx[mi][half], 2);
     }
+  store_fragments<O, MI, NI>(  // the codes are w + 1: subtract sum(x) once
+      y, m, n, m0 + wm * MI * 16, n0 + wn * NI * 8, step, *beta, bias,
+      [&](int mi, int ni, int half, int e) { return acc[mi][ni][half * 2 + e] - sx[mi][half]; });
 }
 
 template <typename O, int MI, int NI, int WM, int WN, int kStages, int KB>
