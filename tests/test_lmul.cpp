@@ -195,23 +195,33 @@ TEST_CASE("lmul matmul: a plain loop's bits on the CPU and CUDA, transposed and 
 
 TEST_CASE("cuda: lmul matmul with zeros, tiny, huge and non-finite operands gives the CPU's bits") {
   BG_REQUIRE_CUDA();
-  // The kernel's fast form (zeros on one side, exponents in range) and its exact form (zeros on
-  // both sides, values whose products underflow or overflow, Inf, NaN, denormals) on one matrix;
-  // NaN outputs must be NaN on both (their payload bits are the hardware's).
+  // The kernel's fast form (zeros on at most one side, exponents in range) and its exact form
+  // (zeros on both sides, or values whose products underflow or overflow, Inf, NaN, denormals,
+  // with zeros on either side or none) on one matrix; NaN outputs must be NaN on both (their
+  // payload bits are the hardware's).
+  struct Variant {
+    bool zeros_a, zeros_b, extremes, non_finite;
+  };
+  const Variant variants[] = {{true, false, false, false}, {true, true, false, false},
+                              {true, true, true, false},   {true, true, true, true},
+                              {false, true, true, false},  {false, false, true, true},
+                              {true, false, true, false},  {false, true, false, false}};
   const Device cuda = Device::cuda(0);
   Generator gen(21);
-  for (int variant = 0; variant < 4; ++variant) {
+  for (int variant = 0; variant < 8; ++variant) {
     CAPTURE(variant);
+    const Variant& v = variants[variant];
     std::vector<float> a = randn({300, 200}, gen).to_vector<float>();
     std::vector<float> b = randn({200, 150}, gen).to_vector<float>();
-    for (size_t i = 0; i < a.size(); i += 7) a[i] = 0.0f;  // zeros in A: fast, masked
-    if (variant >= 1)
-      for (size_t i = 3; i < b.size(); i += 11) b[i] = -0.0f;  // and in B
-    if (variant >= 2) {
+    if (v.zeros_a)
+      for (size_t i = 0; i < a.size(); i += 7) a[i] = 0.0f;
+    if (v.zeros_b)
+      for (size_t i = 3; i < b.size(); i += 11) b[i] = -0.0f;
+    if (v.extremes) {
       a[17] = 1e-30f, a[901] = 3e35f, b[5] = std::numeric_limits<float>::denorm_min();
       b[777] = 1e-25f, b[1500] = -2e30f;
     }
-    if (variant == 3) a[2000] = std::numeric_limits<float>::infinity(), b[42] = std::nanf("");
+    if (v.non_finite) a[2000] = std::numeric_limits<float>::infinity(), b[42] = std::nanf("");
     for (int m : {23, 7, 3}) {
       const Tensor ta = from_vector(a, {300, 200}), tb = from_vector(b, {200, 150});
       const std::vector<float> want = matmul(ta, tb, lmul_mode(m)).to_vector<float>();

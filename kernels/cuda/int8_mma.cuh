@@ -1,29 +1,15 @@
 // int8_mma.cuh: what BitLinear's integer tensor-core kernels share (int8_gemm.cu, w2a8.cu,
-// bitplane.cu): cp.async staging, ldmatrix, the s8 and b1 mma.sync forms, and the epilogue
-// y = fma(float(acc) * step[m], beta, bias[n] or 0), rounded once to the output type, which is
-// the same float step as the CPU references (kernels/cpu/bitlinear.cpp), so every one of these
-// kernels gives the training forward's bits for the same integer product.
+// bitplane.cu): cp.async staging (cp_async.cuh), ldmatrix, the s8 and b1 mma.sync forms, and the
+// epilogue y = fma(float(acc) * step[m], beta, bias[n] or 0), rounded once to the output type,
+// which is the same float step as the CPU references (kernels/cpu/bitlinear.cpp), so every one of
+// these kernels gives the training forward's bits for the same integer product.
 #pragma once
 #include <cstdint>
 
+#include "cp_async.cuh"
 #include "cuda_common.cuh"
 
 namespace bg::cuda::mma {
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared; when !valid the 16 bytes are zero-filled and src is not read.
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  const int bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2,
                                             uint32_t& r3) {

@@ -2,11 +2,13 @@
 // an L-Mul, each output one f32 chain of adds over k in order from zero, as the CPU reference
 // (kernels/cpu/lmul.cpp) computes it, so the two agree bit for bit.
 //
-// Tiles of 128 x 128 outputs over K steps of 8, 256 threads of 8 x 8 outputs (rows 4ty..4ty+3
-// and 64 + the same, columns likewise in tx), operands rounded to the mantissa width as they are
-// staged in shared memory. Each of the fixed order's chunks (kLmulChunk k) runs in its own block;
-// with several, their sums go to a workspace that a second kernel adds in chunk order. The
-// inner loop has two forms, chosen per K step for the whole block:
+// Tiles of 128 x 128 outputs over K steps of 16, 256 threads of 8 x 8 outputs (rows
+// 4ty..4ty+3 and 64 + the same, columns likewise in tx). Each thread copies four quads of four
+// consecutive operand elements (16-byte cp.async where aligned) for the next K step while the
+// current one computes, then stages them rounded to the mantissa width, B less the offset, so
+// that the inner loop's product is one integer add. Each of the fixed order's chunks
+// (kLmulChunk k) runs in its own block; with several, their sums go to a workspace that a second
+// kernel adds in chunk order. The inner loop has two forms, chosen per K step for the block:
 // - fast, when every staged operand is zero or has an exponent in [2^-63, 2^64): then no
 //   product can underflow or overflow, and the bare integer form is exact. One IADD3 gives the
 //   product's bits, sign included (the sign bits' sum carries out of the word). A zero operand is
@@ -18,125 +20,279 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cp_async.cuh"
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
 
 namespace bg::cuda {
 namespace {
 
-constexpr int kTile = 128, kK = 8, kThreads = 256;
+// kPad: a staged row's length; the 4 extra words spread the transposed stores of k-contiguous
+// operands over the banks and keep the 16-byte alignment of the inner loop's loads.
+constexpr int kTile = 128, kK = 16, kThreads = 256, kPad = kTile + 4;
 
-struct GemmStrides {
-  int64_t a0, a1, a2, b0, b1, b2, o0, o1, o2;
+// How a block reads one operand as a kK x kTile tile (dim: A's rows or B's columns): each thread
+// takes two quads of four consecutive elements along the operand's contiguous dimension, one
+// 16-byte load each where the layout is aligned, four guarded loads otherwise.
+struct OperandLayout {
+  int64_t batch_stride, dim_stride, k_stride, dim;
+  bool k_inner;  // quads along k (k_stride == 1) rather than along dim
+  bool vector;   // every in-range quad starts 16-byte aligned
 };
 
-enum : int { kHasZero = 1, kNotOrdinary = 2 };
+OperandLayout operand_layout(const void* data, int64_t batch_stride, int64_t dim_stride,
+                             int64_t k_stride, int64_t dim) {
+  OperandLayout l{batch_stride, dim_stride, k_stride, dim, k_stride == 1 || dim_stride != 1, false};
+  const int64_t quad_stride = l.k_inner ? k_stride : dim_stride;
+  const int64_t other_stride = l.k_inner ? dim_stride : k_stride;
+  l.vector = quad_stride == 1 && other_stride % 4 == 0 && batch_stride % 4 == 0 &&
+             reinterpret_cast<uintptr_t>(data) % 16 == 0;
+  return l;
+}
 
-// Stages x (rounded) as the fast form's bits and its 0/1 mask; returns the class flags.
-__device__ __forceinline__ int stage(float x, int m, uint32_t offset, uint32_t* enc, float* mask) {
+// Flags of a staged tile, A's in bits 0-1 and B's in bits 2-3.
+enum : int { kHasZero = 1, kNotOrdinary = 2, kBShift = 2 };
+
+// Stages x (rounded) as the fast form's bits less `sub` (B carries the offset, so the inner
+// loop's product is one add) and its 0/1 mask; returns the class flags.
+__device__ __forceinline__ int stage(float x, int m, uint32_t offset, uint32_t sub, uint32_t* enc,
+                                     float* mask) {
   const uint32_t u = lmul_bits_of(lmul_round(x, m));
   const uint32_t e = (u >> 23) & 0xFFu;
-  if (e == 0) {  // zero (denormals were flushed)
-    *enc = (u & 0x80000000u) | offset;
+  if (e == 0) {  // zero (denormals were flushed): its sign | offset, masked out
+    *enc = ((u & 0x80000000u) | offset) - sub;
     *mask = 0.0f;
     return kHasZero;
   }
-  *enc = u;
+  *enc = u - sub;
   *mask = 1.0f;
   return e < 64 || e > 190 ? kNotOrdinary : 0;
 }
 
 // The staged value back as the rounded operand (a zero's sign kept).
-__device__ __forceinline__ float staged_value(uint32_t enc, float mask) {
-  return lmul_float_of(mask == 0.0f ? enc & 0x80000000u : enc);
+__device__ __forceinline__ float staged_value(uint32_t enc, float mask, uint32_t sub) {
+  const uint32_t u = enc + sub;
+  return lmul_float_of(mask == 0.0f ? u & 0x80000000u : u);
 }
 
+__device__ __forceinline__ int clamp_to_quad(int64_t left) {
+  return left <= 0 ? 0 : left >= 4 ? 4 : int(left);
+}
+
+// One of a thread's two quads of an operand's tile at k0: its first element's place in the
+// tile (kk, i), how many of its four elements are in range (valid), how many are before k_end
+// (in_k), and its first element's address. A full tile (kFull) has every element in range.
+struct Quad {
+  int kk, i, valid, in_k;
+  const float* src;
+};
+
+template <bool kFull>
+__device__ __forceinline__ Quad quad_at(const float* base, const OperandLayout& l, int r,
+                                        int64_t d0, int64_t k0, int64_t k_end) {
+  const int tid = threadIdx.x;
+  Quad q;
+  q.i = l.k_inner ? tid / 4 + 64 * r : (tid % 32) * 4;
+  q.kk = l.k_inner ? (tid % 4) * 4 : tid / 32 + 8 * r;
+  const int64_t row = d0 + q.i, kg = k0 + q.kk;
+  q.src = base + row * l.dim_stride + kg * l.k_stride;
+  if (kFull) {
+    q.valid = q.in_k = 4;
+  } else {
+    const int64_t left_k = k_end - kg, left_dim = l.dim - row;
+    q.in_k = l.k_inner ? clamp_to_quad(left_k) : left_k > 0 ? 4 : 0;
+    q.valid = min(q.in_k, l.k_inner ? (left_dim > 0 ? 4 : 0) : clamp_to_quad(left_dim));
+  }
+  return q;
+}
+
+// This thread's raw copy slots: raw[(operand * 2 + r) * kThreads + tid], one float4 a quad.
+// Each thread copies and later reads only its own slots, so the copies need no barrier.
+template <bool kFull>
+__device__ __forceinline__ void fetch_quads(float4* raw, const float* base, const OperandLayout& l,
+                                            int64_t d0, int64_t k0, int64_t k_end) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const Quad q = quad_at<kFull>(base, l, r, d0, k0, k_end);
+    float4* slot = &raw[r * kThreads + threadIdx.x];
+    if (l.vector) {  // the valid elements; the rest zero-filled and not read
+      mma::cp_async16_partial(mma::smem_addr(slot), q.src, q.valid * 4);
+    } else {
+      const int64_t step = l.k_inner ? l.k_stride : l.dim_stride;
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        if (c < q.valid)
+          mma::cp_async4(mma::smem_addr(reinterpret_cast<float*>(slot) + c), q.src + c * step);
+    }
+  }
+}
+
+// Stages this thread's two quads of one operand's tile at k0 (its raw slots) into
+// enc/mask[k][dim] and returns the in-range elements' flags. Elements past the operand's end
+// are staged so that they change no in-range output: A's past k_end as +0 (masked out,
+// flagged, so the inner loop honours the mask), the rest as values whose fast-form sum is the
+// partner's finite bits.
+template <bool kIsB, bool kFull>
+__device__ __forceinline__ int stage_tile(uint32_t (*enc)[kPad], float (*mask)[kPad],
+                                          const float4* raw, const float* base,
+                                          const OperandLayout& l, int64_t d0, int64_t k0,
+                                          int64_t k_end, int bits, uint32_t offset) {
+  const uint32_t sub = kIsB ? offset : 0u;
+  int flags = 0;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const Quad q = quad_at<kFull>(base, l, r, d0, k0, k_end);
+    const float4 raw_quad = raw[r * kThreads + threadIdx.x];
+    const float v[4] = {raw_quad.x, raw_quad.y, raw_quad.z, raw_quad.w};
+    uint32_t e[4];
+    float z[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      if (c < q.valid) {
+        flags |= stage(v[c], bits, offset, sub, &e[c], &z[c]);
+      } else if (!kIsB && c >= q.in_k) {  // A past k_end: a masked zero
+        e[c] = offset, z[c] = 0.0f;
+        flags |= kHasZero;
+      } else {  // neutral: the sum is the partner's bits
+        e[c] = offset - sub, z[c] = 1.0f;
+      }
+    }
+    if (l.k_inner) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) enc[q.kk + c][q.i] = e[c], mask[q.kk + c][q.i] = z[c];
+    } else {
+      *reinterpret_cast<uint4*>(&enc[q.kk][q.i]) = make_uint4(e[0], e[1], e[2], e[3]);
+      *reinterpret_cast<float4*>(&mask[q.kk][q.i]) = make_float4(z[0], z[1], z[2], z[3]);
+    }
+  }
+  return flags;
+}
+
+// Loads this thread's 8 staged values of a row of a tile: positions 4t..4t+3 and 64 + those.
+__device__ __forceinline__ void load8(const uint32_t* row, int t, uint32_t* u) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const uint4 q = *reinterpret_cast<const uint4*>(&row[64 * h + 4 * t]);
+    u[4 * h] = q.x, u[4 * h + 1] = q.y, u[4 * h + 2] = q.z, u[4 * h + 3] = q.w;
+  }
+}
+__device__ __forceinline__ void load8(const float* row, int t, float* f) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float4 q = *reinterpret_cast<const float4*>(&row[64 * h + 4 * t]);
+    f[4 * h] = q.x, f[4 * h + 1] = q.y, f[4 * h + 2] = q.z, f[4 * h + 3] = q.w;
+  }
+}
+
+// The kernel's shared memory: the staged tiles and every thread's raw copy slots (50 KB).
+struct LmulSmem {
+  uint32_t ea[kK][kPad], eb[kK][kPad];
+  float za[kK][kPad], zb[kK][kPad];
+  float4 raw[4 * kThreads];  // A's two quads, then B's
+};
+
 // blockIdx.z = batch * chunks + chunk: a block sums one chunk of K (all of K when it fits one)
-// into out, or with several chunks into the workspace (chunk, batch, m, n).
+// into out, or with several chunks into the workspace (chunk, batch, m, n). A K step's operands
+// are copied (cp.async) while the previous step computes.
 __global__ void __launch_bounds__(kThreads, 2)  // two blocks an SM: 128 registers
     lmul_gemm_kernel(float* out, const float* a, const float* b, int64_t m, int64_t n, int64_t k,
-                     GemmStrides s, int bits, uint32_t offset, int64_t chunks) {
-  __shared__ __align__(16) uint32_t ea[kK][kTile], eb[kK][kTile];
-  __shared__ __align__(16) float za[kK][kTile], zb[kK][kTile];
+                     OperandLayout la, OperandLayout lb, int64_t o0, int64_t o1, int64_t o2,
+                     int bits, uint32_t offset, int64_t chunks) {
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  LmulSmem& sm = *reinterpret_cast<LmulSmem*>(smem_bytes);
+  auto& ea = sm.ea;
+  auto& eb = sm.eb;
+  auto& za = sm.za;
+  auto& zb = sm.zb;
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
   const int64_t z = blockIdx.z / chunks, chunk = blockIdx.z % chunks;
   const int64_t m0 = int64_t(blockIdx.y) * kTile, n0 = int64_t(blockIdx.x) * kTile;
-  const float* pa = a + z * s.a0;
-  const float* pb = b + z * s.b0;
-  // Staging order: along whichever of an operand's dimensions is contiguous.
-  const bool a_k_inner = s.a2 == 1, b_n_inner = s.b2 == 1;
+  const float* pa = a + z * la.batch_stride;
+  const float* pb = b + z * lb.batch_stride;
   const int64_t k_begin = chunk * kLmulChunk, k_end = min(k, k_begin + kLmulChunk);
-  float acc[8][8] = {};
-  {
-    for (int64_t k0 = k_begin; k0 < k_end; k0 += kK) {
-      int flags_a = 0, flags_b = 0;
-      for (int e = tid; e < kK * kTile; e += kThreads) {
-        const int kk = a_k_inner ? e % kK : e / kTile, i = a_k_inner ? e / kK : e % kTile;
-        const bool in = k0 + kk < k_end && m0 + i < m;
-        flags_a |= stage(in ? pa[(m0 + i) * s.a1 + (k0 + kk) * s.a2] : 0.0f, bits, offset,
-                         &ea[kk][i], &za[kk][i]);
-        const int kb = b_n_inner ? e / kTile : e % kK, j = b_n_inner ? e % kTile : e / kK;
-        const bool in_b = k0 + kb < k_end && n0 + j < n;
-        flags_b |= stage(in_b ? pb[(k0 + kb) * s.b1 + (n0 + j) * s.b2] : 0.0f, bits, offset,
-                         &eb[kb][j], &zb[kb][j]);
-      }
-      const int any_a = __syncthreads_or(flags_a), any_b = __syncthreads_or(flags_b);
-      const int steps = int(k_end - k0 < kK ? k_end - k0 : kK);
-      const bool fast = !((any_a | any_b) & kNotOrdinary) && !((any_a & any_b) & kHasZero);
-      if (fast) {
-        const bool mask_rows = any_a & kHasZero, mask_cols = any_b & kHasZero;
-        for (int kk = 0; kk < steps; ++kk) {
-          uint32_t ua[8], ub[8];
-          float mr[8], mc[8];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const uint4 va = *reinterpret_cast<const uint4*>(&ea[kk][64 * h + 4 * ty]);
-            const uint4 vb = *reinterpret_cast<const uint4*>(&eb[kk][64 * h + 4 * tx]);
-            ua[4 * h] = va.x, ua[4 * h + 1] = va.y, ua[4 * h + 2] = va.z, ua[4 * h + 3] = va.w;
-            ub[4 * h] = vb.x, ub[4 * h + 1] = vb.y, ub[4 * h + 2] = vb.z, ub[4 * h + 3] = vb.w;
-            const float4 fa = *reinterpret_cast<const float4*>(&za[kk][64 * h + 4 * ty]);
-            const float4 fb = *reinterpret_cast<const float4*>(&zb[kk][64 * h + 4 * tx]);
-            mr[4 * h] = fa.x, mr[4 * h + 1] = fa.y, mr[4 * h + 2] = fa.z, mr[4 * h + 3] = fa.w;
-            mc[4 * h] = fb.x, mc[4 * h + 1] = fb.y, mc[4 * h + 2] = fb.z, mc[4 * h + 3] = fb.w;
-          }
-          if (mask_rows) {
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-#pragma unroll
-              for (int j = 0; j < 8; ++j)
-                acc[i][j] = __fmaf_rn(lmul_float_of(ua[i] + ub[j] - offset), mr[i], acc[i][j]);
-          } else if (mask_cols) {
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-#pragma unroll
-              for (int j = 0; j < 8; ++j)
-                acc[i][j] = __fmaf_rn(lmul_float_of(ua[i] + ub[j] - offset), mc[j], acc[i][j]);
-          } else {
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-#pragma unroll
-              for (int j = 0; j < 8; ++j)
-                acc[i][j] = __fadd_rn(acc[i][j], lmul_float_of(ua[i] + ub[j] - offset));
-          }
-        }
-      } else {
-        for (int kk = 0; kk < steps; ++kk) {
-          float va[8], vb[8];
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            const int r = 64 * (i / 4) + 4 * ty + i % 4, c = 64 * (i / 4) + 4 * tx + i % 4;
-            va[i] = staged_value(ea[kk][r], za[kk][r]);
-            vb[i] = staged_value(eb[kk][c], zb[kk][c]);
-          }
-#pragma unroll
-          for (int i = 0; i < 8; ++i)
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-              acc[i][j] = __fadd_rn(acc[i][j], lmul(va[i], vb[j], offset));
-        }
-      }
-      __syncthreads();
+  const bool full_mn = m0 + kTile <= m && n0 + kTile <= n;
+  auto fetch = [&](int64_t k0) {
+    if (full_mn && k0 + kK <= k_end) {
+      fetch_quads<true>(sm.raw, pa, la, m0, k0, k_end);
+      fetch_quads<true>(sm.raw + 2 * kThreads, pb, lb, n0, k0, k_end);
+    } else {
+      fetch_quads<false>(sm.raw, pa, la, m0, k0, k_end);
+      fetch_quads<false>(sm.raw + 2 * kThreads, pb, lb, n0, k0, k_end);
     }
+    mma::cp_async_commit();
+  };
+  float acc[8][8] = {};
+  fetch(k_begin);
+  for (int64_t k0 = k_begin; k0 < k_end; k0 += kK) {
+    mma::cp_async_wait<0>();  // this thread's copies for k0 have landed
+    int flags;
+    if (full_mn && k0 + kK <= k_end)
+      flags =
+          stage_tile<false, true>(ea, za, sm.raw, pa, la, m0, k0, k_end, bits, offset) |
+          stage_tile<true, true>(eb, zb, sm.raw + 2 * kThreads, pb, lb, n0, k0, k_end, bits, offset)
+              << kBShift;
+    else
+      flags = stage_tile<false, false>(ea, za, sm.raw, pa, la, m0, k0, k_end, bits, offset) |
+              stage_tile<true, false>(eb, zb, sm.raw + 2 * kThreads, pb, lb, n0, k0, k_end, bits,
+                                      offset)
+                  << kBShift;
+    if (k0 + kK < k_end) fetch(k0 + kK);  // the raw slots are read: refill them
+    // __syncthreads_or answers one predicate (non-zero or not), not the flags' bitwise or.
+    const bool not_ordinary = __syncthreads_or(flags & (kNotOrdinary | kNotOrdinary << kBShift));
+    const bool zeros_a = __syncthreads_or(flags & kHasZero);
+    const bool zeros_b = __syncthreads_or(flags & kHasZero << kBShift);
+    const bool fast = !not_ordinary && !(zeros_a && zeros_b);
+    if (fast && zeros_a) {  // zeros in A: each product times its row's mask
+#pragma unroll 4
+      for (int kk = 0; kk < kK; ++kk) {
+        uint32_t ua[8], ub[8];
+        float mr[8];
+        load8(ea[kk], ty, ua), load8(eb[kk], tx, ub), load8(za[kk], ty, mr);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            acc[i][j] = __fmaf_rn(lmul_float_of(ua[i] + ub[j]), mr[i], acc[i][j]);
+      }
+    } else if (fast && zeros_b) {  // zeros in B: times its column's mask
+#pragma unroll 4
+      for (int kk = 0; kk < kK; ++kk) {
+        uint32_t ua[8], ub[8];
+        float mc[8];
+        load8(ea[kk], ty, ua), load8(eb[kk], tx, ub), load8(zb[kk], tx, mc);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            acc[i][j] = __fmaf_rn(lmul_float_of(ua[i] + ub[j]), mc[j], acc[i][j]);
+      }
+    } else if (fast) {
+#pragma unroll 4
+      for (int kk = 0; kk < kK; ++kk) {
+        uint32_t ua[8], ub[8];
+        load8(ea[kk], ty, ua), load8(eb[kk], tx, ub);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            acc[i][j] = __fadd_rn(acc[i][j], lmul_float_of(ua[i] + ub[j]));
+      }
+    } else {
+      for (int kk = 0; kk < kK; ++kk) {
+        float va[8], vb[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const int r = 64 * (i / 4) + 4 * ty + i % 4, c = 64 * (i / 4) + 4 * tx + i % 4;
+          va[i] = staged_value(ea[kk][r], za[kk][r], 0u);
+          vb[i] = staged_value(eb[kk][c], zb[kk][c], offset);
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[i][j] = __fadd_rn(acc[i][j], lmul(va[i], vb[j], offset));
+      }
+    }
+    __syncthreads();
   }
 #pragma unroll
   for (int i = 0; i < 8; ++i)
@@ -146,7 +302,7 @@ __global__ void __launch_bounds__(kThreads, 2)  // two blocks an SM: 128 registe
       const int64_t col = n0 + 64 * (j / 4) + 4 * tx + j % 4;
       if (row < m && col < n) {
         if (chunks == 1)
-          out[z * s.o0 + row * s.o1 + col * s.o2] = acc[i][j];
+          out[z * o0 + row * o1 + col * o2] = acc[i][j];
         else  // the workspace: (chunk, batch, m, n) contiguous
           out[((chunk * int64_t(gridDim.z / chunks) + z) * m + row) * n + col] = acc[i][j];
       }
@@ -155,12 +311,12 @@ __global__ void __launch_bounds__(kThreads, 2)  // two blocks an SM: 128 registe
 
 // out = the chunk sums added in chunk order from zero.
 __global__ void lmul_chunk_sum_kernel(float* out, const float* parts, int64_t chunks, int64_t batch,
-                                      int64_t m, int64_t n, GemmStrides s) {
+                                      int64_t m, int64_t n, int64_t o0, int64_t o1, int64_t o2) {
   BG_GRID_LOOP(idx, batch * m * n) {
     const int64_t j = idx % n, i = (idx / n) % m, z = idx / (m * n);
     float total = 0.0f;
     for (int64_t c = 0; c < chunks; ++c) total = __fadd_rn(total, parts[c * batch * m * n + idx]);
-    out[z * s.o0 + i * s.o1 + j * s.o2] = total;
+    out[z * o0 + i * o1 + j * o2] = total;
   }
 }
 
@@ -172,8 +328,10 @@ void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulPar
     kernel_fail("matmul_lmul", "L-Mul multiplies f32 operands (rounded to the mantissa width)");
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   if (batch * m * n == 0) return;
-  const GemmStrides s{a.strides[0], a.strides[1],   a.strides[2],   b.strides[0],  b.strides[1],
-                      b.strides[2], out.strides[0], out.strides[1], out.strides[2]};
+  // A is (m, k), B is (k, n): each staged as a kK x kTile tile of its m or n dimension.
+  const OperandLayout la = operand_layout(a.data, a.strides[0], a.strides[1], a.strides[2], m);
+  const OperandLayout lb = operand_layout(b.data, b.strides[0], b.strides[2], b.strides[1], n);
+  const int64_t o0 = out.strides[0], o1 = out.strides[1], o2 = out.strides[2];
   // Each chunk in its own block: one set of accumulators (128 registers, two blocks an SM), and
   // a weight gradient's long K fills the GPU; adding the chunk sums is one pass over them.
   const int64_t chunks = std::max<int64_t>((k + kLmulChunk - 1) / kLmulChunk, 1);
@@ -182,13 +340,19 @@ void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulPar
                   unsigned(batch * chunks));
   float* dst = static_cast<float*>(out.data);
   if (split) dst = static_cast<float*>(scratch.get(size_t(chunks * batch * m * n) * 4));
-  lmul_gemm_kernel<<<grid, kThreads, 0, as_stream(stream)>>>(
-      dst, static_cast<const float*>(a.data), static_cast<const float*>(b.data), m, n, k, s,
-      p.mantissa_bits, p.offset, chunks);
+  static bool configured = false;  // one attribute call (over 48 KB of shared memory)
+  if (!configured) {
+    BG_CUDA_CHECK(cudaFuncSetAttribute(
+        lmul_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sizeof(LmulSmem))));
+    configured = true;
+  }
+  lmul_gemm_kernel<<<grid, kThreads, sizeof(LmulSmem), as_stream(stream)>>>(
+      dst, static_cast<const float*>(a.data), static_cast<const float*>(b.data), m, n, k, la, lb,
+      o0, o1, o2, p.mantissa_bits, p.offset, chunks);
   BG_CUDA_LAUNCH_CHECK();
   if (split) {
     lmul_chunk_sum_kernel<<<grid_for(batch * m * n, 256), 256, 0, as_stream(stream)>>>(
-        static_cast<float*>(out.data), dst, chunks, batch, m, n, s);
+        static_cast<float*>(out.data), dst, chunks, batch, m, n, o0, o1, o2);
     BG_CUDA_LAUNCH_CHECK();
   }
 }
