@@ -195,20 +195,24 @@ TEST_CASE("lmul matmul: a plain loop's bits on the CPU and CUDA, transposed and 
 
 TEST_CASE("cuda: lmul matmul with zeros, tiny, huge and non-finite operands gives the CPU's bits") {
   BG_REQUIRE_CUDA();
-  // The kernel's fast form (zeros on at most one side, exponents in range) and its exact form
-  // (zeros on both sides, or values whose products underflow or overflow, Inf, NaN, denormals,
-  // with zeros on either side or none) on one matrix; NaN outputs must be NaN on both (their
-  // payload bits are the hardware's).
+  // Every form of the kernel's inner loop on one matrix: fast (zeros on at most one side,
+  // exponent sums that cannot under- or overflow), guarded (tiny operands whose products
+  // underflow, zeros on either side or both), exact (Inf, NaN, and products past fp32's range,
+  // up to the edge of 2^64 x 2^64). NaN outputs must be NaN on both (their payload bits are the
+  // hardware's).
   struct Variant {
-    bool zeros_a, zeros_b, extremes, non_finite;
+    bool zeros_a, zeros_b, extremes, non_finite, tiny, huge_pair;
   };
-  const Variant variants[] = {{true, false, false, false}, {true, true, false, false},
-                              {true, true, true, false},   {true, true, true, true},
-                              {false, true, true, false},  {false, false, true, true},
-                              {true, false, true, false},  {false, true, false, false}};
+  const Variant variants[] = {
+      {true, false, false, false, false, false}, {true, true, false, false, false, false},
+      {true, true, true, false, false, false},   {true, true, true, true, false, false},
+      {false, true, true, false, false, false},  {false, false, true, true, false, false},
+      {true, false, true, false, false, false},  {false, true, false, false, false, false},
+      {false, false, false, false, true, false}, {true, true, false, false, true, false},
+      {true, false, false, false, true, true},   {false, false, false, false, false, true}};
   const Device cuda = Device::cuda(0);
   Generator gen(21);
-  for (int variant = 0; variant < 8; ++variant) {
+  for (int variant = 0; variant < 12; ++variant) {
     CAPTURE(variant);
     const Variant& v = variants[variant];
     std::vector<float> a = randn({300, 200}, gen).to_vector<float>();
@@ -222,6 +226,10 @@ TEST_CASE("cuda: lmul matmul with zeros, tiny, huge and non-finite operands give
       b[777] = 1e-25f, b[1500] = -2e30f;
     }
     if (v.non_finite) a[2000] = std::numeric_limits<float>::infinity(), b[42] = std::nanf("");
+    if (v.tiny)  // as softmax's tails: 2^-126 to 2^-96, many products underflow
+      for (size_t i = 5; i < a.size(); i += 13) a[i] *= std::ldexp(1.0f, -96 - int(i % 31));
+    if (v.huge_pair)  // just under 2^64 on both sides: a product of two overflows
+      a[1234] = std::ldexp(1.99f, 63), b[1234 % 200 * 150 + 7] = -std::ldexp(1.98f, 63);
     for (int m : {23, 7, 3}) {
       const Tensor ta = from_vector(a, {300, 200}), tb = from_vector(b, {200, 150});
       const std::vector<float> want = matmul(ta, tb, lmul_mode(m)).to_vector<float>();
@@ -234,6 +242,17 @@ TEST_CASE("cuda: lmul matmul with zeros, tiny, huge and non-finite operands give
       CHECK(differ == 0);
     }
   }
+  // A product just below fp32's normal range with every mantissa bit set is an underflow (+0);
+  // rounded to nearest, the guarded form's scale back would lift it to 2^-126.
+  float edge;
+  const uint32_t edge_bits = 0x0A77FFFFu;  // times 2^-20, less the offset: 0x007FFFFF
+  std::memcpy(&edge, &edge_bits, 4);
+  const float tail = std::ldexp(1.0f, -20);
+  CHECK(bits(lm(edge, tail)) == 0u);
+  const Tensor ea = from_vector(std::vector<float>{edge, 1.0f}, {1, 2});
+  const Tensor eb = from_vector(std::vector<float>{tail, std::ldexp(1.0f, -30)}, {2, 1});
+  const float got = float(matmul(ea.to(cuda), eb.to(cuda), lmul_mode(23)).item());
+  CHECK(bits(got) == bits(lm(1.0f, std::ldexp(1.0f, -30))));
 }
 
 TEST_CASE("lmul matmul backward: L-Mul or exact products, and its bound against differences") {

@@ -50,23 +50,30 @@ OperandLayout operand_layout(const void* data, int64_t batch_stride, int64_t dim
   return l;
 }
 
-// Flags of a staged tile, A's in bits 0-1 and B's in bits 2-3.
-enum : int { kHasZero = 1, kNotOrdinary = 2, kBShift = 2 };
+// What the inner loop's forms need to know of one operand's staged tile: its largest and
+// smallest exponent over the non-zero elements (an Inf or NaN counts as 255), and whether it
+// holds a zero. Kept as maxima (emin_neg = 255 - the smallest) so that a block reduces them
+// with max.
+struct TileStats {
+  int emax = 0, emin_neg = 0;
+  bool zero = false;
+};
 
 // Stages x (rounded) as the fast form's bits less `sub` (B carries the offset, so the inner
-// loop's product is one add) and its 0/1 mask; returns the class flags.
-__device__ __forceinline__ int stage(float x, int m, uint32_t offset, uint32_t sub, uint32_t* enc,
-                                     float* mask) {
+// loop's product is one add) and its 0/1 mask, and counts it in the tile's stats.
+__device__ __forceinline__ void stage(float x, int m, uint32_t offset, uint32_t sub, uint32_t* enc,
+                                      float* mask, TileStats& st) {
   const uint32_t u = lmul_bits_of(lmul_round(x, m));
-  const uint32_t e = (u >> 23) & 0xFFu;
+  const int e = int((u >> 23) & 0xFFu);
   if (e == 0) {  // zero (denormals were flushed): its sign | offset, masked out
     *enc = ((u & 0x80000000u) | offset) - sub;
     *mask = 0.0f;
-    return kHasZero;
+    st.zero = true;
+    return;
   }
   *enc = u - sub;
   *mask = 1.0f;
-  return e < 64 || e > 190 ? kNotOrdinary : 0;
+  st.emax = max(st.emax, e), st.emin_neg = max(st.emin_neg, 255 - e);
 }
 
 // The staged value back as the rounded operand (a zero's sign kept).
@@ -128,17 +135,17 @@ __device__ __forceinline__ void fetch_quads(float4* raw, const float* base, cons
 }
 
 // Stages this thread's two quads of one operand's tile at k0 (its raw slots) into
-// enc/mask[k][dim] and returns the in-range elements' flags. Elements past the operand's end
+// enc/mask[k][dim], counting the in-range elements in st. Elements past the operand's end
 // are staged so that they change no in-range output: A's past k_end as +0 (masked out,
 // flagged, so the inner loop honours the mask), the rest as values whose fast-form sum is the
 // partner's finite bits.
 template <bool kIsB, bool kFull>
-__device__ __forceinline__ int stage_tile(uint32_t (*enc)[kPad], float (*mask)[kPad],
-                                          const float4* raw, const float* base,
-                                          const OperandLayout& l, int64_t d0, int64_t k0,
-                                          int64_t k_end, int bits, uint32_t offset) {
+__device__ __forceinline__ void stage_tile(uint32_t (*enc)[kPad], float (*mask)[kPad],
+                                           const float4* raw, const float* base,
+                                           const OperandLayout& l, int64_t d0, int64_t k0,
+                                           int64_t k_end, int bits, uint32_t offset,
+                                           TileStats& st) {
   const uint32_t sub = kIsB ? offset : 0u;
-  int flags = 0;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const Quad q = quad_at<kFull>(base, l, r, d0, k0, k_end);
@@ -149,10 +156,10 @@ __device__ __forceinline__ int stage_tile(uint32_t (*enc)[kPad], float (*mask)[k
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       if (c < q.valid) {
-        flags |= stage(v[c], bits, offset, sub, &e[c], &z[c]);
+        stage(v[c], bits, offset, sub, &e[c], &z[c], st);
       } else if (!kIsB && c >= q.in_k) {  // A past k_end: a masked zero
         e[c] = offset, z[c] = 0.0f;
-        flags |= kHasZero;
+        st.zero = true;
       } else {  // neutral: the sum is the partner's bits
         e[c] = offset - sub, z[c] = 1.0f;
       }
@@ -165,7 +172,6 @@ __device__ __forceinline__ int stage_tile(uint32_t (*enc)[kPad], float (*mask)[k
       *reinterpret_cast<float4*>(&mask[q.kk][q.i]) = make_float4(z[0], z[1], z[2], z[3]);
     }
   }
-  return flags;
 }
 
 // Loads this thread's 8 staged values of a row of a tile: positions 4t..4t+3 and 64 + those.
@@ -189,7 +195,32 @@ struct LmulSmem {
   uint32_t ea[kK][kPad], eb[kK][kPad];
   float za[kK][kPad], zb[kK][kPad];
   float4 raw[4 * kThreads];  // A's two quads, then B's
+  int stats[2][5];           // per K step's parity: A's emax, emin_neg, B's, the zero flags
 };
+
+// The block's stats of both staged tiles into slot (zeroed beforehand): each warp reduces its
+// lanes', and one lane a warp adds them with shared-memory atomics.
+__device__ __forceinline__ void reduce_stats(int* slot, const TileStats& sa, const TileStats& sb) {
+  const unsigned all = 0xFFFFFFFFu;
+  const unsigned v[4] = {
+      __reduce_max_sync(all, unsigned(sa.emax)), __reduce_max_sync(all, unsigned(sa.emin_neg)),
+      __reduce_max_sync(all, unsigned(sb.emax)), __reduce_max_sync(all, unsigned(sb.emin_neg))};
+  const unsigned zeros = __reduce_or_sync(all, unsigned(sa.zero) | unsigned(sb.zero) << 1);
+  if (threadIdx.x % 32 == 0) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) atomicMax(&slot[q], int(v[q]));
+    atomicOr(&slot[4], int(zeros));
+  }
+}
+
+// x * y rounded toward zero, a subnormal result flushed to a zero of its sign: the guarded
+// form's scale back by 2^-64, exact for a normal result and +-0 for one below 2^-126 (round
+// toward zero never lifts such a product to the smallest normal).
+__device__ __forceinline__ float mul_rz_ftz(float x, float y) {
+  float r;
+  asm("mul.rz.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+  return r;
+}
 
 // blockIdx.z = batch * chunks + chunk: a block sums one chunk of K (all of K when it fits one)
 // into out, or with several chunks into the workspace (chunk, batch, m, n). A K step's operands
@@ -222,26 +253,39 @@ __global__ void __launch_bounds__(kThreads, 2)  // two blocks an SM: 128 registe
     mma::cp_async_commit();
   };
   float acc[8][8] = {};
+  if (tid < 10) (&sm.stats[0][0])[tid] = 0;
+  __syncthreads();
   fetch(k_begin);
-  for (int64_t k0 = k_begin; k0 < k_end; k0 += kK) {
+  int parity = 0;
+  for (int64_t k0 = k_begin; k0 < k_end; k0 += kK, parity ^= 1) {
     mma::cp_async_wait<0>();  // this thread's copies for k0 have landed
-    int flags;
-    if (full_mn && k0 + kK <= k_end)
-      flags =
-          stage_tile<false, true>(ea, za, sm.raw, pa, la, m0, k0, k_end, bits, offset) |
-          stage_tile<true, true>(eb, zb, sm.raw + 2 * kThreads, pb, lb, n0, k0, k_end, bits, offset)
-              << kBShift;
-    else
-      flags = stage_tile<false, false>(ea, za, sm.raw, pa, la, m0, k0, k_end, bits, offset) |
-              stage_tile<true, false>(eb, zb, sm.raw + 2 * kThreads, pb, lb, n0, k0, k_end, bits,
-                                      offset)
-                  << kBShift;
+    TileStats st_a, st_b;
+    if (full_mn && k0 + kK <= k_end) {
+      stage_tile<false, true>(ea, za, sm.raw, pa, la, m0, k0, k_end, bits, offset, st_a);
+      stage_tile<true, true>(eb, zb, sm.raw + 2 * kThreads, pb, lb, n0, k0, k_end, bits, offset,
+                             st_b);
+    } else {
+      stage_tile<false, false>(ea, za, sm.raw, pa, la, m0, k0, k_end, bits, offset, st_a);
+      stage_tile<true, false>(eb, zb, sm.raw + 2 * kThreads, pb, lb, n0, k0, k_end, bits, offset,
+                              st_b);
+    }
     if (k0 + kK < k_end) fetch(k0 + kK);  // the raw slots are read: refill them
-    // __syncthreads_or answers one predicate (non-zero or not), not the flags' bitwise or.
-    const bool not_ordinary = __syncthreads_or(flags & (kNotOrdinary | kNotOrdinary << kBShift));
-    const bool zeros_a = __syncthreads_or(flags & kHasZero);
-    const bool zeros_b = __syncthreads_or(flags & kHasZero << kBShift);
-    const bool fast = !not_ordinary && !(zeros_a && zeros_b);
+    reduce_stats(sm.stats[parity], st_a, st_b);
+    // The other slot was last read before the previous step's closing barrier and is next
+    // written after this step's: clear it for the next step.
+    if (tid < 5) sm.stats[parity ^ 1][tid] = 0;
+    __syncthreads();
+    const int* st = sm.stats[parity];
+    const int emax_a = st[0], emin_a = 255 - st[1], emax_b = st[2], emin_b = 255 - st[3];
+    const bool zeros_a = st[4] & 1, zeros_b = st[4] & 2;
+    const bool finite = emax_a < 255 && emax_b < 255;
+    // fast: exponent sums in [128, 379], so no product can underflow or overflow (docs/lmul.md),
+    // and zeros on one side at most; guarded: products scaled by 2^64 stay normal and finite,
+    // and so do the stand-ins of zeros (the partner's bits, scaled).
+    const bool fast =
+        finite && emin_a + emin_b >= 128 && emax_a + emax_b <= 379 && !(zeros_a && zeros_b);
+    const bool guarded =
+        finite && emin_a + emin_b >= 64 && emax_a + emax_b <= 315 && emax_a <= 190 && emax_b <= 190;
     if (fast && zeros_a) {  // zeros in A: each product times its row's mask
 #pragma unroll 4
       for (int kk = 0; kk < kK; ++kk) {
@@ -276,6 +320,21 @@ __global__ void __launch_bounds__(kThreads, 2)  // two blocks an SM: 128 registe
 #pragma unroll
           for (int j = 0; j < 8; ++j)
             acc[i][j] = __fadd_rn(acc[i][j], lmul_float_of(ua[i] + ub[j]));
+      }
+    } else if (guarded) {  // the sum 2^64 times the product, scaled back with underflow to +-0
+#pragma unroll 2
+      for (int kk = 0; kk < kK; ++kk) {
+        uint32_t ua[8], ub[8];
+        float mr[8], mc[8];
+        load8(ea[kk], ty, ua), load8(eb[kk], tx, ub), load8(za[kk], ty, mr), load8(zb[kk], tx, mc);
+#pragma unroll
+        for (int q = 0; q < 8; ++q) ub[q] += 64u << 23, mr[q] *= 0x1p-64f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            acc[i][j] =
+                __fmaf_rn(mul_rz_ftz(lmul_float_of(ua[i] + ub[j]), mr[i]), mc[j], acc[i][j]);
       }
     } else {
       for (int kk = 0; kk < kK; ++kk) {
