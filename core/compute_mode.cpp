@@ -55,6 +55,14 @@ bool parse_lmul_scope(const std::string& name, LmulScope* out) {
   return true;
 }
 
+namespace {
+// The algorithm a product runs where L-Mul does not apply: exact, batch-invariant when the
+// mode is deterministic.
+MatmulAlgo exact_algo(const ComputeMode& mode) {
+  return mode.deterministic ? MatmulAlgo::batch_invariant : MatmulAlgo::standard;
+}
+}  // namespace
+
 ComputeMode ComputeMode::at(MatmulSite site) const {
   if (algo != MatmulAlgo::lmul) return *this;
   const bool in_scope = lmul_scope == LmulScope::all ||
@@ -62,14 +70,13 @@ ComputeMode ComputeMode::at(MatmulSite site) const {
                         (lmul_scope == LmulScope::mlp && site == MatmulSite::mlp);
   if (in_scope) return *this;
   ComputeMode m = *this;
-  m.algo = deterministic ? MatmulAlgo::batch_invariant : MatmulAlgo::standard;
+  m.algo = exact_algo(*this);
   return m;
 }
 
 ComputeMode ComputeMode::backward() const {
   ComputeMode m = *this;
-  if (algo == MatmulAlgo::lmul && lmul_exact_backward)
-    m.algo = deterministic ? MatmulAlgo::batch_invariant : MatmulAlgo::standard;
+  if (algo == MatmulAlgo::lmul && lmul_exact_backward) m.algo = exact_algo(*this);
   return m;
 }
 
