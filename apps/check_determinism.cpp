@@ -17,7 +17,7 @@
 #include "core/checkpoint.h"
 #include "core/config.h"
 #include "core/files.h"
-#include "lm_common.h"
+#include "models/lm_checkpoint.h"
 #include "train.h"
 
 namespace bg::cli {
@@ -156,6 +156,19 @@ int run_check_determinism(const Args& args) {
   const int64_t runs = parse_integer(args.option("runs", "3"), "--runs", 2, 100);
   const int64_t steps = parse_integer(args.option("steps", "20"), "--steps", 1, 1 << 30);
   const std::string out = args.option("out", "runs/check_determinism");
+  {
+    // What the user's config says, before the mode is set: a run it takes out of the mode, or
+    // fewer steps than --steps, would make the report describe something that did not run.
+    ConfigReader user(args.positional[0], args.overrides);
+    const TrainConfig as_given = read_train_config(user);
+    BG_CHECK(!user.has("train.deterministic") || as_given.mode.deterministic, "check-determinism",
+             "the config sets train.deterministic: false; this command checks the deterministic "
+             "mode (drop the setting, or set it true)");
+    const int64_t config_steps = as_given.trainer.steps;
+    BG_CHECK(steps <= config_steps, "check-determinism", "--steps ", steps,
+             " is past the config's train.steps = ", config_steps, " (use --steps ", config_steps,
+             " or fewer)");
+  }
   // The config as its runs will read it (in the mode), checked before any work.
   // The runs take the config's first S steps (its own schedule, warmup included) and stop there
   // with last.h5, as a time-boxed run does; shortening train.steps would change the schedule.

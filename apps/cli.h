@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,10 @@ Args parse_args(int argc, char** argv, int first);
 int64_t parse_integer(const std::string& text, const std::string& option, int64_t lo, int64_t hi);
 double parse_number(const std::string& text, const std::string& option, double lo, double hi);
 
+// Refuses a missing path under datasets/ (where the shipped configs read their data) in one line
+// naming `what` (a key or flag) and scripts/get_data.sh, which fetches it.
+void check_data_path(const std::string& path, const std::string& what);
+
 // Per-command defaults of the shared optimizer.* and schedule.* keys.
 struct OptimizerDefaults {
   double lr;
@@ -58,18 +63,10 @@ int run_info(const Args& args);
 int run_checksum(const Args& args);
 int run_check_determinism(const Args& args);
 int run_bench(const Args& args);
-int run_bench_attention(const Args& args);
-int run_bench_norms(const Args& args);
-int run_bench_gemm(const Args& args);
-int run_bench_bitlinear(const Args& args);
-int run_bench_lmul(const Args& args);
-// The median of benchmark timings (the upper one of an even count).
-double median(std::vector<double> v);
-// Milliseconds fn takes on dev's stream (CUDA events around it).
-double bench_time_ms(Device dev, const std::function<void()>& fn);
-// Writes a benchmark's JSON to --out (when given).
-void write_bench_json(const Args& args, const std::string& json);
 int run_fit_bide(const Args& args);
+int run_config(const Args& args);
+// config_meanings.cpp: the one-line meaning of every config key (`bitgrad config`).
+const std::map<std::string, std::string>& config_key_meanings();
 int run_sample(const Args& args);
 int run_eval(const Args& args);
 int run_prepare(const Args& args);

@@ -7,7 +7,8 @@
 #include "cli.h"
 #include "core/error.h"
 #include "data/text.h"
-#include "lm_common.h"
+#include "data/token_shards.h"
+#include "models/lm_checkpoint.h"
 
 namespace bg::cli {
 

@@ -9,8 +9,9 @@
 #include "cli.h"
 #include "core/checkpoint.h"
 #include "core/error.h"
-#include "lm_common.h"
+#include "data/token_shards.h"
 #include "models/gpt_packed.h"
+#include "models/lm_checkpoint.h"
 
 namespace bg::cli {
 
@@ -37,10 +38,10 @@ int run_export(const Args& args) {
   out.attr("step", loaded->step);
   save_gpt_config(out, model.config());
   loaded->tokenizer->save(out);
-  for (const char* name : {"compute_precision", "attention"})
-    if (ck.has_attr(name)) out.attr(name, ck.str_attr(name));
-  if (ck.has_attr("compute_deterministic"))
-    out.attr("compute_deterministic", ck.int_attr("compute_deterministic"));
+  // Every setting that changes the logits travels with the weights: the compute mode (L-Mul's
+  // multiplies included) and the attention a deterministic run trained with.
+  copy_compute_mode(ck, src, out);
+  if (ck.has_attr("attention")) out.attr("attention", ck.str_attr("attention"));
   out.attr("val_data", loaded->val_data);
   out.attr("val_fraction", loaded->val_fraction);
   out.commit();

@@ -21,42 +21,6 @@
 #include "models/trainer.h"
 
 namespace bg::cli {
-namespace {
-
-// The bias-corrected exponential moving average of the losses (factor beta).
-double debiased_ema(const std::vector<float>& losses, double beta) {
-  double e = 0;
-  for (float v : losses) e = beta * e + (1 - beta) * v;
-  return e / (1 - std::pow(beta, double(losses.size())));
-}
-
-// One micro-batch is the step's targets, every distribution's batch at once.
-struct BideFitTask : TrainTask {
-  BideFitTask(const BideFitModel& m, const Tensor& i, const Tensor& y_all, const BideOptions& o,
-              double beta)
-      : model(m),
-        idx(i),
-        y_all(y_all),
-        opt(o),
-        ema(beta),
-        y(empty({i.size(0)}, DType::i64, i.device())) {}
-  void before_step(int64_t step) override {
-    y.copy_(y_all.slice(0, step, step + 1).reshape({idx.size(0)}));
-  }
-  Tensor train_loss() override { return model.nll(idx, y, opt); }
-  std::string progress_note(const std::vector<float>& losses) const override {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "ema %.4f", debiased_ema(losses, ema));
-    return buf;
-  }
-  const BideFitModel& model;
-  Tensor idx, y_all;
-  const BideOptions& opt;
-  double ema;
-  Tensor y;
-};
-
-}  // namespace
 
 int run_fit_bide(const Args& args) {
   args.allow_only({});
@@ -172,8 +136,8 @@ int run_fit_bide(const Args& args) {
   // 2. Model: one embedding row per distribution -> W (H x B) and r (H) (the paper's init).
   Generator init(cfg.seed + 1);
   BideFitModel model(n_dist, cfg.hidden, int(bits), init);
-  if (cfg.deterministic) {
-    model.set_compute_mode(ComputeMode::deterministic_mode().on(device));
+  if (cfg.mode.deterministic) {
+    model.set_compute_mode(cfg.mode.on(device));
   }
   FlatParameters params(model.named_parameters(), device);
   std::printf(
@@ -181,11 +145,11 @@ int run_fit_bide(const Args& args) {
       "device %s, variant %s, range %s%s\n",
       (long long)n_dist, (long long)bits, code.is_float() ? "float" : "integer",
       (long long)cfg.hidden, (long long)cfg.batch, (long long)cfg.steps, device.str().c_str(),
-      sick_variant_name(bide_resolve_variant(cfg.bide, device, per_step, cfg.hidden)),
+      enum_name(bide_resolve_variant(cfg.bide, device, per_step, cfg.hidden)),
       cfg.range == RangeMode::all     ? "all"
       : cfg.range == RangeMode::fixed ? "fixed"
                                       : "auto",
-      cfg.deterministic ? ", deterministic" : "");
+      cfg.mode.deterministic ? ", deterministic" : "");
 
   // 3. Train. A step reads its targets from a fixed buffer, so on a GPU the trainer captures it
   // once as a CUDA graph (~30 small kernels: launching them costs more than running them).

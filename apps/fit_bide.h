@@ -40,7 +40,7 @@ struct FitConfig {
   int64_t hidden = 32, steps = 2000, batch = 64, log_interval = 100, eval_samples = 8192,
           plot_bins = 200;
   bool cuda_graph = true;
-  bool deterministic = false;  // train.deterministic
+  ComputeMode mode;  // train.deterministic (the one mode key fit-bide offers)
   double ema = 0.99;
   AdamWConfig adamw;
   LrSchedule schedule;

@@ -119,6 +119,7 @@ FitConfig read_fit_config(ConfigReader& r) {
     code.bits = vt.find("16") != std::string::npos ? 16 : 8;
   }
   c.hidden = r.integer("bide.hidden", 2 * code.bits, 1, 64);
+  r.default_is("bide.hidden", "2 x bits");
   if (r.is_list("bide.range")) {
     const std::vector<double> v = r.numbers("bide.range", {}, 2);
     if (!(v[0] <= v[1])) r.fail_at("bide.range", "expected [lo, hi] with lo <= hi");
@@ -130,6 +131,7 @@ FitConfig read_fit_config(ConfigReader& r) {
   } else {
     c.range = r.choice("bide.range", "auto", {"auto", "all"}) == "all" ? RangeMode::all
                                                                        : RangeMode::automatic;
+    r.range_is("bide.range", "auto | all | [lo, hi]");
   }
   if (c.range == RangeMode::automatic)
     c.auto_margin = r.number("bide.auto_margin", 0.02, 0.0, 100.0);
@@ -140,14 +142,15 @@ FitConfig read_fit_config(ConfigReader& r) {
       r.fail_at("bide.support",
                 "a pattern range and bide.range exclude each other (set bide.range: all)");
     const std::vector<double> s = r.numbers("bide.support", {}, 2);
+    r.default_is("bide.support", "every pattern");
     c.bide.support_lo = int64_t(s[0]);
     c.bide.support_hi = int64_t(s[1]);
     if (!(s[0] >= 0 && s[1] > s[0] && s[1] <= std::ldexp(1.0, code.bits)))
       r.fail_at("bide.support", "expected [lo, hi) with 0 <= lo < hi <= 2^bits");
   }
-  parse_sick_variant(r.choice("sick.variant", "auto", {"auto", "bruteforce", "precomputed"}),
-                     &c.bide.variant);
-  parse_sick_precision(r.choice("sick.dtype", "fp32", {"fp32", "fp16"}), &c.bide.precision);
+  parse_enum(r.choice("sick.variant", "auto", {"auto", "bruteforce", "precomputed"}),
+             &c.bide.variant);
+  parse_enum(r.choice("sick.dtype", "fp32", {"fp32", "fp16"}), &c.bide.precision);
   c.steps = r.integer("train.steps", 2000, 1, 100000000);
   c.batch = r.integer("train.batch_size", 64, 1, 1 << 20);
   c.log_interval = r.integer("train.log_interval", 100, 1, 100000000);
@@ -155,8 +158,8 @@ FitConfig read_fit_config(ConfigReader& r) {
   c.cuda_graph = r.boolean("train.cuda_graph", true);
   // Batch-invariant arithmetic (docs/determinism.md): the projections' matmuls take the
   // batch-invariant algorithm and the SICK pass a partition fixed per example.
-  c.deterministic = r.boolean("train.deterministic", false);
-  c.bide.batch_invariant = c.deterministic;
+  c.mode = read_compute_mode(r, ModeKeys::deterministic_only);
+  c.bide.batch_invariant = c.mode.deterministic;
   read_adamw_and_schedule(r, {0.1, {0.9, 0.96}, 0.01, "exponential", 1e-5}, c.steps, &c.adamw,
                           &c.schedule);
   c.eval_samples = r.integer("eval.samples", 8192, 16, 1 << 24);
@@ -168,6 +171,7 @@ FitConfig read_fit_config(ConfigReader& r) {
     DistSpec d;
     d.params.kind = r.choice(p + "kind", "", kKinds);
     d.name = r.string(p + "name", d.params.kind);
+    r.default_is("distributions[].name", "the kind");
     read_dist_params(r, p, d);
     c.dists.push_back(d);
   }

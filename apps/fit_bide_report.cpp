@@ -226,6 +226,13 @@ void report_fit(const FitConfig& cfg, const ConfigReader& reader, const std::vec
       std::printf("  %s: %lld held-out value(s) outside the range [%g, %g], left out of the NLL\n",
                   r.name.c_str(), (long long)r.outside, r.range_lo, r.range_hi);
   }
+  const BideValueType type = cfg.bide.code.type;
+  if (cfg.range == RangeMode::all && (type == BideValueType::f16 || type == BideValueType::bf16))
+    std::printf(
+        "note: under bide.range: all the fit's moments sum over every finite pattern; the small "
+        "mass a fit leaves spread over the type's far tails (to +-65504 in float16) inflates "
+        "mean and std fit, while KS and NLL are unaffected. bide.range: auto gives the moments "
+        "of the data's range.\n");
   // One pass: the debiased EMA curve feeds both metrics.csv and loss.svg.
   std::ostringstream metrics;
   metrics << "step,loss,ema_loss,lr\n";

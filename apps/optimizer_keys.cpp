@@ -23,6 +23,7 @@ void read_adamw_and_schedule(ConfigReader& r, const OptimizerDefaults& d, int64_
   schedule->kind =
       r.choice("schedule.type", d.schedule, {"constant", "cosine", "linear", "exponential"});
   schedule->warmup_steps = r.integer("schedule.warmup_steps", 0, 0, steps);
+  r.range_is("schedule.warmup_steps", "[0, train.steps]");
   if (schedule->kind == "constant")
     r.not_used("schedule.min_lr", "schedule.type is constant");
   else
@@ -32,6 +33,7 @@ void read_adamw_and_schedule(ConfigReader& r, const OptimizerDefaults& d, int64_
   schedule->total_steps = steps;
   // BitNet b1.58's second stage (docs/bitlinear.md): 0 keeps one stage.
   schedule->stage2_step = r.integer("schedule.stage2_step", 0, 0, steps - 1);
+  r.range_is("schedule.stage2_step", "[0, train.steps - 1]");
   if (schedule->stage2_step > 0) {
     schedule->stage2_lr_scale = r.number("schedule.stage2_lr_scale", 1.0, 0.0, 10.0);
     schedule->stage2_weight_decay = r.number("schedule.stage2_weight_decay", 0.0, 0.0, 10.0);

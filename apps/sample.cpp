@@ -1,87 +1,16 @@
-// sample.cpp: `bitgrad sample CKPT`: text from a trained GPT, and the KV-cached generation
-// loop the end of `bitgrad train` shares.
-#include <algorithm>
+// sample.cpp: `bitgrad sample CKPT`: text from a trained GPT (models/generate.h), written as it
+// is drawn.
 #include <atomic>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <numeric>
 
 #include "cli.h"
 #include "core/error.h"
 #include "data/text.h"
-#include "lm_common.h"
+#include "models/generate.h"
+#include "models/lm_checkpoint.h"
 
 namespace bg::cli {
-
-int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generator& gen) {
-  const size_t v = logits.size();
-  if (s.temperature == 0)
-    return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  if (s.top_k > 0 && size_t(s.top_k) < v) {
-    std::vector<float> sorted = logits;
-    std::nth_element(sorted.begin(), sorted.begin() + (s.top_k - 1), sorted.end(),
-                     std::greater<float>());
-    const float kth = sorted[size_t(s.top_k - 1)];  // keep logits >= the k-th largest
-    for (float& l : logits)
-      if (l < kth) l = -INFINITY;
-  }
-  const double top = *std::max_element(logits.begin(), logits.end());
-  std::vector<double> p(v);
-  for (size_t i = 0; i < v; ++i) p[i] = std::exp((double(logits[i]) - top) / s.temperature);
-  const double total = std::accumulate(p.begin(), p.end(), 0.0);
-  const double u = rand({1}, gen, 0, 1, DType::f64).item() * total;
-  double acc = 0;
-  for (size_t i = 0; i < v; ++i)
-    if (p[i] > 0 && (acc += p[i]) > u) return int32_t(i);
-  for (size_t i = v; i-- > 0;)  // rounding left u past the sum: the last kept token
-    if (p[i] > 0) return int32_t(i);
-  return 0;
-}
-
-std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const SampleSettings& s,
-                              int64_t vocab_limit, Generator& gen, Device device,
-                              const std::function<bool(int32_t)>& on_token) {
-  BG_CHECK(!ids.empty(), "sample", "the prompt encodes to no tokens");
-  const int64_t block = model.config().block_size;
-  NoGradGuard no_grad;
-  KVCache cache = model.new_cache(1, device);
-  auto run_window = [&]() {  // the last block_size tokens from position 0
-    cache.length = 0;
-    const int64_t n = std::min<int64_t>(block, int64_t(ids.size()));
-    const std::vector<int64_t> window(ids.end() - n, ids.end());
-    return model.forward_cached(from_vector(window, {1, n}, device), cache);
-  };
-  Tensor logits = run_window();
-  for (int64_t i = 0; i < s.new_tokens; ++i) {
-    std::vector<float> row = logits.to_vector<float>();
-    row.resize(size_t(vocab_limit));
-    const int32_t next = sample_token(std::move(row), s, gen);
-    ids.push_back(next);
-    if (on_token && !on_token(next)) break;
-    if (i + 1 == s.new_tokens) break;
-    if (cache.length < block)
-      logits = model.forward_cached(from_vector(std::vector<int64_t>{next}, {1, 1}, device), cache);
-    else
-      logits = run_window();  // positions shift once the window slides: recompute
-  }
-  return ids;
-}
-
-double peak_bf16_tflops(const std::string& name) {
-  // Dense (no sparsity) BF16 tensor throughput from the vendor data sheets.
-  struct Peak {
-    const char* key;
-    double tflops;
-  };
-  static const Peak peaks[] = {{"H200", 989.4}, {"H100 PCIe", 756.0}, {"H100", 989.4},
-                               {"H800", 989.4}, {"GH200", 989.4},     {"A100", 312.0},
-                               {"A800", 312.0}, {"L40S", 362.1},      {"L4", 121.0},
-                               {"A10", 125.0},  {"RTX 4090", 165.2},  {"RTX 3090", 71.0}};
-  for (const Peak& p : peaks)
-    if (name.find(p.key) != std::string::npos) return p.tflops;
-  return 0;
-}
 
 namespace {
 // Ctrl-C ends the current sample after the token being drawn; what was written stays.
@@ -97,9 +26,11 @@ int run_sample(const Args& args) {
            "usage: bitgrad sample CKPT [--prompt TEXT | --prompt-file F] [--tokens N] "
            "[--temperature T] [--top-k K] [--seed S] [--samples N] [--device D]");
   SampleSettings s;
-  s.new_tokens = parse_integer(args.option("tokens", "500"), "--tokens", 1, 1 << 24);
-  s.temperature = parse_number(args.option("temperature", "0.8"), "--temperature", 0, 100);
-  s.top_k = parse_integer(args.option("top-k", "200"), "--top-k", 0, 1 << 24);
+  s.new_tokens =
+      parse_integer(args.option("tokens", std::to_string(s.new_tokens)), "--tokens", 1, 1 << 24);
+  s.temperature = parse_number(args.option("temperature", std::to_string(s.temperature)),
+                               "--temperature", 0, 100);
+  s.top_k = parse_integer(args.option("top-k", std::to_string(s.top_k)), "--top-k", 0, 1 << 24);
   const uint64_t seed =
       uint64_t(parse_integer(args.option("seed", "1337"), "--seed", 0, INT64_MAX));
   const int64_t samples = parse_integer(args.option("samples", "1"), "--samples", 1, 1000);
@@ -107,27 +38,49 @@ int run_sample(const Args& args) {
   const std::string prompt =
       prompt_file.empty() ? args.option("prompt", "\n") : read_text_file(prompt_file);
   const Device device = parse_device(args.option("device", "auto"));
-  const auto ck = load_gpt_checkpoint(args.positional[0], device);
-  const std::vector<int32_t> ids = ck->tokenizer->encode(prompt);
-  const int64_t block = ck->model->config().block_size;
-  BG_CHECK(!ids.empty(), "sample", "the prompt is empty");
-  BG_CHECK(int64_t(ids.size()) <= block, "sample", "the prompt is ", ids.size(),
-           " tokens, longer than the model's block_size = ", block);
-  Generator gen(seed);
-  g_sample_stop = 0;
-  auto old_int = std::signal(SIGINT, stop_sampling);
   // Each token is written and flushed as it is drawn (its bytes: a UTF-8 character split over
   // two GPT-2 tokens completes with the second).
   auto write = [](const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };
+  std::unique_ptr<LoadedGPT> gpt;
+  std::unique_ptr<LoadedCharMLP> mlp;
+  if (checkpoint_model_type(args.positional[0]) == "char_mlp")
+    mlp = load_char_mlp_checkpoint(args.positional[0], device);
+  else
+    gpt = load_gpt_checkpoint(args.positional[0], device);
+  const Tokenizer& tok = gpt ? *gpt->tokenizer : *mlp->tokenizer;
+  std::vector<int32_t> ids = tok.encode(prompt);
+  BG_CHECK(!ids.empty(), "sample", "the prompt is empty");
+  if (gpt) {
+    const int64_t block = gpt->model->config().block_size;
+    BG_CHECK(int64_t(ids.size()) <= block, "sample", "the prompt is ", ids.size(),
+             " tokens, longer than the model's block_size = ", block);
+  } else {
+    // The char MLP reads exactly `context` characters: a shorter prompt is padded on the left
+    // with newlines (what separates the text's passages), when the vocabulary has one.
+    const int64_t context = mlp->model->config().context;
+    const std::vector<int32_t> newline = tok.encode("\n");
+    BG_CHECK(int64_t(ids.size()) >= context || newline.size() == 1, "sample", "the prompt is ",
+             ids.size(), " characters; this char_mlp reads ", context,
+             " and its vocabulary has no newline to pad with (give a longer --prompt)");
+    if (int64_t(ids.size()) < context) ids.insert(ids.begin(), context - ids.size(), newline[0]);
+  }
+  Generator gen(seed), unused;
+  g_sample_stop = 0;
+  auto old_int = std::signal(SIGINT, stop_sampling);
   for (int64_t k = 0; k < samples && !g_sample_stop; ++k) {
-    write(ck->tokenizer->decode(ids));
-    generate(*ck->model, ids, s, ck->tokenizer->vocab_size(), gen, device, [&](int32_t id) {
-      write(ck->tokenizer->decode({id}));
+    write(tok.decode(ids));
+    auto on_token = [&](int32_t id) {
+      write(tok.decode({id}));
       return g_sample_stop == 0;
-    });
+    };
+    if (gpt)
+      generate(*gpt->model, ids, s, tok.vocab_size(), gen, device, on_token);
+    else
+      generate_windowed([&](const Tensor& x) { return mlp->model->forward(x, unused); },
+                        mlp->model->config().context, ids, s, gen, device, on_token);
     write("\n---------------\n");
   }
   std::signal(SIGINT, old_int);

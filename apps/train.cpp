@@ -10,10 +10,12 @@
 #include "cli.h"
 #include "core/allocator.h"
 #include "core/config.h"
+#include "core/device.h"
 #include "data/text.h"
+#include "data/token_shards.h"
 #include "kernels/cuda/device_runtime.h"
-#include "lm_common.h"
-#include "lm_task.h"
+#include "models/generate.h"
+#include "models/lm_task.h"
 #include "models/trainer.h"
 
 namespace bg::cli {
@@ -39,7 +41,9 @@ int run_train(const Args& args) {
   // Data: nanoGPT's prepare scripts split the text, then encode each part; or llm.c shards.
   std::unique_ptr<Tokenizer> tok;
   std::vector<int32_t> train_tokens, val_tokens;
+  if (cfg.tokenizer == "gpt2") check_data_path(cfg.gpt2_dir, "data.gpt2_dir");
   if (cfg.train_bin.empty()) {
+    check_data_path(cfg.data_path, "data.path");
     const std::string text = read_text_file(cfg.data_path);
     tok = make_tokenizer(cfg.tokenizer, text, cfg.gpt2_dir);
     const size_t cut = split_point(text, cfg.val_fraction);
@@ -68,13 +72,7 @@ int run_train(const Args& args) {
     if (g.vocab_size == 0) g.vocab_size = tok->vocab_size();
     BG_CHECK(g.vocab_size >= tok->vocab_size(), "train", "model.vocab_size ", g.vocab_size,
              " is smaller than the ", tok->kind(), " tokenizer's ", tok->vocab_size());
-    const std::string no_fused =
-        fused_attention_supports(mode.at(MatmulSite::attention), device, g.n_embd / g.n_head);
-    BG_CHECK(cfg.attention != "fused" || no_fused.empty(), "config",
-             "model.attention: fused cannot run here: ", no_fused, " (train.precision ",
-             precision_name(cfg.mode.precision), " on ", device.str(),
-             "); set model.attention: composed or auto");
-    g.fused_attention = cfg.attention == "fused" || (cfg.attention == "auto" && no_fused.empty());
+    g.fused_attention = choose_fused_attention(cfg.attention, mode, device, g.n_embd / g.n_head);
     gpt = std::make_unique<GPT>(g, init);
     model = gpt.get();
   } else {
@@ -91,7 +89,15 @@ int run_train(const Args& args) {
       train_tokens.size(), val_tokens.size(), (long long)tok->vocab_size(), cfg.model_type.c_str(),
       (long long)params.numel(), device.str().c_str(), mode.str().c_str());
 
-  LanguageModelTask task(cfg, reader, *tok, *model, gpt.get(), mlp.get(), device);
+  const LanguageModelTaskConfig task_cfg{cfg.model_type,
+                                         cfg.batch,
+                                         context,
+                                         cfg.eval_iters,
+                                         cfg.seed,
+                                         cfg.val_fraction,
+                                         reader.effective_yaml(),
+                                         cfg.resume_mode_change};
+  LanguageModelTask task(task_cfg, *tok, *model, gpt.get(), mlp.get(), device);
   task.train_tokens = std::move(train_tokens);
   task.val_tokens = std::move(val_tokens);
   task.val_source = val_source;
@@ -119,28 +125,29 @@ int run_train(const Args& args) {
   write_file_atomic(cfg.trainer.out_dir + "/config.yaml", reader.effective_yaml());
   write_file_atomic(cfg.trainer.out_dir + "/loss.svg", loss_plot(result.metrics_csv));
 
-  // A short sample from the trained model, seeded by the first validation tokens.
+  // A sample from the trained model with `bitgrad sample`'s temperature and top-k, its prompt the
+  // start of the validation data, as long as fits one context window (so the KV cache never
+  // slides: the CPU's deterministic sampler recomputes the window per token once it does).
   model->train(false);
-  NoGradGuard no_grad;
-  std::vector<int32_t> ctx(
-      task.val_tokens.begin(),
-      task.val_tokens.begin() + (gpt ? std::min<int64_t>(context, 16) : context));
+  const int64_t prompt_len = gpt ? std::min<int64_t>(context, 16) : context;
+  const std::vector<int32_t> prompt(task.val_tokens.begin(), task.val_tokens.begin() + prompt_len);
   Generator sample_gen(cfg.seed + 4), unused;
-  const SampleSettings settings{200, 1.0, 0};
-  if (gpt) {
-    ctx = generate(*gpt, ctx, settings, tok->vocab_size(), sample_gen, device);
-  } else {
-    for (int64_t i = 0; i < settings.new_tokens; ++i) {
-      std::vector<int64_t> window(ctx.end() - context, ctx.end());
-      const Tensor logits = mlp->forward(from_vector(window, {1, context}, device), unused);
-      ctx.push_back(sample_token(logits.to_vector<float>(), settings, sample_gen));
-    }
-  }
+  SampleSettings settings;
+  if (gpt) settings.new_tokens = std::min(settings.new_tokens, context - prompt_len);
+  const std::vector<int32_t> text =
+      gpt ? generate(*gpt, prompt, settings, tok->vocab_size(), sample_gen, device)
+          : generate_windowed([&](const Tensor& x) { return mlp->forward(x, unused); }, context,
+                              prompt, settings, sample_gen, device);
   std::printf(
-      "done: %lld steps in %.1f s | final train loss %.4f | best val loss %.4f | outputs in %s\n",
-      (long long)cfg.trainer.steps, result.seconds, result.last_loss, result.best_val,
+      "done: %lld steps in %.1f s | final train loss %.4f | best val loss %.4f | outputs in "
+      "%s\n",
+      (long long)result.steps_run, result.seconds, result.last_loss, result.best_val,
       cfg.trainer.out_dir.c_str());
-  std::printf("sample:\n%s\n", tok->decode(ctx).c_str());
+  std::printf(
+      "sample (%lld tokens, temperature %.1f, top-k %lld; prompt: the first %lld tokens of "
+      "the validation data):\n%s\n",
+      (long long)settings.new_tokens, settings.temperature, (long long)settings.top_k,
+      (long long)prompt_len, tok->decode(text).c_str());
   return 0;
 }
 

@@ -22,8 +22,9 @@ struct TrainConfig {
   CharMLPConfig model;
   GPTConfig gpt;
   int64_t batch = 0, eval_iters = 0;
-  ComputeMode mode;                // train.precision (resolved for the device at run time)
-  std::string attention = "auto";  // model.attention: auto | fused | composed
+  ComputeMode mode;  // train.precision, train.deterministic, train.matmul, lmul.* (unresolved)
+  AttentionChoice attention = AttentionChoice::automatic;  // model.attention
+  bool resume_mode_change = false;                         // run.resume_mode_change
   // run.out_dir, run.resume, run.stop_after_steps, train.{steps, grad_accum, eval_interval,
   // log_interval, grad_clip}, optimizer.*, schedule.*: the Trainer's own settings.
   TrainerConfig trainer;

@@ -16,6 +16,10 @@ TrainConfig read_train_config(ConfigReader& r) {
   c.seed = uint64_t(r.integer("run.seed", 1337, 0, INT64_MAX));
   c.device = r.string("run.device", "auto");
   c.trainer.resume = r.boolean("run.resume", false);
+  if (c.trainer.resume)
+    c.resume_mode_change = r.boolean("run.resume_mode_change", false);
+  else
+    r.not_used("run.resume_mode_change", "run.resume is false");
   // Stop (saving last.h5, as on SIGINT) after this many steps of this invocation: time-boxed
   // jobs, and the interrupted-and-resumed test.
   c.trainer.stop_after = r.integer("run.stop_after_steps", 0, 0, int64_t(1) << 40);
@@ -34,7 +38,7 @@ TrainConfig read_train_config(ConfigReader& r) {
   if (!c.train_bin.empty() && c.tokenizer == "char")
     r.fail_at("data.tokenizer", "token shards need a fixed vocabulary: byte or gpt2");
   if (c.tokenizer == "gpt2")
-    c.gpt2_dir = r.string("data.gpt2_dir", "../shared/data/gpt2");
+    c.gpt2_dir = r.string("data.gpt2_dir", "datasets/gpt2");
   else
     r.not_used("data.gpt2_dir", "data.tokenizer is " + c.tokenizer);
   c.model_type = r.choice("model.type", "char_mlp", {"char_mlp", "gpt"});
@@ -61,24 +65,20 @@ TrainConfig read_train_config(ConfigReader& r) {
     c.gpt.bias = r.boolean("model.bias", false);
     // auto: the fused kernel where it can honour the run's compute mode (the CPU; CUDA under
     // bf16 precision with head_dim 64), the composed ops elsewhere.
-    c.attention = r.choice("model.attention", "auto", {"auto", "fused", "composed"});
-    const std::string linear = r.choice("model.linear", "dense", {"dense", "bitlinear"});
-    parse_linear_kind(linear, &c.gpt.linear.kind);
+    c.attention = r.choice("model.attention", AttentionChoice::automatic);
+    c.gpt.linear.kind = r.choice("model.linear", LinearKind::dense);
     if (c.gpt.linear.kind == LinearKind::bitlinear) {
       // BitNet b1.58 (docs/bitlinear.md): the projections, and optionally the tied LM head.
       BitLinearOptions& o = c.gpt.linear.bitlinear;
-      parse_ternary_scale(r.choice("bitlinear.weight_scale", "absmean", {"absmean", "absmedian"}),
-                          &o.weight_scale);
+      o.weight_scale = r.choice("bitlinear.weight_scale", TernaryScale::absmean);
       o.act.bits = int(r.integer("bitlinear.act_bits", 8, 2, 8));
-      parse_bit_norm(r.choice("bitlinear.norm", "rmsnorm", {"rmsnorm", "layernorm", "none"}),
-                     &o.act.norm);
-      c.gpt.bitlinear_lm_head = r.boolean("bitlinear.lm_head", false);
+      o.act.norm = r.choice("bitlinear.norm", BitNorm::rms);
+      if (r.boolean("bitlinear.lm_head", false)) c.gpt.head = HeadKind::bitlinear;
     } else {
-      r.not_used("bitlinear", "model.linear is " + linear);
+      r.not_used("bitlinear", "model.linear is dense");
     }
     // tanh: GPT-2 and llm.c; erf: nanoGPT's nn.GELU(), so nanoGPT evaluates the model exactly.
-    c.gpt.gelu =
-        r.choice("model.gelu", "tanh", {"tanh", "erf"}) == "erf" ? GeluForm::erf : GeluForm::tanh;
+    c.gpt.gelu = r.choice("model.gelu", GeluForm::tanh);
     // 0: the tokenizer's size; more pads the embedding (GPT-2's 50257 -> 50304, a multiple of
     // 64 for the GEMMs); padded ids are never targets and never sampled.
     c.gpt.vocab_size = r.integer("model.vocab_size", 0, 0, 1 << 24);
@@ -93,30 +93,7 @@ TrainConfig read_train_config(ConfigReader& r) {
   c.eval_iters = r.integer("train.eval_iters", 20, 1, 1 << 20);
   c.trainer.log_interval = r.integer("train.log_interval", 100, 1, int64_t(1) << 40);
   c.trainer.grad_clip = r.number("train.grad_clip", 1.0, 0.0, 1e9);
-  // CUDA matmuls: fp32, tf32 or bf16 operands (fp32 accumulation, fp32 master weights,
-  // activations and optimizer state in every mode). The CPU always computes in fp32.
-  const std::string precision = r.choice("train.precision", "fp32", {"fp32", "tf32", "bf16"});
-  c.mode.precision = precision == "bf16"   ? MatmulPrecision::bf16
-                     : precision == "tf32" ? MatmulPrecision::tf32
-                                           : MatmulPrecision::fp32;
-  // Batch-invariant arithmetic (docs/determinism.md): every matmul, forward and backward, runs
-  // the batch-invariant algorithm, whose K order per output is fixed whatever the batch.
-  c.mode.deterministic = r.boolean("train.deterministic", false);
-  if (c.mode.deterministic) c.mode.algo = MatmulAlgo::batch_invariant;
-  // L-Mul (docs/lmul.md): every multiply of the matmuls lmul.scope covers is an integer add.
-  if (r.choice("train.matmul", "standard", {"standard", "lmul"}) == "lmul") {
-    if (c.mode.precision != MatmulPrecision::fp32)
-      r.fail_at("train.matmul",
-                "L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; "
-                "train.precision must be fp32");
-    c.mode.algo = MatmulAlgo::lmul;
-    c.mode.lmul_mantissa_bits = int(r.integer("lmul.mantissa_bits", 23, 1, 23));
-    parse_lmul_scope(r.choice("lmul.scope", "all", {"attention", "mlp", "all"}),
-                     &c.mode.lmul_scope);
-    c.mode.lmul_exact_backward = r.choice("lmul.backward", "lmul", {"lmul", "exact"}) == "exact";
-  } else {
-    r.not_used("lmul", "train.matmul is standard");
-  }
+  c.mode = read_compute_mode(r);
   c.trainer.optimizer = r.choice("optimizer.type", "adamw", {"adamw", "sgd"});
   read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, "constant", 0.0}, c.trainer.steps,
                           &c.trainer.adamw, &c.trainer.schedule, c.trainer.optimizer == "adamw");

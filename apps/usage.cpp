@@ -21,8 +21,9 @@ struct Command {
   std::vector<Flag> flags;
 };
 
-const Flag kSetFlag = {"--set KEY.PATH=VALUE",
-                       "override one config key (repeatable); see README for the keys"};
+const Flag kSetFlag = {
+    "--set KEY.PATH=VALUE",
+    "override one config key (repeatable); `bitgrad config train` lists the keys"};
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
@@ -76,7 +77,7 @@ const std::vector<Command>& commands() {
        "a text file to llm.c token shards DIR/train.bin and DIR/val.bin",
        {{"--out DIR", "output folder (required)"},
         {"--tokenizer gpt2|byte", "vocabulary (default gpt2)"},
-        {"--gpt2-dir DIR", "folder with encoder.json and vocab.bpe (default ../shared/data/gpt2)"},
+        {"--gpt2-dir DIR", "folder with encoder.json and vocab.bpe (default datasets/gpt2)"},
         {"--val-fraction F", "last fraction of the characters held out (default 0.1)"}}},
       {"bench",
        "bench sick|attention|norms|gemm|bitlinear|lmul [options]",
@@ -88,6 +89,10 @@ const std::vector<Command>& commands() {
         {"--mantissa-bits M", "lmul: the operands' mantissa width (default 23)"},
         {"--dtype fp32|fp16", "sick: only this SICK precision"},
         {"--variant V", "sick: only bruteforce or precomputed"}}},
+      {"config",
+       "config train|fit-bide [--markdown]",
+       "every config key of a command with its type, default, range and meaning",
+       {{"--markdown", "print a Markdown table (docs/config.md is made from it)"}}},
       {"checksum",
        "checksum FILE.h5",
        "SHA-256 of every dataset of an HDF5 file (bit-for-bit comparisons of checkpoints)",

@@ -17,14 +17,12 @@ namespace bg {
 
 // sick.variant: how the SICK pass walks the 2^B patterns; automatic picks per shape and device
 // (bide_resolve_variant).
-enum class SickVariant : uint8_t { automatic, bruteforce, precomputed };
+#define BG_SICK_VARIANTS(X) \
+  X(automatic, "auto") X(bruteforce, "bruteforce") X(precomputed, "precomputed")
+BG_NAMED_ENUM(SickVariant, BG_SICK_VARIANTS)
 // sick.dtype: the precision of W and r inside the CUDA kernel (the CPU computes in W's dtype).
-enum class SickPrecision : uint8_t { fp32, fp16 };
-const char* sick_variant_name(SickVariant v);      // "auto", "bruteforce", "precomputed"
-const char* sick_precision_name(SickPrecision p);  // "fp32", "fp16"
-// The config names back to values; false for an unknown name.
-bool parse_sick_variant(const std::string& name, SickVariant* v);
-bool parse_sick_precision(const std::string& name, SickPrecision* p);
+#define BG_SICK_PRECISIONS(X) X(fp32, "fp32") X(fp16, "fp16")
+BG_NAMED_ENUM(SickPrecision, BG_SICK_PRECISIONS)
 
 struct BideOptions {
   BideCode code;  // value type and bits

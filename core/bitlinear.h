@@ -20,11 +20,6 @@ struct BitLinearOptions {
   ActQuantOptions act;  // the norm before quantisation, act_bits, the norm's eps
 };
 
-const char* ternary_scale_name(TernaryScale s);
-bool parse_ternary_scale(const std::string& name, TernaryScale* out);  // absmean | absmedian
-const char* bit_norm_name(BitNorm n);
-bool parse_bit_norm(const std::string& name, BitNorm* out);  // rmsnorm | layernorm | none
-
 // W (N, K) f32 -> q (N, K) i8 in {-1, 0, 1}, a view whose rows are padded to 16 bytes with
 // zeros (what the int8 kernels read), and beta, an f32 scalar tensor. Deterministic: the mean
 // sums in one fixed tree, the median is exact.
@@ -89,6 +84,11 @@ Tensor bitplane_linear(const TernaryPlanes& x, const Tensor& step, const Ternary
 Tensor bitlinear_packed(const Tensor& x, const PackedTernary& w, const Tensor& bias,
                         const BitLinearOptions& opt, const ComputeMode& mode,
                         Consumer consumer = Consumer::any);
+
+// "" when bitlinear runs `mode` on `device`; else why not, in one line. An allowlist: the
+// ternary product is exact integer arithmetic, and its backward products run the exact
+// algorithms only.
+std::string bitlinear_supports(const ComputeMode& mode, Device device);
 
 // BitLinear for x (..., K), weight (N, K) latent f32, optional bias (N): the fake-quantised
 // product above, with gradients by the straight-through estimator: dx_n = dy W~ (then the

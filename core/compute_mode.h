@@ -11,28 +11,33 @@
 
 namespace bg {
 
+class ConfigReader;
+class CheckpointWriter;
+class CheckpointReader;
+
 // Which kernels compute a matmul. Adding an algorithm (docs/architecture.md walks through it):
-// a value here and its name in matmul_algo_name, a kernel pair (kernels/cpu and kernels/cuda,
-// declared in kernels/kernel_list.h) and one line in core/ops/matmul.cpp's run_matmul_kernel.
-enum class MatmulAlgo : uint8_t {
-  standard,  // cuBLAS on CUDA, Eigen on the CPU
-  naive,     // one output per thread, k in order with fused multiply-adds: the CPU and CUDA give
-             // the same bits (the worked example; used by tests)
-  batch_invariant,  // train.deterministic: a row's bits never depend on M, the batch or the SM
-                    // count (pinned cuBLASLt on CUDA, the naive chain on the CPU)
-  lmul,  // every multiply an L-Mul (kernels/lmul.h, docs/lmul.md), f32 adds over k in order:
-         // the CPU and CUDA give the same bits, and no batch can change a row
-};
-const char* matmul_algo_name(MatmulAlgo algo);
+// an entry here, a kernel pair (kernels/cpu and kernels/cuda, declared in kernels/kernel_list.h),
+// one line in core/ops/matmul.cpp's run_matmul_kernel, and its row in every op's supports().
+//   standard:        cuBLAS on CUDA, Eigen on the CPU
+//   naive:           one output per thread, k in order with fused multiply-adds: the CPU and
+//                    CUDA give the same bits (the worked example; used by tests)
+//   batch_invariant: train.deterministic: a row's bits never depend on M, the batch or the SM
+//                    count (pinned cuBLASLt on CUDA, the naive chain on the CPU)
+//   lmul:            every multiply an L-Mul (kernels/lmul.h, docs/lmul.md), f32 adds over k in
+//                    order: the CPU and CUDA give the same bits, and no batch can change a row
+#define BG_MATMUL_ALGOS(X) \
+  X(standard, "standard") X(naive, "naive") X(batch_invariant, "batch_invariant") X(lmul, "lmul")
+BG_NAMED_ENUM(MatmulAlgo, BG_MATMUL_ALGOS)
 
 // Where a matmul sits in a model: what lmul.scope selects. attention: the QK^T and PV products;
 // projection: attention's c_attn and c_proj; mlp: the MLP's c_fc and c_proj; lm_head: the head.
-enum class MatmulSite : uint8_t { attention, projection, mlp, lm_head };
+#define BG_MATMUL_SITES(X) \
+  X(attention, "attention") X(projection, "projection") X(mlp, "mlp") X(lm_head, "lm_head")
+BG_NAMED_ENUM(MatmulSite, BG_MATMUL_SITES)
 // lmul.scope: which sites multiply by L-Mul. attention: the attention products; mlp: the MLP's
 // linears; all: every matmul (attention, every linear, the LM head).
-enum class LmulScope : uint8_t { attention, mlp, all };
-const char* lmul_scope_name(LmulScope s);
-bool parse_lmul_scope(const std::string& name, LmulScope* out);
+#define BG_LMUL_SCOPES(X) X(attention, "attention") X(mlp, "mlp") X(all, "all")
+BG_NAMED_ENUM(LmulScope, BG_LMUL_SCOPES)
 
 struct ComputeMode {
   // CUDA matmuls of f32 operands: fp32, tf32 (tensor cores, 10-bit mantissa inputs) or bf16
@@ -79,7 +84,31 @@ struct ComputeMode {
   ComputeMode on(Device device) const;
 };
 
-const char* precision_name(MatmulPrecision p);
+// The config keys a command offers for its mode: train and check-determinism read all of them
+// (train.precision, train.deterministic, train.matmul, lmul.*); fit-bide, whose SICK pass has no
+// matmul to choose, reads train.deterministic alone.
+enum class ModeKeys : uint8_t { all, deterministic_only };
+// The one reader of the mode's config keys: each checked once, combinations that cannot run
+// refused naming the key (L-Mul needs fp32 precision; lmul.* without train.matmul: lmul).
+ComputeMode read_compute_mode(ConfigReader& r, ModeKeys keys = ModeKeys::all);
+
+// The mode as checkpoint attributes, so that resume compares it and sample, eval and export
+// reproduce it: compute_precision, compute_deterministic, compute_matmul (standard | lmul) and,
+// for L-Mul, lmul.mantissa_bits, lmul.scope, lmul.backward. Every value is read back exactly:
+// a name that is not one of the enum's, or a number out of range, is refused naming the file and
+// attribute. `recorded` says whether the file holds the mode at all (checkpoints before the mode
+// was recorded do not: they ran fp32 standard).
+void save_compute_mode(CheckpointWriter& ck, const ComputeMode& mode);
+ComputeMode load_compute_mode(const CheckpointReader& ck, const std::string& path,
+                              bool* recorded = nullptr);
+// Copies the mode's attributes from one file to another as they are (export).
+void copy_compute_mode(const CheckpointReader& from, const std::string& path, CheckpointWriter& to);
+// "" when a and b compute alike; else the first config key whose value differs, with both
+// values: "train.matmul: lmul vs standard".
+std::string compute_mode_difference(const ComputeMode& a, const ComputeMode& b);
+// The mode sample and eval run a trained model in: a deterministic run's own mode (sampler =
+// trainer, bit for bit), an L-Mul run's multiplies; otherwise fp32 matmuls.
+ComputeMode inference_mode(const ComputeMode& trained);
 
 // Who reads an op's output: anything, or only matmuls (and the attention kernel) of a mode.
 enum class Consumer : uint8_t { any, matmul };

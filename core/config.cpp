@@ -1,7 +1,9 @@
 #include "config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -13,10 +15,12 @@ namespace bg {
 namespace {
 
 std::vector<std::string> split_key(const std::string& key) {
+  // Every part, empty ones included ("model." is "model" and ""), so a stray dot is refused.
   std::vector<std::string> parts;
-  std::stringstream ss(key);
-  std::string p;
-  while (std::getline(ss, p, '.')) parts.push_back(p);
+  size_t start = 0;
+  for (size_t dot; (dot = key.find('.', start)) != std::string::npos; start = dot + 1)
+    parts.push_back(key.substr(start, dot - start));
+  parts.push_back(key.substr(start));
   return parts;
 }
 
@@ -36,6 +40,36 @@ YAML::Node number_node(double v) {
   char buf[64];
   const auto res = std::to_chars(buf, buf + sizeof buf, v);
   return YAML::Node(std::string(buf, res.ptr));
+}
+
+}  // namespace
+
+namespace {
+// 1048576, not 1.04858e+06: integers in full, others to 15 significant digits.
+std::string number_text(double v) {
+  char buf[32];
+  if (v == std::floor(v) && std::fabs(v) < 9e15)
+    std::snprintf(buf, sizeof buf, "%lld", (long long)v);
+  else
+    std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+}  // namespace
+
+std::string range_text(double lo, double hi) {
+  // Bounds of 2^40 and beyond stand for none; a tiny positive lower bound for "positive".
+  constexpr double kNoBound = 1099511627776.0;
+  const bool positive = lo > 0 && lo < 1e-200;
+  const std::string low = positive ? "> 0" : ">= " + number_text(lo);
+  if (hi >= kNoBound) return lo <= -kNoBound ? "any finite number" : low;
+  if (positive) return "(0, " + number_text(hi) + "]";
+  return "[" + number_text(lo) + ", " + number_text(hi) + "]";
+}
+
+namespace {
+std::string out_of_range(double lo, double hi) {
+  const std::string r = range_text(lo, hi);
+  return r[0] == '[' ? "out of range " + r : "out of range: expected " + r;
 }
 
 }  // namespace
@@ -95,6 +129,9 @@ ConfigReader::ConfigReader(const std::string& path, const std::vector<std::strin
       if (!child.IsMap() && !child.IsSequence()) {
         if (child.IsDefined() && !child.IsNull())
           fail("config", "--set ", o, ": '", parts[i], "' is not a section");
+        std::string made;
+        for (size_t j = 0; j <= i; ++j) made += (j ? "." : "") + parts[j];
+        made_by_set_.emplace(made, o);
         parent[parts[i]] = YAML::Node(YAML::NodeType::Map);
         child = parent[parts[i]];
       }
@@ -199,6 +236,9 @@ YAML::Node ConfigReader::find(const std::string& key) const {
 
 std::string ConfigReader::where(const YAML::Node& node, const std::string& key) const {
   if (const auto it = overridden_.find(key); it != overridden_.end()) return "--set " + it->second;
+  // A section that a --set made ("--set foo.bar=1" for the unknown section foo).
+  if (const auto it = made_by_set_.find(key); it != made_by_set_.end())
+    return "--set " + it->second;
   if (node.IsDefined() && node.Mark().line >= 0)
     return str_cat(path_, ":", node.Mark().line + 1, ":", node.Mark().column + 1);
   return path_.empty() ? std::string("config") : path_;
@@ -253,11 +293,14 @@ void ConfigReader::record(const std::string& key, const YAML::Node& value) {
 
 double ConfigReader::number(const std::string& key, double lo, double hi) {
   if (!has(key)) missing_.push_back(key);
-  return number(key, 0.0, lo, hi);
+  const double v = number(key, 0.0, lo, hi);
+  spec(key, "number", "", range_text(lo, hi), true);
+  return v;
 }
 
 double ConfigReader::number(const std::string& key, double def, double lo, double hi) {
   mark_used(key);
+  spec(key, "number", number_node(def).Scalar(), range_text(lo, hi));
   double v = def;
   if (has(key)) {
     const YAML::Node n = find(key);
@@ -269,7 +312,7 @@ double ConfigReader::number(const std::string& key, double def, double lo, doubl
               "expected a number, got " + (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
     }
     if (!std::isfinite(v) || v < lo || v > hi)
-      fail_at(key, str_cat("value ", n.Scalar(), " is out of range [", lo, ", ", hi, "]"));
+      fail_at(key, str_cat("value ", n.Scalar(), " is ", out_of_range(lo, hi)));
   }
   record(key, number_node(v));
   return v;
@@ -277,6 +320,7 @@ double ConfigReader::number(const std::string& key, double def, double lo, doubl
 
 int64_t ConfigReader::integer(const std::string& key, int64_t def, int64_t lo, int64_t hi) {
   mark_used(key);
+  spec(key, "integer", std::to_string(def), range_text(double(lo), double(hi)));
   int64_t v = def;
   if (has(key)) {
     const YAML::Node n = find(key);
@@ -288,7 +332,7 @@ int64_t ConfigReader::integer(const std::string& key, int64_t def, int64_t lo, i
                        (n.IsScalar() ? "'" + n.Scalar() + "'" : scalar_text(n)));
     }
     if (v < lo || v > hi)
-      fail_at(key, str_cat("value ", v, " is out of range [", lo, ", ", hi, "]"));
+      fail_at(key, str_cat("value ", v, " is ", out_of_range(double(lo), double(hi))));
   }
   record(key, YAML::Node(v));
   return v;
@@ -296,6 +340,7 @@ int64_t ConfigReader::integer(const std::string& key, int64_t def, int64_t lo, i
 
 bool ConfigReader::boolean(const std::string& key, bool def) {
   mark_used(key);
+  spec(key, "boolean", def ? "true" : "false", "");
   bool v = def;
   if (has(key)) {
     const YAML::Node n = find(key);
@@ -313,11 +358,14 @@ bool ConfigReader::boolean(const std::string& key, bool def) {
 
 std::string ConfigReader::string(const std::string& key) {
   if (!has(key)) missing_.push_back(key);
-  return string(key, "");
+  const std::string v = string(key, "");
+  spec(key, "string", "", "", true);
+  return v;
 }
 
 std::string ConfigReader::string(const std::string& key, const std::string& def) {
   mark_used(key);
+  spec(key, "string", def, "");
   std::string v = def;
   if (has(key)) {
     const YAML::Node n = find(key);
@@ -331,6 +379,9 @@ std::string ConfigReader::string(const std::string& key, const std::string& def)
 std::string ConfigReader::choice(const std::string& key, const std::string& def,
                                  const std::vector<std::string>& options) {
   const std::string v = string(key, def);
+  std::string alternatives;
+  for (const std::string& o : options) alternatives += (alternatives.empty() ? "" : " | ") + o;
+  spec(key, "choice", def, alternatives, def.empty());
   for (const std::string& o : options)
     if (o == v) return v;
   std::string list;
@@ -341,6 +392,10 @@ std::string ConfigReader::choice(const std::string& key, const std::string& def,
 std::vector<double> ConfigReader::numbers(const std::string& key, const std::vector<double>& def,
                                           size_t count) {
   mark_used(key);
+  std::string def_text;
+  for (double d : def) def_text += (def_text.empty() ? "[" : ", ") + number_node(d).Scalar();
+  spec(key, str_cat("list of ", count, " numbers"), def.empty() ? "" : def_text + "]", "",
+       def.empty());
   std::vector<double> v = def;
   if (has(key)) {
     const YAML::Node n = find(key);
@@ -395,7 +450,7 @@ void ConfigReader::finish() const {
           for (const auto& [key, because] : not_used_)
             if (k == key || k.rfind(key + ".", 0) == 0)
               fail("config", where(key_node, k), ": ", k, ": not used when ", because);
-          fail("config", where(key_node, k), ": unknown key '", k, "'");
+          fail("config", where(key_node, k), ": unknown key '", k, "'", suggestion(k));
         }
         if (!used_.count(k)) stack.push_back({k, it->second});
       }
@@ -405,6 +460,63 @@ void ConfigReader::finish() const {
     }
   }
   finish_missing();
+}
+
+void ConfigReader::spec(const std::string& key, const std::string& type, const std::string& def,
+                        const std::string& range, bool required) {
+  // List elements ("distributions.3.mu") are one key of the schema: "distributions[].mu".
+  std::string name;
+  for (const std::string& part : split_key(key))
+    name += is_index(part) ? "[]" : (name.empty() ? "" : ".") + part;
+  for (ConfigKeySpec& s : schema_)
+    if (s.key == name) {  // read again (a choice reads its string first): the latest word wins
+      s = {name, type, def, range, required};
+      return;
+    }
+  schema_.push_back({name, type, def, range, required});
+}
+
+void ConfigReader::range_is(const std::string& key, const std::string& text) {
+  for (ConfigKeySpec& s : schema_)
+    if (s.key == key) s.range = text;
+}
+
+void ConfigReader::default_is(const std::string& key, const std::string& text) {
+  for (ConfigKeySpec& s : schema_)
+    if (s.key == key) s.def = text, s.required = false;
+}
+
+namespace {
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+// " (did you mean 'x'?)" for the nearest key this command reads, when one is near.
+std::string ConfigReader::suggestion(const std::string& unknown) const {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, unknown.size() / 3) + 1;
+  auto consider = [&](const std::string& key) {
+    const size_t d = edit_distance(unknown, key);
+    if (d < best_d) best_d = d, best = key;
+  };
+  for (const ConfigKeySpec& s : schema_) {
+    consider(s.key);
+    // A misspelt section ("optimiser") is near the section of a key that was read.
+    if (unknown.find('.') == std::string::npos) consider(s.key.substr(0, s.key.find('.')));
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
 void ConfigReader::finish_missing() const {

@@ -16,7 +16,22 @@
 #include <string>
 #include <vector>
 
+#include "kernels/enum_names.h"
+
 namespace bg {
+
+// One key as the validator reads it: what `bitgrad config` prints and docs/config.md lists.
+struct ConfigKeySpec {
+  std::string key;    // list elements as "distributions[].kind"
+  std::string type;   // number, integer, boolean, string, choice, list of N numbers
+  std::string def;    // the default as written in YAML; empty when required
+  std::string range;  // "[0, 10]", ">= 1", "tanh | erf"; empty when any value goes
+  bool required = false;
+};
+
+// A range as messages and `bitgrad config` print it: "[lo, hi]", or ">= lo" when hi is a
+// stand-in for no bound (2^40 and above).
+std::string range_text(double lo, double hi);
 
 class ConfigReader {
  public:
@@ -32,6 +47,13 @@ class ConfigReader {
   std::string string(const std::string& key);  // required
   std::string choice(const std::string& key, const std::string& def,
                      const std::vector<std::string>& options);
+  // A choice among an enum's names (kernels/enum_names.h), returned as the value.
+  template <typename E>
+  E choice(const std::string& key, E def) {
+    E v = def;
+    parse_enum(choice(key, enum_name(def), enum_names<E>()), &v);
+    return v;
+  }
   std::vector<double> numbers(const std::string& key, const std::vector<double>& def, size_t count);
   size_t list_size(const std::string& key);    // length of a sequence (0 when absent)
   bool is_list(const std::string& key) const;  // present and a sequence
@@ -46,6 +68,12 @@ class ConfigReader {
   // The config as used: every key read, with defaults filled in.
   std::string effective_yaml() const;
   const std::string& path() const { return path_; }
+  // A range that follows another key ("[0, train.steps]"), for the schema to print.
+  void range_is(const std::string& key, const std::string& text);
+  // A default that follows another key ("the kind"), for the schema to print.
+  void default_is(const std::string& key, const std::string& text);
+  // Every key read so far, in the order first read, with its type, default and range.
+  const std::vector<ConfigKeySpec>& schema() const { return schema_; }
 
   [[noreturn]] void fail_at(const std::string& key, const std::string& msg) const;
 
@@ -58,14 +86,19 @@ class ConfigReader {
   void mark_used(const std::string& key);
   void record(const std::string& key, const YAML::Node& value);
   void finish_missing() const;
+  void spec(const std::string& key, const std::string& type, const std::string& def,
+            const std::string& range, bool required = false);
+  std::string suggestion(const std::string& unknown) const;
 
   std::string path_;
   YAML::Node root_, effective_;
   std::set<std::string> used_;
-  std::map<std::string, std::string> overridden_;  // key -> the whole --set text
+  std::map<std::string, std::string> overridden_;   // key -> the whole --set text
+  std::map<std::string, std::string> made_by_set_;  // a section only a --set made -> its text
   std::set<std::string> containers_;
   std::vector<std::string> missing_;  // lists whose elements are read one by one
   std::vector<std::pair<std::string, std::string>> not_used_;  // key, because
+  std::vector<ConfigKeySpec> schema_;
 };
 
 // Limits on a config file: bitgrad's configs are a few KiB and four levels deep.

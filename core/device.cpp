@@ -72,4 +72,19 @@ void synchronize(const Device& d) {
   if (d.is_cuda()) cuda::stream_synchronize(stream_for(d));
 }
 
+double peak_bf16_tflops(const std::string& name) {
+  struct Peak {
+    const char* key;
+    double tflops;
+  };
+  // Dense (no sparsity) BF16 tensor throughput; "H100 PCIe" before "H100".
+  static const Peak peaks[] = {{"H200", 989.4}, {"H100 PCIe", 756.0}, {"H100", 989.4},
+                               {"H800", 989.4}, {"GH200", 989.4},     {"A100", 312.0},
+                               {"A800", 312.0}, {"L40S", 362.1},      {"L4", 121.0},
+                               {"A10", 125.0},  {"RTX 4090", 165.2},  {"RTX 3090", 71.0}};
+  for (const Peak& p : peaks)
+    if (name.find(p.key) != std::string::npos) return p.tflops;
+  return 0;
+}
+
 }  // namespace bg

@@ -22,6 +22,9 @@ struct Device {
 
 // Parses "cpu", "cuda", "cuda:N" or "auto" (CUDA when a GPU is present, else CPU).
 Device parse_device(const std::string& s);
+// The dense bf16 tensor-core peak (TFLOP/s) of a GPU by its name (vendor data sheets); 0 when
+// unknown. MFU is measured against it.
+double peak_bf16_tflops(const std::string& gpu_name);
 bool cuda_available();
 int cuda_device_count();
 

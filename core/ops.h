@@ -69,6 +69,8 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // already (a producer stored it for this matmul), beside an f32 one. consumer == matmul stores
 // the product as stored_dtype says (bf16 under bf16 precision on CUDA, rounded once from the
 // f32 accumulators) for a reader that rounds to bf16 anyway.
+// "" when matmul runs `mode` on `device`; else why not, in one line (ggml's supports_op).
+std::string matmul_supports(const ComputeMode& mode, Device device);
 Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode = ComputeMode(),
               Consumer consumer = Consumer::any);
 // x (..., in) @ weight (out, in)^T + bias (out): PyTorch's layout. A narrowed product

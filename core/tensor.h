@@ -57,7 +57,7 @@ class Tensor {
   }
   KView kview() const;  // the kernels' view of this tensor
 
-  // Views and conversions (autograd-aware; defined in core/ops/view.cpp and copy.cpp).
+  // Views and conversions (autograd-aware; all defined in core/ops/view.cpp).
   Tensor reshape(const Shape& shape) const;  // a view when strides allow, else a copy
   Tensor view(const Shape& shape) const;     // always a view; throws if impossible
   Tensor transpose(int d0, int d1) const;

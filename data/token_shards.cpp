@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "text.h"
+#include "tokenizer.h"
 
 namespace bg {
 
@@ -53,6 +55,19 @@ std::vector<int32_t> read_token_shard(const std::string& path) {
   f.read(reinterpret_cast<char*>(body.data()), std::streamsize(count * 2));
   BG_CHECK(f.good(), "shards", path, ": read failed");
   return std::vector<int32_t>(body.begin(), body.end());
+}
+
+bool is_shard_path(const std::string& path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".bin") == 0;
+}
+
+std::vector<int32_t> read_tokens(const std::string& path, const Tokenizer& tok) {
+  if (!is_shard_path(path)) return tok.encode(read_text_file(path));
+  std::vector<int32_t> tokens = read_token_shard(path);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    BG_CHECK(tokens[i] < tok.vocab_size(), "data", path, ": token ", tokens[i], " at position ", i,
+             " is outside the ", tok.kind(), " vocabulary of ", tok.vocab_size());
+  return tokens;
 }
 
 }  // namespace bg

@@ -8,6 +8,8 @@
 
 namespace bg {
 
+class Tokenizer;
+
 constexpr int32_t kShardMagic = 20240520;
 constexpr int32_t kShardVersion = 1;
 
@@ -15,5 +17,10 @@ constexpr int32_t kShardVersion = 1;
 void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens);
 // Throws, naming the file, on a missing file, a bad header or a size that disagrees with it.
 std::vector<int32_t> read_token_shard(const std::string& path);
+
+bool is_shard_path(const std::string& path);  // ends in ".bin"
+// The tokens of a file: an llm.c shard as stored (ids checked against the vocabulary), or a
+// text file encoded by `tok`.
+std::vector<int32_t> read_tokens(const std::string& path, const Tokenizer& tok);
 
 }  // namespace bg

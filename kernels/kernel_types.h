@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "enum_names.h"
+
 namespace bg {
 
 // Every storage type, one row each: its name, its size in bytes, whether it holds floating-point
@@ -32,8 +34,6 @@ enum class DType : uint8_t {
 #undef BG_DTYPE_ENUM
 };
 
-// How a CUDA matmul of f32 operands runs: fp32 (CUDA cores), tf32 (tensor cores, 10-bit
-// mantissa inputs) or bf16 (operands rounded to bf16, tensor cores); fp32 accumulation always.
 // Softmax over the last dim of rows: log or not; logits multiplied by `scale` first; and, when
 // causal_rows = T > 0, the rows form (T, S) matrices whose row i sees columns j <= i + S - T
 // (causal attention, the key offset S - T covering cached keys); hidden columns output 0.
@@ -46,7 +46,10 @@ struct SoftmaxOptions {
   int64_t causal_offset = -1;
 };
 
-enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
+// How a CUDA matmul of f32 operands runs: fp32 (CUDA cores), tf32 (tensor cores, 10-bit
+// mantissa inputs) or bf16 (operands rounded to bf16, tensor cores); fp32 accumulation always.
+#define BG_MATMUL_PRECISIONS(X) X(fp32, "fp32") X(tf32, "tf32") X(bf16, "bf16")
+BG_NAMED_ENUM(MatmulPrecision, BG_MATMUL_PRECISIONS)
 
 // How matmul_batch_invariant runs one product.
 struct BatchInvariantGemm {
@@ -59,8 +62,11 @@ struct BatchInvariantGemm {
 };
 // BitLinear (BitNet b1.58): how the per-tensor weight scale beta is taken (W_q = clamp(rint(W /
 // beta), -1, 1)), and what normalises a row before its activations are quantised.
-enum class TernaryScale : uint8_t { absmean, absmedian };
-enum class BitNorm : uint8_t { none, rms, layer };  // rms and layer have no affine parameters
+#define BG_TERNARY_SCALES(X) X(absmean, "absmean") X(absmedian, "absmedian")
+BG_NAMED_ENUM(TernaryScale, BG_TERNARY_SCALES)
+// rms and layer have no affine parameters.
+#define BG_BIT_NORMS(X) X(none, "none") X(rms, "rmsnorm") X(layer, "layernorm")
+BG_NAMED_ENUM(BitNorm, BG_BIT_NORMS)
 struct ActQuantOptions {
   BitNorm norm = BitNorm::rms;
   int bits = 8;  // 2..8: Q = 2^(bits-1) - 1, x_q in [-Q-1, Q]

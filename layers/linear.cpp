@@ -4,28 +4,6 @@
 
 namespace bg {
 
-const char* linear_kind_name(LinearKind kind) {
-  switch (kind) {
-    case LinearKind::dense:
-      return "dense";
-    case LinearKind::bitlinear:
-      return "bitlinear";
-  }
-  return "?";
-}
-
-bool parse_linear_kind(const std::string& name, LinearKind* kind) {
-  if (name == "dense") {
-    *kind = LinearKind::dense;
-    return true;
-  }
-  if (name == "bitlinear") {
-    *kind = LinearKind::bitlinear;
-    return true;
-  }
-  return false;
-}
-
 Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen, double init_std) {
   BG_CHECK(in > 0 && out > 0, "linear", "sizes must be positive, got in ", in, ", out ", out);
   weight = register_parameter("weight", randn({out, in}, gen, 0.0, init_std));

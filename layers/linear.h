@@ -11,10 +11,8 @@
 namespace bg {
 
 // model.linear: which layer the projections are.
-enum class LinearKind : uint8_t { dense, bitlinear };
-const char* linear_kind_name(LinearKind kind);
-// "dense" | "bitlinear" -> the kind; false for an unknown name.
-bool parse_linear_kind(const std::string& name, LinearKind* kind);
+#define BG_LINEAR_KINDS(X) X(dense, "dense") X(bitlinear, "bitlinear")
+BG_NAMED_ENUM(LinearKind, BG_LINEAR_KINDS)
 
 // A projection's kind and, for BitLinear, its quantisers (the bitlinear.* keys).
 struct LinearSpec {

@@ -8,7 +8,9 @@
 namespace bg {
 
 // GPT-2 and llm.c use the tanh approximation; nanoGPT's nn.GELU() is the exact erf form.
-enum class GeluForm { tanh, erf };
+// model.gelu: tanh (GPT-2, llm.c) or erf (nanoGPT's nn.GELU()); part of the architecture.
+#define BG_GELU_FORMS(X) X(tanh, "tanh") X(erf, "erf")
+BG_NAMED_ENUM(GeluForm, BG_GELU_FORMS)
 
 class MLP : public Module {
  public:

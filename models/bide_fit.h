@@ -8,6 +8,7 @@
 
 #include "core/bide.h"
 #include "layers/embedding.h"
+#include "models/trainer.h"
 
 namespace bg {
 
@@ -27,6 +28,25 @@ class BideFitModel : public Module {
   int64_t hidden_;
   int bits_;
   std::shared_ptr<Embedding> w_, r_;
+};
+
+// The bias-corrected exponential moving average of the losses (factor beta): fit-bide's
+// progress figure.
+double debiased_ema(const std::vector<float>& losses, double beta);
+
+// fit-bide's TrainTask: one micro-batch is the step's targets, every distribution's batch at
+// once (y_all holds a row of targets per step, uploaded up front).
+struct BideFitTask : TrainTask {
+  BideFitTask(const BideFitModel& m, const Tensor& i, const Tensor& y_all, const BideOptions& o,
+              double beta);
+  void before_step(int64_t step) override;
+  Tensor train_loss() override { return model.nll(idx, y, opt); }
+  std::string progress_note(const std::vector<float>& losses) const override;
+  const BideFitModel& model;
+  Tensor idx, y_all;
+  const BideOptions& opt;
+  double ema;
+  Tensor y;
 };
 
 }  // namespace bg

@@ -2,7 +2,35 @@
 
 #include <cmath>
 
+#include "core/checkpoint.h"
+
 namespace bg {
+
+void save_char_mlp_config(CheckpointWriter& ck, const CharMLPConfig& cfg) {
+  ck.attr("model.vocab_size", cfg.vocab_size);
+  ck.attr("model.context", cfg.context);
+  ck.attr("model.n_embd", cfg.n_embd);
+  ck.attr("model.n_hidden", cfg.n_hidden);
+  ck.attr("model.n_layer", cfg.n_layer);
+}
+
+CharMLPConfig load_char_mlp_config(const CheckpointReader& ck, const std::string& path) {
+  BG_CHECK(ck.has_attr("model.context"), "checkpoint", path,
+           ": a char_mlp checkpoint written before they recorded their architecture (train it "
+           "again to sample from it)");
+  CharMLPConfig cfg;
+  cfg.vocab_size = ck.int_attr("model.vocab_size");
+  cfg.context = ck.int_attr("model.context");
+  cfg.n_embd = ck.int_attr("model.n_embd");
+  cfg.n_hidden = ck.int_attr("model.n_hidden");
+  cfg.n_layer = ck.int_attr("model.n_layer");
+  // The bounds train's config allows.
+  BG_CHECK(cfg.vocab_size >= 1 && cfg.vocab_size <= (1 << 24) && cfg.context >= 1 &&
+               cfg.context <= 4096 && cfg.n_embd >= 1 && cfg.n_embd <= 65536 && cfg.n_hidden >= 1 &&
+               cfg.n_hidden <= (1 << 20) && cfg.n_layer >= 0 && cfg.n_layer <= 64,
+           "checkpoint", path, ": inconsistent model.* attributes of a char_mlp");
+  return cfg;
+}
 
 CharMLP::CharMLP(const CharMLPConfig& cfg, Generator& init) : cfg_(cfg) {
   wte_ = register_module("wte", std::make_shared<Embedding>(cfg.vocab_size, cfg.n_embd, init, 1.0));

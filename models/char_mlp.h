@@ -10,10 +10,18 @@
 
 namespace bg {
 
+class CheckpointWriter;
+class CheckpointReader;
+
 struct CharMLPConfig {
   int64_t vocab_size = 0, context = 16, n_embd = 32, n_hidden = 256, n_layer = 2;
   double dropout = 0.0;
 };
+
+// The architecture as checkpoint attributes (model.vocab_size, model.context, model.n_embd,
+// model.n_hidden, model.n_layer), from which sample rebuilds the model.
+void save_char_mlp_config(CheckpointWriter& ck, const CharMLPConfig& cfg);
+CharMLPConfig load_char_mlp_config(const CheckpointReader& ck, const std::string& path);
 
 class CharMLP : public Module {
  public:

@@ -13,14 +13,14 @@ void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg) {
   ck.attr("model.n_head", cfg.n_head);
   ck.attr("model.n_embd", cfg.n_embd);
   ck.attr("model.bias", int64_t(cfg.bias));
-  ck.attr("model.gelu", std::string(cfg.gelu == GeluForm::erf ? "erf" : "tanh"));
-  ck.attr("model.linear", std::string(linear_kind_name(cfg.linear.kind)));
+  ck.attr("model.gelu", std::string(enum_name(cfg.gelu)));
+  ck.attr("model.linear", std::string(enum_name(cfg.linear.kind)));
   if (cfg.linear.kind == LinearKind::bitlinear) {
     const BitLinearOptions& o = cfg.linear.bitlinear;
-    ck.attr("bitlinear.weight_scale", std::string(ternary_scale_name(o.weight_scale)));
+    ck.attr("bitlinear.weight_scale", std::string(enum_name(o.weight_scale)));
     ck.attr("bitlinear.act_bits", int64_t(o.act.bits));
-    ck.attr("bitlinear.norm", std::string(bit_norm_name(o.act.norm)));
-    ck.attr("bitlinear.lm_head", int64_t(cfg.bitlinear_lm_head));
+    ck.attr("bitlinear.norm", std::string(enum_name(o.act.norm)));
+    ck.attr("bitlinear.lm_head", int64_t(cfg.head == HeadKind::bitlinear));
   }
 }
 
@@ -36,24 +36,26 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
   cfg.n_embd = ck.int_attr("model.n_embd");
   cfg.bias = ck.int_attr("model.bias") != 0;
   const std::string gelu = ck.has_attr("model.gelu") ? ck.str_attr("model.gelu") : "tanh";
-  BG_CHECK(gelu == "tanh" || gelu == "erf", "gpt", path, ": model.gelu is '", gelu,
-           "', expected tanh or erf");
-  cfg.gelu = gelu == "erf" ? GeluForm::erf : GeluForm::tanh;
+  BG_CHECK(parse_enum(gelu, &cfg.gelu), "gpt", path, ": model.gelu is '", gelu, "', expected ",
+           enum_names_text<GeluForm>());
   const std::string linear = ck.has_attr("model.linear") ? ck.str_attr("model.linear") : "dense";
-  BG_CHECK(parse_linear_kind(linear, &cfg.linear.kind), "gpt", path, ": model.linear is '", linear,
-           "', which this build does not know");
+  BG_CHECK(parse_enum(linear, &cfg.linear.kind), "gpt", path, ": model.linear is '", linear,
+           "', expected ", enum_names_text<LinearKind>());
   if (cfg.linear.kind == LinearKind::bitlinear) {
     BitLinearOptions& o = cfg.linear.bitlinear;
     const std::string scale = ck.str_attr("bitlinear.weight_scale");
-    BG_CHECK(parse_ternary_scale(scale, &o.weight_scale), "gpt", path,
-             ": bitlinear.weight_scale is '", scale, "', expected absmean or absmedian");
+    BG_CHECK(parse_enum(scale, &o.weight_scale), "gpt", path, ": bitlinear.weight_scale is '",
+             scale, "', expected ", enum_names_text<TernaryScale>());
     const std::string norm = ck.str_attr("bitlinear.norm");
-    BG_CHECK(parse_bit_norm(norm, &o.act.norm), "gpt", path, ": bitlinear.norm is '", norm,
-             "', expected rmsnorm, layernorm or none");
+    BG_CHECK(parse_enum(norm, &o.act.norm), "gpt", path, ": bitlinear.norm is '", norm,
+             "', expected ", enum_names_text<BitNorm>());
     o.act.bits = int(ck.int_attr("bitlinear.act_bits"));
     BG_CHECK(o.act.bits >= 2 && o.act.bits <= 8, "gpt", path, ": bitlinear.act_bits is ",
              o.act.bits, ", expected 2 to 8");
-    cfg.bitlinear_lm_head = ck.int_attr("bitlinear.lm_head") != 0;
+    const int64_t head = ck.int_attr("bitlinear.lm_head");
+    BG_CHECK(head == 0 || head == 1, "gpt", path, ": bitlinear.lm_head is ", head,
+             ", expected 0 or 1");
+    cfg.head = head == 1 ? HeadKind::bitlinear : HeadKind::softmax;
   }
   BG_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_head > 0 &&
                cfg.n_embd > 0 && cfg.n_embd % cfg.n_head == 0,
@@ -75,23 +77,33 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
   cmp("n_embd", a.n_embd, b.n_embd);
   cmp("bias", a.bias, b.bias);
   if (a.linear.kind != b.linear.kind)
-    d += std::string(d.empty() ? "" : ", ") + "linear " + linear_kind_name(a.linear.kind) + " vs " +
-         linear_kind_name(b.linear.kind);
+    d += std::string(d.empty() ? "" : ", ") + "linear " + enum_name(a.linear.kind) + " vs " +
+         enum_name(b.linear.kind);
   if (a.linear.kind == LinearKind::bitlinear && b.linear.kind == LinearKind::bitlinear) {
     const BitLinearOptions &x = a.linear.bitlinear, &y = b.linear.bitlinear;
     auto name = [&](const char* key, const std::string& u, const std::string& v) {
       if (u != v) d += (d.empty() ? "" : ", ") + std::string(key) + " " + u + " vs " + v;
     };
-    name("bitlinear.weight_scale", ternary_scale_name(x.weight_scale),
-         ternary_scale_name(y.weight_scale));
-    name("bitlinear.norm", bit_norm_name(x.act.norm), bit_norm_name(y.act.norm));
+    name("bitlinear.weight_scale", enum_name(x.weight_scale), enum_name(y.weight_scale));
+    name("bitlinear.norm", enum_name(x.act.norm), enum_name(y.act.norm));
     cmp("bitlinear.act_bits", x.act.bits, y.act.bits);
-    cmp("bitlinear.lm_head", a.bitlinear_lm_head, b.bitlinear_lm_head);
+    cmp("bitlinear.lm_head", a.head == HeadKind::bitlinear, b.head == HeadKind::bitlinear);
   }
   if (a.gelu != b.gelu)
-    d += std::string(d.empty() ? "" : ", ") + "gelu " + (a.gelu == GeluForm::erf ? "erf" : "tanh") +
-         " vs " + (b.gelu == GeluForm::erf ? "erf" : "tanh");
+    d += std::string(d.empty() ? "" : ", ") + "gelu " + enum_name(a.gelu) + " vs " +
+         enum_name(b.gelu);
   return d;
+}
+
+bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Device device,
+                            int64_t head_dim) {
+  if (choice == AttentionChoice::composed) return false;
+  const std::string why =
+      fused_attention_supports(mode.at(MatmulSite::attention), device, head_dim);
+  BG_CHECK(choice != AttentionChoice::fused || why.empty(), "config",
+           "model.attention: fused cannot run here: ", why, " (compute ", mode.str(), " on ",
+           device.str(), "); set model.attention: composed or auto");
+  return why.empty();
 }
 
 Block::Block(const GPTConfig& cfg, Generator& init) {
@@ -129,6 +141,8 @@ GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
     blocks_.push_back(
         register_module("transformer.h." + std::to_string(i), std::make_shared<Block>(cfg, init)));
   ln_f_ = register_module("transformer.ln_f", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
+  head_ = register_module("lm_head",
+                          std::make_shared<TiedSoftmaxHead>(wte_, cfg.head, cfg.linear.bitlinear));
 }
 
 Tensor GPT::forward(const Tensor& idx, Generator& gen) const {
@@ -144,28 +158,20 @@ Tensor GPT::embed(const Tensor& idx, Generator& gen) const {
   return dropout(wte_->forward(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
 }
 
-Tensor GPT::forward_from_embeddings(const Tensor& embedded, Generator& gen) const {
+Tensor GPT::trunk(const Tensor& embedded, Generator& gen) const {
   Tensor x = embedded;
   for (const auto& block : blocks_) x = block->forward(x, gen);
-  return head(ln_f_->forward_for_matmul(x));
+  return ln_f_->forward_for_matmul(x);
 }
 
-Tensor GPT::head(const Tensor& h) const {
-  // Tied to the token embedding: its rows are the output features.
-  const ComputeMode head_mode = compute_mode().at(MatmulSite::lm_head);
-  if (packed_head_.w2.defined())
-    return bitlinear_packed(h, packed_head_, Tensor(), cfg_.linear.bitlinear, head_mode);
-  if (cfg_.bitlinear_lm_head)
-    return bitlinear(h, wte_->weight, Tensor(), cfg_.linear.bitlinear, head_mode);
-  return linear(h, wte_->weight, Tensor(), head_mode);
+Tensor GPT::forward_from_embeddings(const Tensor& embedded, Generator& gen) const {
+  return head_->logits(trunk(embedded, gen));
 }
 
 void GPT::use_packed_head(PackedTernary packed) {
-  BG_CHECK(cfg_.bitlinear_lm_head, "gpt", "a packed LM head needs bitlinear.lm_head: true");
-  BG_CHECK(packed.k == cfg_.n_embd && packed.out_features() == cfg_.vocab_size, "gpt",
-           "a packed LM head of ", packed.out_features(), " x ", packed.k, " for ", cfg_.vocab_size,
-           " x ", cfg_.n_embd);
-  packed_head_ = std::move(packed);
+  auto* tied = dynamic_cast<TiedSoftmaxHead*>(head_.get());
+  BG_CHECK(tied, "gpt", "a packed LM head needs the tied BitLinear head");
+  tied->use_packed(std::move(packed));
 }
 
 KVCache GPT::new_cache(int64_t batch, Device device, DType dtype) const {
@@ -188,13 +194,13 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) const {
     x = blocks_[i]->forward_cached(x, cache.k[i], cache.v[i], past);
   cache.length = past + t;
   const Tensor last = ln_f_->forward(x.slice(1, t - 1, t));
-  return head(last).reshape({idx.size(0), cfg_.vocab_size});
+  return head_->logits(last).reshape({idx.size(0), cfg_.vocab_size});
 }
 
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets, Generator& gen) const {
-  const Tensor logits = forward(idx, gen);
+  const Tensor h = trunk(embed(idx, gen), gen);
   const int64_t rows = idx.size(0) * idx.size(1);
-  return cross_entropy(logits.reshape({rows, cfg_.vocab_size}), targets.reshape({rows}));
+  return head_->loss(h.reshape({rows, cfg_.n_embd}), targets.reshape({rows}));
 }
 
 int64_t GPT::non_embedding_parameters() const { return parameter_count() - wpe_->weight.numel(); }

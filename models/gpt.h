@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "gpt_head.h"
 #include "layers/layers.h"
 
 namespace bg {
@@ -20,15 +21,26 @@ struct GPTConfig {
   bool bias = false;
   GeluForm gelu = GeluForm::tanh;  // part of the architecture: saved as model.gelu
   // The projections' layer kind and BitLinear's quantisers (model.linear, bitlinear.*; saved as
-  // such). The tied LM head is the token embedding's transpose: a dense product in the run's
-  // compute mode, or with bitlinear_lm_head (bitlinear.lm_head) a BitLinear product of it.
+  // such).
   LinearSpec linear;
-  bool bitlinear_lm_head = false;
+  // The output head (models/gpt_head.h): the tied softmax head, dense or (bitlinear.lm_head) a
+  // BitLinear product of the token embedding.
+  HeadKind head = HeadKind::softmax;
   // fused_causal_attention (one kernel per pass; on CUDA bf16 tensor cores, head dim 64, so only
   // under bf16 precision) or the composed matmul + causal_softmax + dropout + matmul (any
   // mode). Not part of the architecture: a checkpoint trained one way evaluates either way.
+  // Chosen by choose_fused_attention, the one place that decides it.
   bool fused_attention = true;
 };
+
+// model.attention: the fused kernel, the composed ops, or auto: the fused kernel wherever it
+// honours the run's compute mode, the composed ops elsewhere.
+#define BG_ATTENTION_CHOICES(X) X(automatic, "auto") X(fused, "fused") X(composed, "composed")
+BG_NAMED_ENUM(AttentionChoice, BG_ATTENTION_CHOICES)
+// Whether a GPT of head dim `head_dim` running `mode` on `device` uses the fused attention
+// kernel. fused where the kernel cannot honour the mode is a one-line error naming the key.
+bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Device device,
+                            int64_t head_dim);
 
 // The architecture as checkpoint attributes (model.vocab_size, model.block_size, model.n_layer,
 // model.n_head, model.n_embd, model.bias, model.gelu, model.linear; with BitLinear also
@@ -72,20 +84,22 @@ class GPT : public Module {
   // position (B, vocab_size) and appends T positions to the cache.
   KVCache new_cache(int64_t batch, Device device, DType dtype = DType::f32) const;
   Tensor forward_cached(const Tensor& idx, KVCache& cache) const;
-  // Mean cross-entropy of forward(idx) against targets (B, T).
+  // The head's mean negative log-likelihood of targets (B, T) (cross-entropy for softmax).
   Tensor loss(const Tensor& idx, const Tensor& targets, Generator& gen) const;
   const GPTConfig& config() const { return cfg_; }
-  // With bitlinear_lm_head, the head's packed form (models/gpt_packed.h): the tied head then
-  // runs bitlinear_packed, while wte stays for the embedding.
+  // The output head: every reader of the next-token distribution goes through it.
+  const GPTHead& head() const { return *head_; }
+  // With a BitLinear head, its packed form (models/gpt_packed.h): the tied head then runs
+  // bitlinear_packed, while wte stays for the embedding.
   void use_packed_head(PackedTernary packed);
   const Tensor& token_embedding() const { return wte_->weight; }
   // Parameters excluding position embeddings (what nanoGPT reports as the model size).
   int64_t non_embedding_parameters() const;
 
  private:
-  Tensor head(const Tensor& h) const;  // the tied LM head on ln_f's output
+  Tensor trunk(const Tensor& x, Generator& gen) const;  // the blocks and ln_f, (B, T, n_embd)
   GPTConfig cfg_;
-  PackedTernary packed_head_;
+  std::shared_ptr<GPTHead> head_;
   std::shared_ptr<Embedding> wte_, wpe_;
   std::vector<std::shared_ptr<Block>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;

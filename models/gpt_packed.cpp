@@ -60,7 +60,7 @@ PackedSizes save_packed_gpt(const GPT& model, CheckpointWriter& ck) {
     latent.push_back(name + ".weight");
   }
   const GPTConfig& cfg = model.config();
-  if (cfg.bitlinear_lm_head)
+  if (cfg.head == HeadKind::bitlinear)
     save_matrix("lm_head", model.token_embedding(), cfg.linear.bitlinear.weight_scale, ck, &sizes);
   for (const auto& [name, t] : model.named_parameters())
     if (std::find(latent.begin(), latent.end(), name) == latent.end())
@@ -75,7 +75,7 @@ void load_packed_weights(GPT& model, const CheckpointReader& ck, Device device) 
   for (const auto& [name, layer] : layers)
     layer->use_packed(read_matrix(ck, name, layer->weight.size(0), layer->weight.size(1), device));
   const GPTConfig& cfg = model.config();
-  if (cfg.bitlinear_lm_head)
+  if (cfg.head == HeadKind::bitlinear)
     model.use_packed_head(read_matrix(ck, "lm_head", cfg.vocab_size, cfg.n_embd, device));
 }
 

@@ -197,6 +197,7 @@ TrainResult Trainer::run() {
   auto t_last = t_start;
   const int64_t first_step = result_.steps_done;
   int64_t step = first_step;
+  int64_t line_step = first_step;  // the step the previous progress line ended at
   bool stopped_early = false;
   for (; step < cfg_.steps && !g_stop_signal; ++step) {
     if (cfg_.stop_after > 0 && step - first_step == cfg_.stop_after) {
@@ -234,11 +235,10 @@ TrainResult Trainer::run() {
     stop_if_nonfinite();
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - t_start).count();
-    const double ms =
-        std::chrono::duration<double, std::milli>(now - t_last).count() /
-        double(step == first_step ? 1
-                                  : std::min<int64_t>(cfg_.log_interval, step + 1 - first_step));
-    t_last = now;
+    // The steps since the previous line, timed from the end of that line's evaluation and save.
+    const double ms = std::chrono::duration<double, std::milli>(now - t_last).count() /
+                      double(step + 1 - line_step);
+    line_step = step + 1;
     double val = NAN;
     if (eval) {
       NoGradGuard no_grad;
@@ -266,8 +266,11 @@ TrainResult Trainer::run() {
                     100.0 * cfg_.flops_per_token * tokens_per_s / (cfg_.peak_tflops * 1e12));
       line += buf;
     }
+    // This invocation's end: run.stop_after_steps (check-determinism's short runs) or train.steps.
+    const int64_t end =
+        cfg_.stop_after > 0 ? std::min(cfg_.steps, first_step + cfg_.stop_after) : cfg_.steps;
     line += " | ETA " + format_duration(elapsed / double(step + 1 - first_step) *
-                                        double(cfg_.steps - step - 1));
+                                        double(std::max<int64_t>(0, end - step - 1)));
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
     result_.metrics_csv += std::to_string(step + 1) + "," + std::to_string(result_.last_loss) +
@@ -282,12 +285,14 @@ TrainResult Trainer::run() {
       if (improved) save(best_path);
       write_file_atomic(cfg_.out_dir + "/metrics.csv", result_.metrics_csv);
     }
+    t_last = std::chrono::steady_clock::now();
   }
   if (adamw_ && cfg_.cuda_graph) adamw_->set_steps(step);  // the capture counted as a step
   synchronize(device_);
   result_.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   result_.steps_done = step;
+  result_.steps_run = step - first_step;
   result_.stop_signal = g_stop_signal;
   if (g_stop_signal || stopped_early) {
     stop_if_nonfinite();  // a stop saves the state: never a non-finite one

@@ -77,6 +77,7 @@ class TrainTask {
 
 struct TrainResult {
   int64_t steps_done = 0;  // steps completed, over every run of a resumed training
+  int64_t steps_run = 0;   // steps this invocation ran (seconds is their time)
   double last_loss = NAN;  // the loss of the last progress line
   double best_val = INFINITY;
   double seconds = 0;       // this run's training time

@@ -77,7 +77,7 @@ inline BideOptions options(int bits, const char* variant,
   BideOptions o;
   o.code.bits = bits;
   o.code.type = type;
-  BG_CHECK(parse_sick_variant(variant, &o.variant), "test", "unknown SICK variant ", variant);
+  BG_CHECK(parse_enum(variant, &o.variant), "test", "unknown SICK variant ", variant);
   return o;
 }
 

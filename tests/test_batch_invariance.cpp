@@ -120,7 +120,7 @@ void check_batch_invariant_matmul(Device dev, MatmulPrecision precision) {
       gpu ? std::vector<Dims>{{3, 97}, {383, 65}, {384, 1152}, {768, 2304}, {3072, 768}}
           : std::vector<Dims>{{3, 97}, {383, 65}};
   for (const Dims d : dims) {
-    const std::string precision_text = precision_name(precision);
+    const std::string precision_text = enum_name(precision);
     CAPTURE(precision_text);
     Generator wg(9);
     const Tensor w = randn({d.n, d.k}, wg, 0, 0.05, DType::f32, dev);  // (out, in), as Linear's
@@ -142,8 +142,7 @@ void check_sick(Device dev) {
           options(bits, variant, dev.is_cuda() ? BideValueType::f16 : BideValueType::uint);
       opt.precision = precision;
       opt.batch_invariant = true;
-      const std::string name =
-          std::string("sick ") + variant + " " + sick_precision_name(precision);
+      const std::string name = std::string("sick ") + variant + " " + enum_name(precision);
       check_rows(
           name.c_str(), dev, DType::f32, hid * (bits + 1), 1,
           [&](const Tensor& x0, const Tensor& g) {

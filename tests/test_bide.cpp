@@ -159,9 +159,9 @@ TEST_CASE("cpu: bad BIDE inputs are rejected with the reason") {
   CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 25}), zeros({1, 4}), opt),
                     doctest::Contains("25 bits refused"));
   SickVariant variant;  // names outside the enum are refused where they are parsed
-  CHECK_FALSE(parse_sick_variant("fastest", &variant));
+  CHECK_FALSE(parse_enum("fastest", &variant));
   SickPrecision precision;
-  CHECK_FALSE(parse_sick_precision("fp8", &precision));
+  CHECK_FALSE(parse_enum("fp8", &precision));
   opt = options(8, "bruteforce");
   CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 4, 7}), zeros({1, 4}), opt),
                     doctest::Contains("W must be (N, H, 8)"));
@@ -181,7 +181,7 @@ TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") 
       for (const char* dtype : {"fp32", "fp16"}) {
         INFO("n ", sh.n, " h ", sh.h, " bits ", sh.bits, " ", variant, " ", dtype);
         BideOptions opt = options(sh.bits, variant);
-        REQUIRE(parse_sick_precision(dtype, &opt.precision));
+        REQUIRE(parse_enum(dtype, &opt.precision));
         const Tensor w = randn({sh.n, sh.h, sh.bits}, gen, 0, std::sqrt(2.0 / sh.bits));
         const Tensor r = randn({sh.n, sh.h}, gen, 0, 1.0 / std::sqrt(double(sh.h)));
         const Tensor y = random_patterns(sh.n, sh.bits, gen);

@@ -109,7 +109,7 @@ TEST_CASE("cuda: batch-invariant products repeat bit for bit in every precision"
                b = randn({2, 130, 200}, gen, 0, 1, DType::f32, gpu),
                w = randn({2, 300, 130}, gen, 0, 1, DType::f32, gpu);
   for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16}) {
-    CAPTURE(precision_name(p));
+    CAPTURE(enum_name(p));
     const auto first = product_and_grads(a, b, w, batch_invariant_mode(p));
     for (int rep = 0; rep < 2; ++rep)
       CHECK(product_and_grads(a, b, w, batch_invariant_mode(p)) == first);

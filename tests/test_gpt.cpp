@@ -346,8 +346,7 @@ namespace {
 // logits for a sequence (a 4-token prefill, then one token at a time) equal, bit for bit, the
 // training forward's logits at the same positions with the sequence inside a batch of 64.
 void check_sampler_equals_trainer(Device device, MatmulPrecision precision, bool fused) {
-  const std::string what =
-      std::string(precision_name(precision)) + (fused ? " fused" : " composed");
+  const std::string what = std::string(enum_name(precision)) + (fused ? " fused" : " composed");
   CAPTURE(what);
   Generator init(31), data(32);
   GPTConfig cfg = tiny_config(17, true, fused, fused ? 128 : 16);

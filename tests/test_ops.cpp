@@ -560,7 +560,7 @@ OpCase bide_case(const char* variant) {
   c.fn = [v](const V& x) {
     BideOptions opt;
     opt.code.bits = 9;
-    REQUIRE(parse_sick_variant(v, &opt.variant));
+    REQUIRE(parse_enum(v, &opt.variant));
     return bide_log_prob(x[0] * 0.4, x[1] * 0.5, x[2], opt);
   };
   c.f32_tol = 1e-5;

@@ -29,7 +29,7 @@ GPTConfig tiny_config(bool lm_head) {
   cfg.n_embd = 40;
   cfg.bias = true;
   cfg.linear.kind = LinearKind::bitlinear;
-  cfg.bitlinear_lm_head = lm_head;
+  cfg.head = lm_head ? HeadKind::bitlinear : HeadKind::softmax;
   cfg.fused_attention = false;
   return cfg;
 }

@@ -41,15 +41,21 @@ AttentionDropout attention_dropout(int64_t heads, int64_t t, double p, bool trai
 std::string fused_attention_supports(const ComputeMode& mode, Device device, int64_t head_dim) {
   // Its products are its own: tiles of 64 queries x 64 keys in a fixed order whatever B and H,
   // so they honour the batch-invariant algorithm (tests/test_batch_invariance.cpp), not others.
-  if (mode.algo != MatmulAlgo::standard && mode.algo != MatmulAlgo::batch_invariant)
-    return str_cat("its products are its own, not the '", matmul_algo_name(mode.algo),
-                   "' matmul algorithm's");
+  switch (mode.algo) {  // an allowlist: a new algorithm is refused until its row is written
+    case MatmulAlgo::standard:
+    case MatmulAlgo::batch_invariant:
+      break;
+    case MatmulAlgo::naive:
+    case MatmulAlgo::lmul:
+      return str_cat("its products are its own, not the '", enum_name(mode.algo),
+                     "' matmul algorithm's");
+  }
   if (!device.is_cuda()) return mode.on(device) == mode ? "" : "the CPU computes fp32";
   if (mode.precision != MatmulPrecision::bf16)
     return str_cat(
         "the CUDA kernel multiplies bf16 operands on tensor cores, and the mode's "
         "precision is ",
-        precision_name(mode.precision));
+        enum_name(mode.precision));
   if (head_dim != 64) return str_cat("the CUDA kernel needs head_dim 64, got ", head_dim);
   return "";
 }

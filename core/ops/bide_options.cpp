@@ -31,34 +31,6 @@ void bide_sick_pass(const Tensor& w, const Tensor& r, const BideOptions& opt, bo
   BG_DISPATCH(w.device(), sick_forward, a, scratch, stream_for(w.device()));
 }
 
-const char* sick_variant_name(SickVariant v) {
-  switch (v) {
-    case SickVariant::automatic:
-      return "auto";
-    case SickVariant::bruteforce:
-      return "bruteforce";
-    case SickVariant::precomputed:
-      return "precomputed";
-  }
-  return "?";
-}
-
-const char* sick_precision_name(SickPrecision p) {
-  return p == SickPrecision::fp16 ? "fp16" : "fp32";
-}
-
-bool parse_sick_variant(const std::string& name, SickVariant* v) {
-  for (SickVariant c : {SickVariant::automatic, SickVariant::bruteforce, SickVariant::precomputed})
-    if (name == sick_variant_name(c)) return *v = c, true;
-  return false;
-}
-
-bool parse_sick_precision(const std::string& name, SickPrecision* p) {
-  for (SickPrecision c : {SickPrecision::fp32, SickPrecision::fp16})
-    if (name == sick_precision_name(c)) return *p = c, true;
-  return false;
-}
-
 SickVariant bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden) {
   if (opt.variant != SickVariant::automatic) return opt.variant;
   // Measured choice (bench/results/sick_h200.json, docs/sick.md). CPU: the vectorised

@@ -12,36 +12,6 @@ Tensor padded_int8(int64_t rows, int64_t k, Device device) {
   return empty({rows, std::max<int64_t>(row, kRowAlign)}, DType::i8, device).slice(1, 0, k);
 }
 
-const char* ternary_scale_name(TernaryScale s) {
-  return s == TernaryScale::absmean ? "absmean" : "absmedian";
-}
-
-bool parse_ternary_scale(const std::string& name, TernaryScale* out) {
-  if (name == "absmean")
-    *out = TernaryScale::absmean;
-  else if (name == "absmedian")
-    *out = TernaryScale::absmedian;
-  else
-    return false;
-  return true;
-}
-
-const char* bit_norm_name(BitNorm n) {
-  return n == BitNorm::rms ? "rmsnorm" : n == BitNorm::layer ? "layernorm" : "none";
-}
-
-bool parse_bit_norm(const std::string& name, BitNorm* out) {
-  if (name == "rmsnorm")
-    *out = BitNorm::rms;
-  else if (name == "layernorm")
-    *out = BitNorm::layer;
-  else if (name == "none")
-    *out = BitNorm::none;
-  else
-    return false;
-  return true;
-}
-
 TernaryWeights ternary_quantize(const Tensor& weight, TernaryScale method) {
   check_float(weight, "ternary_quantize", "weight");
   BG_CHECK(weight.ndim() == 2, "ternary_quantize", "weight must be (out, in), got ",
@@ -124,6 +94,21 @@ TernaryWeights unpack_ternary(const Tensor& packed, int64_t k, const Tensor& bet
   return w;
 }
 
+std::string bitlinear_supports(const ComputeMode& mode, Device device) {
+  if (mode.on(device) != mode)
+    return str_cat(enum_name(mode.precision), " precision is a CUDA mode; the CPU computes fp32");
+  switch (mode.algo) {
+    case MatmulAlgo::standard:
+    case MatmulAlgo::naive:
+    case MatmulAlgo::batch_invariant:
+      return matmul_supports(mode, device);  // the backward's two products
+    case MatmulAlgo::lmul:
+      return "the ternary product is exact integer arithmetic; L-Mul (lmul.scope) cannot apply "
+             "to a BitLinear layer";
+  }
+  return str_cat("the matmul algorithm '", enum_name(mode.algo), "' is not known to BitLinear");
+}
+
 Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
                  const BitLinearOptions& opt, const ComputeMode& mode, Consumer consumer) {
   check_float(x, "bitlinear", "input");
@@ -133,11 +118,8 @@ Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
            shape_str(weight.shape()));
   BG_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "bitlinear", "input ",
            shape_str(x.shape()), " does not match weight ", shape_str(weight.shape()));
-  BG_CHECK(mode.algo != MatmulAlgo::lmul, "bitlinear",
-           "the ternary product is exact integer arithmetic; L-Mul (lmul.scope) cannot apply to "
-           "a BitLinear layer");
-  BG_CHECK(mode.on(x.device()) == mode, "bitlinear", precision_name(mode.precision),
-           " precision is a CUDA mode; the CPU computes fp32");
+  const std::string unsupported = bitlinear_supports(mode, x.device());
+  BG_CHECK(unsupported.empty(), "bitlinear", unsupported);
   const int64_t k = weight.size(1), n = weight.size(0);
   Shape out_shape = x.shape();
   out_shape.back() = n;

@@ -32,22 +32,43 @@ void run_matmul_kernel(const ComputeMode& mode, Rows rows, Device dev, const KVi
   }
 }
 
+}  // namespace
+
+// An allowlist: each algorithm names the precisions it runs; a new algorithm is refused here
+// (and the compiler flags the switch) until its row is written.
+std::string matmul_supports(const ComputeMode& mode, Device dev) {
+  if (mode.on(dev) != mode)
+    return str_cat(enum_name(mode.precision),
+                   " precision is a CUDA mode; the CPU computes fp32 (resolve the mode with "
+                   "ComputeMode::on(device))");
+  switch (mode.algo) {
+    case MatmulAlgo::standard:
+      if (mode.deterministic)
+        return "deterministic mode needs a batch-invariant algorithm; 'standard' is not one";
+      return "";
+    case MatmulAlgo::naive:
+      if (mode.precision == MatmulPrecision::tf32)
+        return "the naive algorithm multiplies in fp32 or on bf16 operands; tf32 is cuBLAS's";
+      return "";
+    case MatmulAlgo::batch_invariant:
+      return "";
+    case MatmulAlgo::lmul:
+      if (mode.precision != MatmulPrecision::fp32)
+        return str_cat("L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; precision ",
+                       enum_name(mode.precision), " would round them first (use fp32)");
+      if (mode.lmul_mantissa_bits < 1 || mode.lmul_mantissa_bits > 23)
+        return str_cat("lmul.mantissa_bits must be in [1, 23], got ", mode.lmul_mantissa_bits);
+      return "";
+  }
+  return str_cat("the matmul algorithm '", enum_name(mode.algo), "' is not known here");
+}
+
+namespace {
+
 // Refuses a mode this matmul cannot honour, in one line.
 void check_mode(const ComputeMode& mode, Device dev) {
-  BG_CHECK(mode.on(dev) == mode, "matmul", precision_name(mode.precision),
-           " precision is a CUDA mode; the CPU computes fp32 (resolve the mode with "
-           "ComputeMode::on(device))");
-  BG_CHECK(!(mode.algo == MatmulAlgo::naive && mode.precision == MatmulPrecision::tf32), "matmul",
-           "the naive algorithm multiplies in fp32 or on bf16 operands; tf32 is cuBLAS's");
-  BG_CHECK(mode.algo != MatmulAlgo::lmul || mode.precision == MatmulPrecision::fp32, "matmul",
-           "L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; train.precision ",
-           precision_name(mode.precision), " would round them first (use fp32)");
-  BG_CHECK(mode.algo != MatmulAlgo::lmul ||
-               (mode.lmul_mantissa_bits >= 1 && mode.lmul_mantissa_bits <= 23),
-           "matmul", "lmul.mantissa_bits must be in [1, 23], got ", mode.lmul_mantissa_bits);
-  BG_CHECK(!mode.deterministic || mode.algo != MatmulAlgo::standard, "matmul",
-           "deterministic mode needs a batch-invariant algorithm; '", matmul_algo_name(mode.algo),
-           "' is not one");
+  const std::string why = matmul_supports(mode, dev);
+  BG_CHECK(why.empty(), "matmul", why);
 }
 
 // Views t (batch..., R, C), already expanded to batch_shape, as (B, R, C). False when the

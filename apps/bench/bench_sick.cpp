@@ -1,4 +1,4 @@
-// bench.cpp: `bitgrad bench sick`: the paper's two settings (batch 64 and the LLM-head batch
+// bench_sick.cpp: `bitgrad bench sick`: the paper's two settings (batch 64 and the LLM-head batch
 // 16384 = 32 x 512; H = 32, 16 bits) for both variants and both dtypes: median milliseconds of
 // the normalisation constant, the fused NLL forward (which also produces the gradient K-sums),
 // its backward, and the NLL forward with no gradients wanted (inference: no K-sums); peak
@@ -10,7 +10,7 @@
 #include <functional>
 #include <sstream>
 
-#include "cli.h"
+#include "bench_common.h"
 #include "core/bide.h"
 #include "kernels/cuda/device_runtime.h"
 
@@ -49,31 +49,7 @@ Stat summarize(const std::vector<double>& v) {
 
 }  // namespace
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double bench_time_ms(Device dev, const std::function<void()>& fn) {
-  auto call = [](void* ctx) { (*static_cast<const std::function<void()>*>(ctx))(); };
-  return cuda::time_on_stream_ms(stream_for(dev), call, const_cast<std::function<void()>*>(&fn));
-}
-
-void write_bench_json(const Args& args, const std::string& json) {
-  const std::string out = args.option("out", "");
-  if (out.empty()) return;
-  write_file_atomic(out, json);
-  std::printf("wrote %s\n", out.c_str());
-}
-
-int run_bench(const Args& args) {
-  if (!args.positional.empty() && args.positional[0] == "attention")
-    return run_bench_attention(args);
-  if (!args.positional.empty() && args.positional[0] == "norms") return run_bench_norms(args);
-  if (!args.positional.empty() && args.positional[0] == "gemm") return run_bench_gemm(args);
-  if (!args.positional.empty() && args.positional[0] == "bitlinear")
-    return run_bench_bitlinear(args);
-  if (!args.positional.empty() && args.positional[0] == "lmul") return run_bench_lmul(args);
+int run_bench_sick(const Args& args) {
   args.allow_only({"out", "reps", "batch", "dtype", "variant"});
   const std::string only_batch = args.option("batch", ""), only_dtype = args.option("dtype", ""),
                     only_variant = args.option("variant", "");
@@ -108,8 +84,8 @@ int run_bench(const Args& args) {
         BideOptions opt;
         opt.code.type = BideValueType::f16;
         opt.code.bits = bits;
-        parse_sick_variant(variant, &opt.variant);
-        parse_sick_precision(dtype, &opt.precision);
+        parse_enum(variant, &opt.variant);
+        parse_enum(dtype, &opt.precision);
         const bool half = std::string(dtype) == "fp16";
         const DType dt = half ? DType::f16 : DType::f32;
         // Enough rotating input sets to exceed 128 MB (twice the H200's L2).

@@ -7,7 +7,7 @@
 #include <functional>
 #include <sstream>
 
-#include "cli.h"
+#include "bench_common.h"
 #include "core/bitlinear.h"
 #include "core/ops.h"
 #include "kernels/cuda/device_runtime.h"

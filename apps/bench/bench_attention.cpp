@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "cli.h"
+#include "bench_common.h"
 #include "core/ops.h"
 #include "kernels/cuda/device_runtime.h"
 

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "cli.h"
+#include "bench_common.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
 #include "kernels/cuda/device_runtime.h"

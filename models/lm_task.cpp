@@ -1,17 +1,17 @@
 #include "lm_task.h"
 
-#include "core/config.h"
-#include "data/text.h"
-#include "lm_common.h"
+#include <cstdio>
 
-namespace bg::cli {
+#include "core/checkpoint.h"
+#include "data/text.h"
+#include "models/lm_checkpoint.h"
+
+namespace bg {
 
 // Next-token prediction on windows of a token stream, for the GPT or the char MLP.
-LanguageModelTask::LanguageModelTask(const TrainConfig& cfg, const ConfigReader& reader,
-                                     Tokenizer& tok, Module& model, GPT* gpt, CharMLP* mlp,
-                                     Device device)
+LanguageModelTask::LanguageModelTask(const LanguageModelTaskConfig& cfg, Tokenizer& tok,
+                                     Module& model, GPT* gpt, CharMLP* mlp, Device device)
     : cfg_(cfg),
-      reader_(reader),
       tok_(tok),
       model_(model),
       gpt_(gpt),
@@ -21,7 +21,7 @@ LanguageModelTask::LanguageModelTask(const TrainConfig& cfg, const ConfigReader&
       dropout_gen_(cfg.seed + 2) {}
 
 Tensor LanguageModelTask::batch_loss(const std::vector<int32_t>& tokens, Generator& gen) {
-  const int64_t context = cfg_.model.context;
+  const int64_t context = cfg_.context;
   Tensor x, y;
   sample_windows(tokens, cfg_.batch, context, gen, device_, &x, &y);
   if (gpt_) return gpt_->loss(x, y, dropout_gen_);
@@ -46,21 +46,13 @@ void LanguageModelTask::save(CheckpointWriter& ck) const {
       if (name == "transformer.wte.weight") ck.tensor("lm_head.weight", t);
   ck.attr("format", std::string(kTrainFormat));
   ck.attr("model_type", cfg_.model_type);
-  ck.attr("config", reader_.effective_yaml());
+  ck.attr("config", cfg_.config_yaml);
   tok_.save(ck);
+  // How the forward ran: resume compares it, and sample, eval and export reproduce it.
+  save_compute_mode(ck, model_.compute_mode());
+  if (mlp_) save_char_mlp_config(ck, mlp_->config());
   if (gpt_) {
     save_gpt_config(ck, gpt_->config());
-    // How the forward ran, so that sample and eval of a train.deterministic run compute the
-    // training forward's bits (sampler = trainer).
-    const ComputeMode mode = model_.compute_mode();
-    ck.attr("compute_precision", std::string(precision_name(mode.precision)));
-    ck.attr("compute_deterministic", int64_t(mode.deterministic ? 1 : 0));
-    if (mode.algo == MatmulAlgo::lmul) {  // sample and eval multiply as the run did
-      ck.attr("compute_matmul", std::string("lmul"));
-      ck.attr("lmul.mantissa_bits", int64_t(mode.lmul_mantissa_bits));
-      ck.attr("lmul.scope", std::string(lmul_scope_name(mode.lmul_scope)));
-      ck.attr("lmul.backward", std::string(mode.lmul_exact_backward ? "exact" : "lmul"));
-    }
     ck.attr("attention", std::string(gpt_->config().fused_attention ? "fused" : "composed"));
   }
   ck.attr("val_data", val_source);
@@ -84,8 +76,18 @@ void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path
     BG_CHECK(diff.empty(), "train", path,
              " holds another architecture than the config (checkpoint vs config: ", diff, ")");
   }
+  bool recorded = false;
+  const ComputeMode saved_mode = load_compute_mode(ck, path, &recorded);
+  const std::string mode_diff =
+      recorded ? compute_mode_difference(saved_mode, model_.compute_mode()) : std::string();
+  BG_CHECK(mode_diff.empty() || cfg_.allow_mode_change, "train", path,
+           " was trained in another compute mode than the config's (checkpoint vs config: ",
+           mode_diff, "); set run.resume_mode_change: true to continue it in the new mode");
+  if (!mode_diff.empty())
+    std::printf("note: resuming in another compute mode (checkpoint vs config: %s)\n",
+                mode_diff.c_str());
   data_gen_.offset = uint64_t(ck.int_attr("data_rng_offset"));
   dropout_gen_.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
 }
 
-}  // namespace bg::cli
+}  // namespace bg

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "cli.h"
+#include "bench_common.h"
 #include "core/ops.h"
 #include "kernels/cuda/device_runtime.h"
 #if BITGRAD_WITH_CUDA
@@ -115,7 +115,7 @@ int run_bench_gemm(const Args& args) {
         const double uc = median(t_cublas), up = median(t_pinned);
         const double floor_us = 1e6 * flops / kBf16TensorFlops;
         const double tfc = flops / (uc * 1e-6) / 1e12, tfp = flops / (up * 1e-6) / 1e12;
-        const char* type = precision_name(precision);
+        const char* type = enum_name(precision);
         const int64_t m = std::string(prod) == "dw" ? s.in : s.tokens;
         const int64_t k = std::string(prod) == "fwd"  ? s.in
                           : std::string(prod) == "dx" ? s.out

@@ -1,0 +1,109 @@
+// args.cpp: the command line's words: positional arguments, --set overrides and --name value
+// options, and options read as numbers (cli.h).
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "cli.h"
+#include "core/error.h"
+
+namespace bg::cli {
+
+namespace {
+
+// Options that take no value (every other --name takes one); each command's allow_only still
+// decides whether it accepts them.
+bool is_flag(const std::string& arg) {
+  static const char* const kFlags[] = {"--packed", "--markdown"};
+  for (const char* f : kFlags)
+    if (arg == f) return true;
+  return false;
+}
+
+}  // namespace
+
+Args parse_args(int argc, char** argv, int first) {
+  Args a;
+  for (int i = first; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (s == "--set") {
+      if (i + 1 >= argc) fail("cli", "--set needs key.path=value");
+      a.overrides.push_back(argv[++i]);
+    } else if (s.rfind("--set=", 0) == 0) {
+      a.overrides.push_back(s.substr(6));
+    } else if (is_flag(s)) {
+      a.options.emplace_back(s.substr(2), "");
+    } else if (s.rfind("--", 0) == 0) {
+      if (i + 1 >= argc) fail("cli", "option ", s, " needs a value");
+      a.options.emplace_back(s.substr(2), argv[++i]);
+    } else {
+      a.positional.push_back(s);
+    }
+  }
+  return a;
+}
+
+std::string Args::option(const std::string& name, const std::string& def) const {
+  for (const auto& [k, v] : options)
+    if (k == name) return v;
+  return def;
+}
+
+bool Args::has(const std::string& name) const {
+  for (const auto& [k, v] : options)
+    if (k == name) return true;
+  return false;
+}
+
+void Args::allow_only(const std::vector<std::string>& names) const {
+  for (size_t i = 0; i < options.size(); ++i) {
+    const std::string& k = options[i].first;
+    bool ok = false;
+    for (const auto& n : names) ok |= n == k;
+    if (!ok) fail("cli", "unknown option '--", k, "' (see --help)");
+    for (size_t j = 0; j < i; ++j)
+      if (options[j].first == k) fail("cli", "option --", k, " given twice");
+  }
+}
+
+void Args::exclusive(const std::string& a, const std::string& b) const {
+  BG_CHECK(!(has(a) && has(b)), "cli", "--", a, " and --", b, " cannot be used together");
+}
+
+int64_t parse_integer(const std::string& text, const std::string& option, int64_t lo, int64_t hi) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  BG_CHECK(used == text.size() && !text.empty(), "cli", option, ": expected an integer, got '",
+           text, "'");
+  BG_CHECK(v >= lo && v <= hi, "cli", option, ": ", v, " is outside [", lo, ", ", hi, "]");
+  return v;
+}
+
+double parse_number(const std::string& text, const std::string& option, double lo, double hi) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  BG_CHECK(used == text.size() && !text.empty(), "cli", option, ": expected a number, got '", text,
+           "'");
+  BG_CHECK(v >= lo && v <= hi, "cli", option, ": ", v, " is outside [", lo, ", ", hi, "]");
+  return v;
+}
+
+void check_data_path(const std::string& path, const std::string& what) {
+  // Other missing paths are reported by their reader, with the OS's reason.
+  std::error_code ec;
+  if (path.rfind("datasets/", 0) != 0 || std::filesystem::exists(path, ec)) return;
+  fail("data", what, ": ", path,
+       " does not exist (scripts/get_data.sh fetches the data the shipped configs read)");
+}
+
+}  // namespace bg::cli

@@ -1,0 +1,40 @@
+// bench_common.cpp: what every benchmark shares: the median, CUDA-event timing on the device's
+// stream, the JSON output, and `bitgrad bench`'s dispatch to each benchmark.
+#include "bench_common.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "kernels/cuda/device_runtime.h"
+
+namespace bg::cli {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double bench_time_ms(Device dev, const std::function<void()>& fn) {
+  auto call = [](void* ctx) { (*static_cast<const std::function<void()>*>(ctx))(); };
+  return cuda::time_on_stream_ms(stream_for(dev), call, const_cast<std::function<void()>*>(&fn));
+}
+
+void write_bench_json(const Args& args, const std::string& json) {
+  const std::string out = args.option("out", "");
+  if (out.empty()) return;
+  write_file_atomic(out, json);
+  std::printf("wrote %s\n", out.c_str());
+}
+
+int run_bench(const Args& args) {
+  if (!args.positional.empty() && args.positional[0] == "attention")
+    return run_bench_attention(args);
+  if (!args.positional.empty() && args.positional[0] == "norms") return run_bench_norms(args);
+  if (!args.positional.empty() && args.positional[0] == "gemm") return run_bench_gemm(args);
+  if (!args.positional.empty() && args.positional[0] == "bitlinear")
+    return run_bench_bitlinear(args);
+  if (!args.positional.empty() && args.positional[0] == "lmul") return run_bench_lmul(args);
+  return run_bench_sick(args);
+}
+
+}  // namespace bg::cli

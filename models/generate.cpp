@@ -1,0 +1,80 @@
+#include "generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace bg {
+
+int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generator& gen) {
+  const size_t v = logits.size();
+  if (s.temperature == 0)
+    return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  if (s.top_k > 0 && size_t(s.top_k) < v) {
+    std::vector<float> sorted = logits;
+    std::nth_element(sorted.begin(), sorted.begin() + (s.top_k - 1), sorted.end(),
+                     std::greater<float>());
+    const float kth = sorted[size_t(s.top_k - 1)];  // keep logits >= the k-th largest
+    for (float& l : logits)
+      if (l < kth) l = -INFINITY;
+  }
+  const double top = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> p(v);
+  for (size_t i = 0; i < v; ++i) p[i] = std::exp((double(logits[i]) - top) / s.temperature);
+  const double total = std::accumulate(p.begin(), p.end(), 0.0);
+  const double u = rand({1}, gen, 0, 1, DType::f64).item() * total;
+  double acc = 0;
+  for (size_t i = 0; i < v; ++i)
+    if (p[i] > 0 && (acc += p[i]) > u) return int32_t(i);
+  for (size_t i = v; i-- > 0;)  // rounding left u past the sum: the last kept token
+    if (p[i] > 0) return int32_t(i);
+  return 0;
+}
+
+std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const SampleSettings& s,
+                              int64_t vocab_limit, Generator& gen, Device device,
+                              const std::function<bool(int32_t)>& on_token) {
+  BG_CHECK(!ids.empty(), "sample", "the prompt encodes to no tokens");
+  const int64_t block = model.config().block_size;
+  NoGradGuard no_grad;
+  KVCache cache = model.new_cache(1, device);
+  auto run_window = [&]() {  // the last block_size tokens from position 0
+    cache.length = 0;
+    const int64_t n = std::min<int64_t>(block, int64_t(ids.size()));
+    const std::vector<int64_t> window(ids.end() - n, ids.end());
+    return model.forward_cached(from_vector(window, {1, n}, device), cache);
+  };
+  Tensor logits = run_window();
+  for (int64_t i = 0; i < s.new_tokens; ++i) {
+    std::vector<float> row = logits.to_vector<float>();
+    row.resize(size_t(vocab_limit));
+    const int32_t next = sample_token(std::move(row), s, gen);
+    ids.push_back(next);
+    if (on_token && !on_token(next)) break;
+    if (i + 1 == s.new_tokens) break;
+    if (cache.length < block)
+      logits = model.forward_cached(from_vector(std::vector<int64_t>{next}, {1, 1}, device), cache);
+    else
+      logits = run_window();  // positions shift once the window slides: recompute
+  }
+  return ids;
+}
+
+std::vector<int32_t> generate_windowed(const std::function<Tensor(const Tensor&)>& next_logits,
+                                       int64_t context, std::vector<int32_t> ids,
+                                       const SampleSettings& s, Generator& gen, Device device,
+                                       const std::function<bool(int32_t)>& on_token) {
+  BG_CHECK(int64_t(ids.size()) >= context, "sample", "the prompt is ", ids.size(),
+           " tokens; this model reads exactly ", context);
+  NoGradGuard no_grad;
+  for (int64_t i = 0; i < s.new_tokens; ++i) {
+    const std::vector<int64_t> window(ids.end() - context, ids.end());
+    const Tensor logits = next_logits(from_vector(window, {1, context}, device));
+    const int32_t next = sample_token(logits.to_vector<float>(), s, gen);
+    ids.push_back(next);
+    if (on_token && !on_token(next)) break;
+  }
+  return ids;
+}
+
+}  // namespace bg

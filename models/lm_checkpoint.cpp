@@ -1,0 +1,82 @@
+#include "lm_checkpoint.h"
+
+#include "core/checkpoint.h"
+#include "core/error.h"
+#include "models/gpt_packed.h"
+
+namespace bg {
+
+bool is_train_checkpoint(const CheckpointReader& ck) {
+  if (!ck.has_attr("format")) return false;
+  const std::string f = ck.str_attr("format");
+  return f == kTrainFormat || f == "bitgrad-train-1";
+}
+
+std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device) {
+  CheckpointReader ck(path);
+  const bool packed = ck.has_attr("format") && ck.str_attr("format") == kPackedFormat;
+  BG_CHECK(packed || is_train_checkpoint(ck), "checkpoint", path,
+           " is not a bitgrad train checkpoint or packed export");
+  auto out = std::make_unique<LoadedGPT>();
+  GPTConfig cfg = load_gpt_config(ck, path);
+  out->trained = load_compute_mode(ck, path);
+  // A deterministic run is sampled and evaluated in its own mode (on the device kind it trained
+  // on, the logits are the training forward's bit for bit), an L-Mul run with its multiplies;
+  // others in fp32. No dropout here, so both attention paths compute the same function: a
+  // deterministic run keeps the one it trained with where it can; otherwise the fused kernel
+  // wherever it honours the mode.
+  out->mode = inference_mode(out->trained).on(device);
+  AttentionChoice attention = AttentionChoice::automatic;
+  if (out->trained.deterministic && ck.has_attr("attention")) {
+    const std::string trained_attention = ck.str_attr("attention");
+    BG_CHECK(trained_attention == "fused" || trained_attention == "composed", "checkpoint", path,
+             ": attribute attention is '", trained_attention, "', expected fused or composed");
+    if (trained_attention == "composed") attention = AttentionChoice::composed;
+  }
+  cfg.fused_attention =
+      choose_fused_attention(attention, out->mode, device, cfg.n_embd / cfg.n_head);
+  out->tokenizer = load_tokenizer(ck);
+  BG_CHECK(out->tokenizer->vocab_size() <= cfg.vocab_size, "checkpoint", path, ": the ",
+           out->tokenizer->kind(), " tokenizer has ", out->tokenizer->vocab_size(),
+           " tokens, the model only ", cfg.vocab_size);
+  Generator init(0);
+  out->model = std::make_unique<GPT>(cfg, init);
+  out->model->set_compute_mode(out->mode);
+  if (packed) load_packed_weights(*out->model, ck, device);  // releases the latent weights
+  const auto named = out->model->named_parameters();
+  load_parameters(ck, named);
+  out->params = FlatParameters(named, device);
+  out->model->train(false);
+  out->step = ck.int_attr("step");
+  out->val_data = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
+  out->val_fraction = ck.has_attr("val_fraction") ? ck.float_attr("val_fraction") : 0.1;
+  return out;
+}
+
+std::string checkpoint_model_type(const std::string& path) {
+  const CheckpointReader ck(path);
+  BG_CHECK(ck.has_attr("model_type"), "checkpoint", path,
+           " is not a bitgrad train checkpoint or packed export (no model_type)");
+  return ck.str_attr("model_type");
+}
+
+std::unique_ptr<LoadedCharMLP> load_char_mlp_checkpoint(const std::string& path, Device device) {
+  CheckpointReader ck(path);
+  BG_CHECK(is_train_checkpoint(ck) && ck.str_attr("model_type") == "char_mlp", "checkpoint", path,
+           " is not a bitgrad train checkpoint of a char_mlp");
+  auto out = std::make_unique<LoadedCharMLP>();
+  const CharMLPConfig cfg = load_char_mlp_config(ck, path);
+  out->tokenizer = load_tokenizer(ck);
+  BG_CHECK(out->tokenizer->vocab_size() == cfg.vocab_size, "checkpoint", path, ": the ",
+           out->tokenizer->kind(), " tokenizer has ", out->tokenizer->vocab_size(),
+           " tokens, the model ", cfg.vocab_size);
+  Generator init(0);
+  out->model = std::make_unique<CharMLP>(cfg, init);
+  const auto named = out->model->named_parameters();
+  load_parameters(ck, named);
+  out->params = FlatParameters(named, device);
+  out->model->train(false);
+  return out;
+}
+
+}  // namespace bg

@@ -1,0 +1,46 @@
+// lm_checkpoint.h: a language model rebuilt from a `bitgrad train` checkpoint (or, for a GPT, a
+// packed export), ready for inference (sample, eval, export, check-determinism): its tokenizer,
+// architecture, weights and the compute mode it runs in (core/compute_mode.h's inference_mode
+// of the trained mode).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/optim.h"
+#include "data/tokenizer.h"
+#include "models/char_mlp.h"
+#include "models/gpt.h"
+
+namespace bg {
+
+class CheckpointReader;
+
+// `bitgrad train` checkpoints: bitgrad-train-2 keeps optimizer and tokenizer datasets in
+// groups of their own (optimizer/, tokenizer/), so the root holds exactly the state_dict;
+// bitgrad-train-1 (read too) kept them at the root as optimizer.* and tokenizer.*.
+inline constexpr const char* kTrainFormat = "bitgrad-train-2";
+bool is_train_checkpoint(const CheckpointReader& ck);
+
+struct LoadedGPT {
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<GPT> model;
+  FlatParameters params;  // owns the parameters on the device
+  ComputeMode trained;    // the mode the run trained in, as recorded
+  ComputeMode mode;       // the mode inference runs in on this device
+  int64_t step = 0;
+  std::string val_data;  // the run's validation source (text file or shard)
+  double val_fraction = 0;
+};
+std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device);
+
+// The model_type attribute of a train checkpoint or packed export ("gpt", "char_mlp").
+std::string checkpoint_model_type(const std::string& path);
+
+struct LoadedCharMLP {
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<CharMLP> model;
+  FlatParameters params;
+};
+std::unique_ptr<LoadedCharMLP> load_char_mlp_checkpoint(const std::string& path, Device device);
+
+}  // namespace bg

@@ -1,0 +1,51 @@
+// lm_task.h: next-token prediction on windows of a token stream, for the GPT or the char MLP, as
+// a TrainTask of the Trainer (models/trainer.h): a micro-batch's loss, the validation loss, and
+// what a checkpoint says about the model, its compute mode, the tokenizer and the data streams'
+// positions (and, on resume, the check that the checkpoint is this run's).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "data/tokenizer.h"
+#include "models/char_mlp.h"
+#include "models/gpt.h"
+#include "models/trainer.h"
+
+namespace bg {
+
+struct LanguageModelTaskConfig {
+  std::string model_type;  // "gpt" or "char_mlp", saved as model_type
+  int64_t batch = 0, context = 0, eval_iters = 0;
+  uint64_t seed = 0;  // run.seed: the data, dropout and evaluation streams derive from it
+  double val_fraction = 0.1;
+  std::string config_yaml;  // the effective config, saved as the config attribute
+  // run.resume_mode_change: resume even when the checkpoint's compute mode differs from the
+  // config's (the run then holds two arithmetics; said once at resume).
+  bool allow_mode_change = false;
+};
+
+class LanguageModelTask : public TrainTask {
+ public:
+  // Exactly one of gpt and mlp is set; `model` is that one.
+  LanguageModelTask(const LanguageModelTaskConfig& cfg, Tokenizer& tok, Module& model, GPT* gpt,
+                    CharMLP* mlp, Device device);
+  std::vector<int32_t> train_tokens, val_tokens;
+  std::string val_source;
+
+  Tensor train_loss() override;
+  double validation_loss() override;
+  void save(CheckpointWriter& ck) const override;
+  void load(const CheckpointReader& ck, const std::string& path) override;
+
+ private:
+  Tensor batch_loss(const std::vector<int32_t>& tokens, Generator& gen);
+  LanguageModelTaskConfig cfg_;
+  Tokenizer& tok_;
+  Module& model_;
+  GPT* gpt_;
+  CharMLP* mlp_;
+  Device device_;
+  Generator data_gen_, dropout_gen_;
+};
+
+}  // namespace bg
