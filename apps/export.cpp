@@ -23,9 +23,7 @@ int run_export(const Args& args) {
            "say --packed: the packed inference file is the one export form");
   const std::string src = args.positional[0], dst = args.option("out", "");
   check_input_file(src, "export", "checkpoint");
-  std::error_code ec;
-  BG_CHECK(!std::filesystem::equivalent(src, dst, ec), "export", "--out ", dst,
-           " is the checkpoint itself; write the export to another file");
+  check_output_not_input(dst, {src}, "export", "--out");
   const CheckpointReader ck(src);
   BG_CHECK(is_train_checkpoint(ck), "export", src, " is not a bitgrad train checkpoint");
   const auto loaded = load_gpt_checkpoint(src, Device::cpu());
@@ -45,6 +43,7 @@ int run_export(const Args& args) {
   out.attr("val_data", loaded->val_data);
   out.attr("val_fraction", loaded->val_fraction);
   out.commit();
+  std::error_code ec;
   const auto file_bytes = std::filesystem::file_size(dst, ec);
   std::printf(
       "%s: %lld ternary matrices, %lld bytes of 2-bit codes + %lld bytes of scales (fp16: %lld "

@@ -110,12 +110,25 @@ int run_fit_bide(const Args& args) {
       dd.range_lo = cfg.range_lo;
       dd.range_hi = cfg.range_hi;
     } else if (cfg.range == RangeMode::automatic) {
-      std::tie(dd.range_lo, dd.range_hi) =
-          auto_range(code, spec.from_file ? dd.train_pool : drawn, cfg.auto_margin);
+      const std::vector<uint32_t>& seen = spec.from_file ? dd.train_pool : drawn;
+      std::tie(dd.range_lo, dd.range_hi) = auto_range(code, seen, cfg.auto_margin);
+      if (code.is_float()) {
+        const uint32_t sign = 1u << (code.bits - 1);
+        bool negative = false, positive = false;
+        for (uint32_t k : seen) (k & sign ? negative : positive) = true;
+        dd.drop_negative_zero = !negative;
+        dd.drop_positive_zero = !positive;
+      }
     }
   }
   // The data is valid: check the output folder before the run, not at its end.
   check_output_dir(cfg.out_dir, "fit-bide");
+  std::vector<std::string> inputs = {args.positional[0]};
+  for (const DistSpec& spec : cfg.dists)
+    if (spec.from_file) inputs.push_back(spec.file.path);
+  for (const char* name : {"config.yaml", "metrics.csv", "summary.csv", "curves.csv", "fit.svg",
+                           "loss.svg", "checkpoint.h5"})
+    check_output_not_input(cfg.out_dir + "/" + name, inputs, "fit-bide", "run.out_dir's");
   const Tensor y_all = from_vector(train_y, {cfg.steps, per_step}, device);
   std::vector<int64_t> idx_v(static_cast<size_t>(per_step));
   for (int64_t i = 0; i < per_step; ++i) idx_v[size_t(i)] = i / cfg.batch;

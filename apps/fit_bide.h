@@ -57,6 +57,9 @@ struct DistData {
   std::string skip_note;
   bool full_support = true;           // RangeMode::all
   double range_lo = 0, range_hi = 0;  // the value range of the support otherwise
+  // bide.range auto on floats: the data never take this sign, so its zero (-0 or +0, equal to
+  // the other as values) is left out of the support: all-zero data is one pattern, not two.
+  bool drop_negative_zero = false, drop_positive_zero = false;
 };
 
 // fit_bide_config.cpp: the config, checked.

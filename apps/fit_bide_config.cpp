@@ -40,7 +40,9 @@ void read_dist_params(ConfigReader& r, const std::string& p, DistSpec& d) {
             for (const std::string& o : keys2) own |= o == k;
         if (!own) r.not_used(p + k, "kind is " + d.params.kind);
       }
-  const double tiny = 1e-300, big = 1e300;
+  // Parameters stay where the reference law and its moments are finite numbers: locations and
+  // scales within 1e9 (beyond every BIDE value type's range but uint's 2^24), scales positive.
+  const double tiny = 1e-300, big = 1e9;
   DistributionParams& q = d.params;
   const std::string& k = q.kind;
   auto num = [&](const char* key, double lo, double hi) { return r.number(p + key, lo, hi); };
@@ -83,8 +85,11 @@ void read_dist_params(ConfigReader& r, const std::string& p, DistSpec& d) {
     q.means = r.numbers(p + "means", {}, n);
     q.stds = r.numbers(p + "stds", {}, n);
     for (size_t i = 0; i < n; ++i) {
-      if (q.weights[i] <= 0) r.fail_at(p + "weights", "weights must be positive");
-      if (q.stds[i] <= 0) r.fail_at(p + "stds", "stds must be positive");
+      if (!(q.weights[i] > 0 && q.weights[i] <= big))
+        r.fail_at(p + "weights", "weights must be positive and at most 1e9");
+      if (!(q.stds[i] > 0 && q.stds[i] <= big))
+        r.fail_at(p + "stds", "stds must be positive and at most 1e9");
+      if (!(std::fabs(q.means[i]) <= big)) r.fail_at(p + "means", "means must be within +-1e9");
     }
   } else {  // file
     d.from_file = true;
@@ -186,12 +191,27 @@ Tensor support_table(const BideCode& code, const std::vector<DistData>& data) {
   Tensor table = bide_support_table(code, ranges);
   int64_t* t = static_cast<int64_t*>(table.data_ptr());
   const int64_t n = int64_t(data.size());
-  for (int64_t i = 0; i < n; ++i)
-    if (data[size_t(i)].full_support) {
+  const int64_t sign = int64_t(1) << (code.bits - 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const DistData& d = data[size_t(i)];
+    if (d.full_support) {
       t[i] = 0;
       t[n + i] = int64_t(1) << code.bits;
       t[2 * n + i] = t[3 * n + i] = 0;
+      continue;
     }
+    for (int j = 0; j < 2; ++j) {  // piece j: [t[2j n + i], t[(2j+1) n + i])
+      int64_t& lo = t[2 * j * n + i];
+      const int64_t hi = t[(2 * j + 1) * n + i];
+      if (lo < hi && ((d.drop_positive_zero && lo == 0) || (d.drop_negative_zero && lo == sign)))
+        ++lo;
+      if (lo >= hi) lo = t[(2 * j + 1) * n + i] = 0;  // an empty piece
+    }
+    if (t[i] == t[n + i] && t[2 * n + i] < t[3 * n + i]) {  // keep a lone piece first
+      std::swap(t[i], t[2 * n + i]);
+      std::swap(t[n + i], t[3 * n + i]);
+    }
+  }
   return table;
 }
 

@@ -132,6 +132,8 @@ void report_fit(const FitConfig& cfg, const ConfigReader& reader, const std::vec
       fit_mass[i] = std::exp(lp[order[i]]);
       cum += fit_mass[i];
       fit_cdf[i] = cum;
+      // -0 and +0 are one value: compare the CDFs after the last pattern of a value.
+      if (i + 1 < order.size() && values[i + 1] == values[i]) continue;
       ks = std::max(ks, std::fabs(cum - ref_cdf_at(i)));
     }
     row.ks = ks;

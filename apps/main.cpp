@@ -23,6 +23,15 @@ int main(int argc, char** argv) {
     }
   try {
     const bg::cli::Args args = bg::cli::parse_args(argc, argv, 2);
+    // --set changes a config: a command that reads none would ignore it.
+    if (!args.overrides.empty() && bg::cli::is_command(cmd) && cmd != "train" &&
+        cmd != "fit-bide" && cmd != "check-determinism") {
+      std::fprintf(stderr,
+                   "bitgrad %s: [cli] --set applies to commands that read a config (train, "
+                   "fit-bide, check-determinism); %s reads none\n",
+                   cmd.c_str(), cmd.c_str());
+      return 1;
+    }
     if (cmd == "train") return bg::cli::run_train(args);
     if (cmd == "fit-bide") return bg::cli::run_fit_bide(args);
     if (cmd == "config") return bg::cli::run_config(args);

@@ -80,6 +80,9 @@ int run_plot(const Args& args) {
     train.title = title + ": " + train.title;
   }
   const std::string out = args.option("out", "");
+  std::vector<std::string> inputs;
+  for (const std::string& arg : args.positional) inputs.push_back(arg.substr(arg.find('=') + 1));
+  check_output_not_input(out, inputs, "plot", "--out");
   write_file_atomic(out, plot::svg({val, train}, 2, 560, 360));
   std::printf("wrote %s (%zu runs)\n", out.c_str(), args.positional.size());
   return 0;

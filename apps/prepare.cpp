@@ -33,6 +33,10 @@ int run_prepare(const Args& args) {
            ": the split leaves an empty part (", train.size(), " train, ", val.size(),
            " val tokens)");
   const std::string out = args.option("out", "");
+  for (const char* name : {"/train.bin", "/val.bin"})
+    check_output_not_input(
+        out + name, {args.positional[0], gpt2_dir + "/encoder.json", gpt2_dir + "/vocab.bpe"},
+        "prepare", "--out");
   write_token_shard(out + "/train.bin", train);
   write_token_shard(out + "/val.bin", val);
   std::printf("%s: %zu train tokens -> %s/train.bin, %zu val tokens -> %s/val.bin (%s)\n",

@@ -31,6 +31,12 @@ int run_train(const Args& args) {
   // Before any work: an unwritable output folder, or a resume with nothing to resume, would
   // otherwise surface only at the first save.
   check_output_dir(cfg.trainer.out_dir, "train");
+  // No output may be one of the run's inputs (a config or data file inside out_dir).
+  std::vector<std::string> inputs = {args.positional[0], cfg.data_path, cfg.train_bin, cfg.val_bin};
+  if (cfg.tokenizer == "gpt2")
+    for (const char* f : {"/encoder.json", "/vocab.bpe"}) inputs.push_back(cfg.gpt2_dir + f);
+  for (const char* name : {"last.h5", "best.h5", "config.yaml", "metrics.csv", "loss.svg"})
+    check_output_not_input(cfg.trainer.out_dir + "/" + name, inputs, "train", "run.out_dir's");
   const std::string last_path = cfg.trainer.out_dir + "/last.h5";
   BG_CHECK(!cfg.trainer.resume || std::filesystem::exists(last_path), "train",
            "run.resume is true but there is no checkpoint to resume: ", last_path,

@@ -94,6 +94,12 @@ TrainConfig read_train_config(ConfigReader& r) {
   c.trainer.log_interval = r.integer("train.log_interval", 100, 1, int64_t(1) << 40);
   c.trainer.grad_clip = r.number("train.grad_clip", 1.0, 0.0, 1e9);
   c.mode = read_compute_mode(r);
+  // A char MLP has no attention: an L-Mul scope of attention alone would change nothing.
+  if (c.model_type == "char_mlp" && c.mode.algo == MatmulAlgo::lmul &&
+      c.mode.lmul_scope == LmulScope::attention)
+    r.fail_at("lmul.scope",
+              "a char_mlp has no attention products; use mlp (its hidden layers) "
+              "or all");
   c.trainer.optimizer = r.choice("optimizer.type", "adamw", {"adamw", "sgd"});
   read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, "constant", 0.0}, c.trainer.steps,
                           &c.trainer.adamw, &c.trainer.schedule, c.trainer.optimizer == "adamw");

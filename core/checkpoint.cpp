@@ -1,10 +1,21 @@
 #include "checkpoint.h"
 
 #include <hdf5.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <sstream>
+#include <tuple>
 
 #include "files.h"
 
@@ -126,11 +137,21 @@ void CheckpointWriter::attr(const std::string& name, double value) { float_attrs
 
 void CheckpointWriter::commit() {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  write_atomically(path_, "checkpoint", [&](const std::string& tmp) {
-    Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    BG_CHECK(file.ok(), "checkpoint", tmp, ": cannot create");
+  // The file is built in memory (HDF5's core driver, no backing store) and written by
+  // write_file_atomic: HDF5 itself never writes to disk, so a full disk is one error of ours with
+  // the OS's reason, every HDF5 handle is closed on every path, and nothing is left behind.
+  std::vector<uint8_t> image;
+  {
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    BG_CHECK(fapl.ok() && H5Pset_fapl_core(fapl.get(), 1 << 20, 0) >= 0, "checkpoint", path_,
+             ": cannot set up an in-memory HDF5 file");
+    Handle file(H5Fcreate(path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+    BG_CHECK(file.ok(), "checkpoint", path_, ": cannot create an in-memory HDF5 file");
     Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
     H5Pset_create_intermediate_group(lcpl.get(), 1);  // "optimizer/exp_avg" makes the group
+    // No modification times in the file: the same state gives the same bytes.
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    H5Pset_obj_track_times(dcpl.get(), 0);
     for (const auto& [name, t] : tensors_) {
       const DType dt = stored_dtype(t.dtype());
       const Tensor host = t.detach().to(Device::cpu(), dt).contiguous();
@@ -139,30 +160,143 @@ void CheckpointWriter::commit() {
                                 : H5Screate_simple(int(dims.size()), dims.data(), nullptr),
                    H5Sclose);
       Handle ds(H5Dcreate2(file.get(), name.c_str(), h5_type(dt), space.get(), lcpl.get(),
-                           H5P_DEFAULT, H5P_DEFAULT),
+                           dcpl.get(), H5P_DEFAULT),
                 H5Dclose);
       BG_CHECK(ds.ok() && H5Dwrite(ds.get(), h5_type(dt), H5S_ALL, H5S_ALL, H5P_DEFAULT,
                                    host.data_ptr()) >= 0,
-               "checkpoint", tmp, ": cannot write tensor '", name, "' (disk full?)");
+               "checkpoint", path_, ": cannot write tensor '", name, "' (out of memory?)");
     }
     Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
     for (const auto& [k, v] : str_attrs_)
-      BG_CHECK(write_str_attr(root.get(), k, v), "checkpoint", tmp, ": cannot write attribute '", k,
-               "'");
+      BG_CHECK(write_str_attr(root.get(), k, v), "checkpoint", path_, ": cannot write attribute '",
+               k, "'");
     for (const auto& [k, v] : int_attrs_)
-      BG_CHECK(write_scalar_attr(root.get(), k, H5T_NATIVE_INT64, v), "checkpoint", tmp,
+      BG_CHECK(write_scalar_attr(root.get(), k, H5T_NATIVE_INT64, v), "checkpoint", path_,
                ": cannot write attribute '", k, "'");
     for (const auto& [k, v] : float_attrs_)
-      BG_CHECK(write_scalar_attr(root.get(), k, H5T_NATIVE_DOUBLE, v), "checkpoint", tmp,
+      BG_CHECK(write_scalar_attr(root.get(), k, H5T_NATIVE_DOUBLE, v), "checkpoint", path_,
                ": cannot write attribute '", k, "'");
-    BG_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0, "checkpoint", tmp,
-             ": write failed (disk full?)");
-  });
+    BG_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0, "checkpoint", path_,
+             ": cannot finish the in-memory HDF5 file");
+    const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
+    BG_CHECK(size > 0, "checkpoint", path_, ": cannot take the in-memory HDF5 file's image");
+    image.resize(size_t(size));
+    BG_CHECK(H5Fget_file_image(file.get(), image.data(), image.size()) == size, "checkpoint", path_,
+             ": cannot take the in-memory HDF5 file's image");
+  }
+  write_file_atomic(path_,
+                    std::string_view(reinterpret_cast<const char*>(image.data()), image.size()),
+                    "checkpoint");
 }
+
+namespace {
+
+// In a child process, opens the file and reads every piece of metadata the loader can touch:
+// every object, every attribute (variable-length strings and sequences included) and every
+// variable-length dataset. HDF5 trusts a file's internal addresses, so a crafted file can crash
+// it inside such a read (a global-heap ID, say); the child takes that crash, and the parent
+// refuses the file in one line instead of dying. Fixed-size dataset reads are left to the parent,
+// which checks their storage against the file first (check_storage).
+// The probed file's length: no attribute or dataset can hold more than that, so a larger claim
+// is not read (the parent refuses it, or never reads it).
+long double g_probe_file_bytes = 0;
+
+bool fits_file(hssize_t n, size_t element) {
+  return n > 0 && (long double)n * (long double)element <= g_probe_file_bytes;
+}
+
+extern "C" herr_t probe_attribute(hid_t loc, const char* name, const H5A_info_t*, void*) {
+  const hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+  if (a < 0) return 0;
+  const hid_t type = H5Aget_type(a), space = H5Aget_space(a);
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  const bool variable =
+      type >= 0 && (H5Tis_variable_str(type) > 0 || H5Tdetect_class(type, H5T_VLEN) > 0);
+  if (type >= 0 && fits_file(n, variable ? 16 : H5Tget_size(type))) {
+    if (variable) {
+      std::vector<unsigned char> buf(size_t(n) * std::max<size_t>(H5Tget_size(type), 16));
+      if (H5Aread(a, type, buf.data()) >= 0) H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf.data());
+    } else {
+      std::vector<unsigned char> buf(size_t(n) * H5Tget_size(type));
+      H5Aread(a, type, buf.data());
+    }
+  }
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Aclose(a);
+  return 0;
+}
+
+extern "C" herr_t probe_object(hid_t root, const char* name, const H5O_info_t* info, void*) {
+  const hid_t obj = H5Oopen(root, name, H5P_DEFAULT);
+  if (obj < 0) return 0;
+  hsize_t idx = 0;
+  H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, probe_attribute, nullptr);
+  if (info->type == H5O_TYPE_DATASET) {
+    const hid_t type = H5Dget_type(obj), space = H5Dget_space(obj), dcpl = H5Dget_create_plist(obj);
+    const hssize_t n = H5Sget_simple_extent_npoints(space);
+    H5Pget_layout(dcpl);
+    if (type >= 0 && fits_file(n, 16) &&
+        (H5Tis_variable_str(type) > 0 || H5Tdetect_class(type, H5T_VLEN) > 0)) {
+      std::vector<unsigned char> buf(size_t(n) * std::max<size_t>(H5Tget_size(type), 16));
+      if (H5Dread(obj, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) >= 0)
+        H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf.data());
+    }
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    H5Tclose(type);
+  }
+  H5Oclose(obj);
+  return 0;
+}
+
+// "" when the probe process finished; else what stopped it.
+std::string probe_in_child(const std::string& path, long long file_bytes) {
+  g_probe_file_bytes = (long double)file_bytes;
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return "";  // no process to spare: read it directly, as before
+  if (pid == 0) {
+    ::alarm(60);  // a file that makes HDF5 loop forever ends the probe
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f >= 0) {
+      H5O_info_t info;
+      if (H5Oget_info2(f, &info, H5O_INFO_BASIC) >= 0) probe_object(f, ".", &info, nullptr);
+      H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_INC, probe_object, nullptr, H5O_INFO_BASIC);
+      H5Fclose(f);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    return WTERMSIG(status) == SIGALRM ? "reading its structure does not finish"
+                                       : "its structure crashes the HDF5 library";
+  return "";
+}
+
+}  // namespace
 
 CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   check_input_file(path, "checkpoint", "checkpoint");
+  std::error_code ec;
+  file_bytes_ = (long long)std::filesystem::file_size(path, ec);
+  BG_CHECK(!ec, "checkpoint", path, ": cannot read its size (", ec.message(), ")");
+  // A file this process has probed already (same device, inode, size and time) is not probed
+  // again: sample opens a checkpoint twice.
+  static std::set<std::tuple<dev_t, ino_t, off_t, time_t, long>> probed;
+  struct stat st {};
+  const bool known = ::stat(path.c_str(), &st) == 0;
+  const auto key = std::make_tuple(st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
+                                   st.st_mtim.tv_nsec);
+  if (!known || !probed.count(key)) {
+    const std::string broken = probe_in_child(path, file_bytes_);
+    BG_CHECK(broken.empty(), "checkpoint", path, ": corrupt HDF5 file (", broken, "); refused");
+    if (known) probed.insert(key);
+  }
   file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   BG_CHECK(file_ >= 0, "checkpoint", path, ": not a readable HDF5 file (truncated or corrupt?)");
 }
@@ -204,20 +338,109 @@ std::vector<std::string> CheckpointReader::datasets() const {
   return names;
 }
 
+void CheckpointReader::check_storage(long long dataset, const std::string& name) const {
+  const hid_t ds = hid_t(dataset);
+  Handle dcpl(H5Dget_create_plist(ds), H5Pclose);
+  BG_CHECK(dcpl.ok(), "checkpoint", path_, ": dataset '", name, "' has no readable properties");
+  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  BG_CHECK(layout == H5D_CONTIGUOUS || layout == H5D_COMPACT, "checkpoint", path_, ": dataset '",
+           name, "' is ",
+           layout == H5D_CHUNKED   ? "chunked"
+           : layout == H5D_VIRTUAL ? "virtual"
+                                   : "of an unknown layout",
+           "; bitgrad reads contiguous or compact datasets (as it writes them)");
+  BG_CHECK(H5Pget_nfilters(dcpl.get()) == 0, "checkpoint", path_, ": dataset '", name,
+           "' is stored through filters (compression?); bitgrad reads unfiltered datasets");
+  BG_CHECK(H5Pget_external_count(dcpl.get()) == 0, "checkpoint", path_, ": dataset '", name,
+           "' keeps its data in external files; refused");
+  Handle space(H5Dget_space(ds), H5Sclose);
+  Handle type(H5Dget_type(ds), H5Tclose);
+  const hssize_t n = space.ok() ? H5Sget_simple_extent_npoints(space.get()) : -1;
+  const size_t element = type.ok() ? H5Tget_size(type.get()) : 0;
+  BG_CHECK(n >= 0 && element > 0, "checkpoint", path_, ": dataset '", name,
+           "' has no readable shape or type");
+  // Variable-length elements live in the file's heap: each element's stored descriptor is
+  // 16 bytes (length and heap address), whatever the memory type's size.
+  const bool variable =
+      H5Tdetect_class(type.get(), H5T_VLEN) > 0 || H5Tis_variable_str(type.get()) > 0;
+  const long double expected = (long double)n * (variable ? 16 : element);
+  BG_CHECK(expected <= (long double)file_bytes_, "checkpoint", path_, ": dataset '", name,
+           "' claims ", (long long)n, " elements of ", element, " bytes, more than the file's ",
+           file_bytes_, " bytes");
+  if (n == 0) return;
+  // (A variable-length element's descriptor size depends on the file's address size: only the
+  // file's length bounds it.)
+  const hsize_t stored = H5Dget_storage_size(ds);
+  BG_CHECK(variable ? stored <= hsize_t(file_bytes_) : (long double)stored == expected,
+           "checkpoint", path_, ": dataset '", name, "' stores ", (unsigned long long)stored,
+           " bytes, but its shape and type need ", (unsigned long long)expected);
+  if (layout == H5D_CONTIGUOUS) {
+    const haddr_t offset = H5Dget_offset(ds);
+    BG_CHECK(offset != HADDR_UNDEF && (long double)offset + stored <= (long double)file_bytes_,
+             "checkpoint", path_, ": dataset '", name, "' points past the end of the file");
+  }
+}
+
 std::vector<uint8_t> CheckpointReader::raw_bytes(const std::string& name) const {
   Handle ds(H5Dopen2(hid_t(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
   BG_CHECK(ds.ok(), "checkpoint", path_, ": '", name, "' is not a dataset");
+  check_storage(ds.get(), name);
   Handle type(H5Dget_type(ds.get()), H5Tclose);
   BG_CHECK(H5Tis_variable_str(type.get()) <= 0, "checkpoint", path_, ": '", name,
            "' holds variable-length strings");
+  BG_CHECK(H5Tget_class(type.get()) != H5T_REFERENCE, "checkpoint", path_, ": '", name,
+           "' holds references");
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  if (H5Tget_class(type.get()) == H5T_VLEN) {
+    // The values, not the pointers to them: each element's length, then its bytes.
+    Handle base(H5Tget_super(type.get()), H5Tclose);
+    BG_CHECK(base.ok() && H5Tdetect_class(base.get(), H5T_VLEN) <= 0 &&
+                 H5Tis_variable_str(base.get()) <= 0,
+             "checkpoint", path_, ": '", name, "' holds nested variable-length data");
+    const size_t element = H5Tget_size(base.get());
+    std::vector<hvl_t> vl(static_cast<size_t>(n));
+    BG_CHECK(n == 0 || H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, vl.data()) >= 0,
+             "checkpoint", path_, ": cannot read '", name, "'");
+    std::vector<uint8_t> bytes;
+    for (const hvl_t& v : vl) {
+      const uint64_t len = v.len;
+      bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(&len),
+                   reinterpret_cast<const uint8_t*>(&len) + 8);
+      const uint8_t* p = static_cast<const uint8_t*>(v.p);
+      if (p) bytes.insert(bytes.end(), p, p + v.len * element);
+    }
+    if (n > 0) H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, vl.data());
+    return bytes;
+  }
   std::vector<uint8_t> bytes(size_t(n) * H5Tget_size(type.get()));
   BG_CHECK(bytes.empty() ||
                H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()) >= 0,
            "checkpoint", path_, ": cannot read '", name, "'");
   return bytes;
 }
+
+Shape CheckpointReader::shape(const std::string& name) const {
+  Handle ds(H5Dopen2(hid_t(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
+  BG_CHECK(ds.ok(), "checkpoint", path_, ": '", name, "' is not a dataset");
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  BG_CHECK(rank >= 0 && rank <= 8, "checkpoint", path_, ": '", name, "' has no readable shape");
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return Shape(dims.begin(), dims.end());
+}
+
+namespace {
+// The value as text for a message.
+template <typename T>
+std::string value_text(T v) {
+  std::ostringstream o;
+  o.precision(17);
+  o << v;
+  return o.str();
+}
+}  // namespace
 
 Tensor CheckpointReader::tensor(const std::string& name, DType dtype, const Shape& expect) const {
   BG_CHECK(has(name), "checkpoint", path_, ": missing tensor '", name,
@@ -226,7 +449,7 @@ Tensor CheckpointReader::tensor(const std::string& name, DType dtype, const Shap
   BG_CHECK(ds.ok(), "checkpoint", path_, ": '", name, "' is not a dataset");
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   const int rank = H5Sget_simple_extent_ndims(space.get());
-  BG_CHECK(rank >= 0, "checkpoint", path_, ": '", name, "' has no readable shape");
+  BG_CHECK(rank >= 0 && rank <= 8, "checkpoint", path_, ": '", name, "' has no readable shape");
   std::vector<hsize_t> dims(static_cast<size_t>(rank));
   if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   const Shape shape(dims.begin(), dims.end());
@@ -236,12 +459,78 @@ Tensor CheckpointReader::tensor(const std::string& name, DType dtype, const Shap
   const H5T_class_t cls = H5Tget_class(type.get());
   BG_CHECK(cls == H5T_INTEGER || cls == H5T_FLOAT, "checkpoint", path_, ": tensor '", name, "' is ",
            class_name(cls), ", expected numbers");
+  check_storage(ds.get(), name);
   const DType dt = stored_dtype(dtype);
   Tensor out = empty(shape, dt);
-  const herr_t st =
-      out.numel() ? H5Dread(ds.get(), h5_type(dt), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data_ptr())
-                  : 0;
-  BG_CHECK(st >= 0, "checkpoint", path_, ": cannot read '", name, "'");
+  const int64_t n = out.numel();
+  if (n == 0) return out.to(dtype);
+  auto read = [&](hid_t mem_type, void* buf) {
+    BG_CHECK(H5Dread(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0, "checkpoint",
+             path_, ": cannot read '", name, "'");
+  };
+  if (H5Tequal(type.get(), h5_type(dt)) > 0) {  // stored as wanted: no conversion
+    read(h5_type(dt), out.data_ptr());
+    return out.to(dtype);
+  }
+  // Otherwise read at full width and convert each value only where it is exact.
+  const bool want_float = dt == DType::f32 || dt == DType::f64;
+  auto refuse = [&](int64_t i, const std::string& v, const char* why) {
+    fail("checkpoint", path_, ": tensor '", name, "' element ", i, " is ", v, ", which ",
+         dtype_name(dt), " cannot hold exactly (", why, ")");
+  };
+  if (cls == H5T_FLOAT) {
+    BG_CHECK(want_float, "checkpoint", path_, ": tensor '", name, "' stores floats, expected ",
+             dtype_name(dt), " integers");
+    std::vector<double> v(static_cast<size_t>(n));
+    read(H5T_NATIVE_DOUBLE, v.data());
+    if (dt == DType::f64) {
+      std::memcpy(out.data_ptr(), v.data(), v.size() * sizeof(double));
+    } else {
+      float* o = static_cast<float*>(out.data_ptr());
+      for (int64_t i = 0; i < n; ++i) {
+        o[i] = float(v[size_t(i)]);
+        if (double(o[i]) != v[size_t(i)] && !std::isnan(v[size_t(i)]))
+          refuse(i, value_text(v[size_t(i)]), "it is stored wider");
+      }
+    }
+    return out.to(dtype);
+  }
+  // Integers: unsigned 64-bit values past INT64_MAX cannot be read as int64 without clamping.
+  const bool unsigned64 = H5Tget_sign(type.get()) == H5T_SGN_NONE && H5Tget_size(type.get()) == 8;
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  if (unsigned64) {
+    std::vector<uint64_t> u(static_cast<size_t>(n));
+    read(H5T_NATIVE_UINT64, u.data());
+    for (int64_t i = 0; i < n; ++i) {
+      if (u[size_t(i)] > uint64_t(INT64_MAX)) refuse(i, value_text(u[size_t(i)]), "too large");
+      v[size_t(i)] = int64_t(u[size_t(i)]);
+    }
+  } else {
+    read(H5T_NATIVE_INT64, v.data());
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t x = v[size_t(i)];
+    switch (dt) {
+      case DType::u8:
+        if (x < 0 || x > 255) refuse(i, value_text(x), "out of its range");
+        static_cast<uint8_t*>(out.data_ptr())[i] = uint8_t(x);
+        break;
+      case DType::i32:
+        if (x < INT32_MIN || x > INT32_MAX) refuse(i, value_text(x), "out of its range");
+        static_cast<int32_t*>(out.data_ptr())[i] = int32_t(x);
+        break;
+      case DType::i64:
+        static_cast<int64_t*>(out.data_ptr())[i] = x;
+        break;
+      case DType::f64:
+        if (std::llabs(x) > (int64_t(1) << 53)) refuse(i, value_text(x), "more than 53 bits");
+        static_cast<double*>(out.data_ptr())[i] = double(x);
+        break;
+      default:  // f32
+        if (std::llabs(x) > (int64_t(1) << 24)) refuse(i, value_text(x), "more than 24 bits");
+        static_cast<float*>(out.data_ptr())[i] = float(x);
+    }
+  }
   return out.to(dtype);
 }
 

@@ -42,7 +42,14 @@ class CheckpointReader {
   bool has(const std::string& name) const;  // a dataset (or group) of that path
   bool has_attr(const std::string& name) const;
   // The dataset as a CPU tensor of `dtype`; throws unless its shape is `expect` (when given).
+  // Every value converts exactly or the read is refused naming the dataset and the first value
+  // that does not (an int8 code of -1 for u8, an f64 that f32 cannot hold, a float for an
+  // integer tensor). Before any read the dataset's storage is checked against the file: a
+  // contiguous or compact layout, no filters or external files, its stored size equal to its
+  // shape times its element size, and its bytes inside the file.
   Tensor tensor(const std::string& name, DType dtype, const Shape& expect = {}) const;
+  // A dataset's shape, read without its data.
+  Shape shape(const std::string& name) const;
   // Scalar attributes; each throws, naming the file and the attribute, when it is missing or
   // of another kind (a string where an integer belongs, an array, ...).
   std::string str_attr(const std::string& name) const;
@@ -52,12 +59,16 @@ class CheckpointReader {
   const std::string& path() const { return path_; }
   // Every dataset's path ("optimizer/exp_avg"), in name order.
   std::vector<std::string> datasets() const;
-  // A dataset's bytes as stored (its file type, little-endian here), for checksums.
+  // A dataset's bytes as stored (its file type, little-endian here), for checksums. A
+  // variable-length dataset gives, per element, its length (8 bytes) and then its values.
   std::vector<uint8_t> raw_bytes(const std::string& name) const;
 
  private:
+  // Refuses a dataset whose storage bitgrad cannot check or that does not fit the file.
+  void check_storage(long long dataset, const std::string& name) const;
   std::string path_;
   long long file_ = -1;
+  long long file_bytes_ = 0;
 };
 
 // Parameters of `named` from a checkpoint (f32, shapes checked).

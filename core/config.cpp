@@ -371,6 +371,9 @@ std::string ConfigReader::string(const std::string& key, const std::string& def)
     const YAML::Node n = find(key);
     if (!n.IsScalar()) fail_at(key, "expected a string, got " + scalar_text(n));
     v = n.Scalar();
+    // '' is as empty as a missing value: refused like it (an empty run.name would make
+    // runs/ itself the output folder).
+    if (v.empty()) fail_at(key, "empty value (remove the key to use its default, or give a value)");
   }
   record(key, YAML::Node(v));
   return v;
@@ -408,6 +411,9 @@ std::vector<double> ConfigReader::numbers(const std::string& key, const std::vec
       } catch (const YAML::Exception&) {
         fail_at(key, "expected a number, got '" + scalar_text(n[i]) + "'");
       }
+      if (!std::isfinite(v.back()))
+        fail_at(key, "element " + std::to_string(i) + " is " + n[i].Scalar() +
+                         ", expected a finite number");
     }
   }
   YAML::Node seq(YAML::NodeType::Sequence);

@@ -1,10 +1,13 @@
 #include "files.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +43,30 @@ std::string read_file_limited(const std::string& path, const char* op, const cha
   return text;
 }
 
+namespace {
+
+// A name beside `path` that no file has: path + ".tmp-<pid>-<n>", created with O_EXCL.
+int create_unique_beside(const std::string& path, std::string* name) {
+  static std::atomic<uint64_t> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    *name = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    const int fd = ::open(name->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+// BITGRAD_FAIL_WRITE=N: the N-th write_file_atomic of this process fails with ENOSPC.
+bool injected_write_failure() {
+  static std::atomic<int64_t> calls{0};
+  const char* env = std::getenv("BITGRAD_FAIL_WRITE");
+  if (!env || !*env) return false;
+  return ++calls == std::strtoll(env, nullptr, 10);
+}
+
+}  // namespace
+
 void check_output_dir(const std::string& dir, const char* op) {
   namespace fs = std::filesystem;
   const fs::path p(dir.empty() ? "." : dir);
@@ -47,40 +74,60 @@ void check_output_dir(const std::string& dir, const char* op) {
   fs::create_directories(p, ec);
   BG_CHECK(!ec, op, dir, ": cannot create the output folder (", ec.message(), ")");
   BG_CHECK(fs::is_directory(p), op, dir, ": the output folder path is not a directory");
-  const fs::path probe = p / ".bitgrad-write-test";
-  FILE* f = std::fopen(probe.c_str(), "wb");
+  std::string probe;
+  const int fd = create_unique_beside((p / ".bitgrad-write-probe").string(), &probe);
   const int err = errno;
-  if (f) std::fclose(f);
-  std::remove(probe.c_str());
-  BG_CHECK(f != nullptr, op, dir, ": the output folder is not writable (", std::strerror(err), ")");
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(probe.c_str());  // the probe this call created, nothing else
+  }
+  BG_CHECK(fd >= 0, op, dir, ": the output folder is not writable (", std::strerror(err), ")");
 }
 
-void write_atomically(const std::string& path, const char* op,
-                      const std::function<void(const std::string&)>& write) {
+void write_file_atomic(const std::string& path, std::string_view bytes, const char* op) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
   BG_CHECK(!ec, op, target.parent_path().string(), ": cannot create folder (", ec.message(), ")");
-  const std::string tmp = path + ".tmp";
-  try {
-    write(tmp);
-    fs::rename(tmp, target, ec);
-    BG_CHECK(!ec, op, path, ": cannot replace with ", tmp, " (", ec.message(), ")");
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
+  std::string tmp;
+  const int fd = create_unique_beside(path, &tmp);
+  BG_CHECK(fd >= 0, op, path, ": cannot create a file beside it (", std::strerror(errno), ")");
+  int err = 0;
+  if (injected_write_failure()) err = ENOSPC;
+  for (size_t done = 0; err == 0 && done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      err = n < 0 ? errno : EIO;
+    else
+      done += size_t(n);
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());  // the temporary this call created; `path` is untouched
+    fail(op, path, ": cannot write (", std::strerror(err), ")");
   }
 }
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
-  write_atomically(path, "io", [&](const std::string& tmp) {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    BG_CHECK(f.good(), "io", tmp, ": cannot open for writing");
-    f.write(bytes.data(), std::streamsize(bytes.size()));
-    f.flush();
-    BG_CHECK(f.good(), "io", tmp, ": write failed (disk full?)");
-  });
+void check_output_not_input(const std::string& output, const std::vector<std::string>& inputs,
+                            const char* op, const char* what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path out_path = fs::weakly_canonical(fs::absolute(output, ec), ec);
+  struct stat out_st;
+  const bool out_exists = ::stat(output.c_str(), &out_st) == 0;
+  for (const std::string& in : inputs) {
+    if (in.empty()) continue;
+    struct stat in_st;
+    const bool same_inode = out_exists && ::stat(in.c_str(), &in_st) == 0 &&
+                            in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino;
+    std::error_code ec2;
+    const bool same_path = fs::weakly_canonical(fs::absolute(in, ec2), ec2) == out_path;
+    BG_CHECK(!same_inode && !same_path, op, what, " ", output, " is the input ", in,
+             "; write to another file");
+  }
 }
 
 }  // namespace bg

@@ -1,12 +1,16 @@
 // files.h: the one place bitgrad checks the files it reads and writes. Input paths are checked
 // before anything is parsed, so a directory, a missing file or an unreadable one gets a
 // one-line error naming the path; output folders are checked before work starts, so an
-// unwritable one is reported before a long run, not at its first save; atomic writes go to
-// PATH.tmp and are renamed over PATH, and a failed write removes the .tmp it made.
+// unwritable one is reported before a long run, not at its first save. Every file bitgrad
+// writes goes through write_file_atomic: the bytes go to a temporary of a unique name beside the
+// target (created exclusively, so it is never a file that was there before), which is renamed
+// over the target only when complete; a failure removes only that temporary. No command writes
+// to a path that is, or resolves to, one of its inputs (check_output_not_input).
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace bg {
 
@@ -16,14 +20,20 @@ void check_input_file(const std::string& path, const char* op, const char* what)
 // The file's contents; refuses files larger than `max_bytes` without reading them.
 std::string read_file_limited(const std::string& path, const char* op, const char* what,
                               int64_t max_bytes);
-// Creates `dir` (and its parents) and proves it writable by creating and removing a probe file.
+// Creates `dir` (and its parents) and proves it writable by creating and removing a probe file
+// of a unique name (created exclusively: a user's file is never touched).
 void check_output_dir(const std::string& dir, const char* op);
 
-// Runs write(tmp_path) and renames tmp_path over `path`; any failure (a throw from write, a
-// failed rename) removes tmp_path and rethrows. Parent folders are created first.
-void write_atomically(const std::string& path, const char* op,
-                      const std::function<void(const std::string& tmp_path)>& write);
-// write_atomically with a plain byte string.
-void write_file_atomic(const std::string& path, const std::string& bytes);
+// Writes `bytes` to `path` atomically (see above); parent folders are created first. A failed
+// write names the path and the OS's reason ("No space left on device") and leaves `path` as it
+// was. The environment variable BITGRAD_FAIL_WRITE=N makes the N-th call in this process fail
+// as a full disk does (ENOSPC), for tests of every command's failure path.
+void write_file_atomic(const std::string& path, std::string_view bytes, const char* op = "io");
+
+// Refuses `output` when it names the same file as any of `inputs`: the same path, or one that
+// resolves to it (symbolic links, "..", hard links: the same device and inode). `what` names the
+// output's role ("--out").
+void check_output_not_input(const std::string& output, const std::vector<std::string>& inputs,
+                            const char* op, const char* what);
 
 }  // namespace bg

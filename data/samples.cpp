@@ -1,12 +1,11 @@
 #include "samples.h"
 
-#include <hdf5.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/files.h"
 
@@ -92,30 +91,14 @@ SampleSet read_text(const SampleFileSpec& spec, bool csv,
 }
 
 SampleSet read_hdf5(const SampleFileSpec& spec, const std::function<std::string(double)>& check) {
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  const hid_t file = H5Fopen(spec.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  BG_CHECK(file >= 0, "samples", spec.path, ": cannot open as HDF5");
-  const hid_t ds = H5Dopen2(file, spec.dataset.c_str(), H5P_DEFAULT);
-  if (ds < 0) {
-    H5Fclose(file);
-    fail("samples", spec.path, ": no dataset '", spec.dataset, "'");
-  }
-  const hid_t space = H5Dget_space(ds);
-  hsize_t dims[2] = {0, 0};
-  const int rank = H5Sget_simple_extent_ndims(space);
-  H5Sget_simple_extent_dims(space, dims, nullptr);
-  H5Sclose(space);
-  if (!(rank == 1 || (rank == 2 && dims[1] == 1))) {
-    H5Dclose(ds);
-    H5Fclose(file);
-    fail("samples", spec.path, ":", spec.dataset, ": expected a 1-D dataset, got rank ", rank);
-  }
-  std::vector<double> v(static_cast<size_t>(dims[0]));
-  const herr_t st =
-      v.empty() ? 0 : H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
-  H5Dclose(ds);
-  H5Fclose(file);
-  BG_CHECK(st >= 0, "samples", spec.path, ":", spec.dataset, ": cannot read as numbers");
+  // The checkpoint reader's checks apply: the file's structure probed in a child process, the
+  // dataset's storage inside the file, every value converted exactly.
+  const CheckpointReader file(spec.path);
+  BG_CHECK(file.has(spec.dataset), "samples", spec.path, ": no dataset '", spec.dataset, "'");
+  const Tensor t = file.tensor(spec.dataset, DType::f64);
+  BG_CHECK(t.ndim() == 1 || (t.ndim() == 2 && t.size(1) == 1), "samples", spec.path, ":",
+           spec.dataset, ": expected a 1-D dataset, got rank ", t.ndim());
+  const std::vector<double> v = t.to_vector<double>();
   SampleSet out;
   for (size_t i = 0; i < v.size(); ++i) {
     std::ostringstream token;

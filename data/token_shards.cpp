@@ -23,14 +23,9 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
              " at position ", i, " does not fit uint16");
     body[i] = uint16_t(tokens[i]);
   }
-  write_atomically(path, "shards", [&](const std::string& tmp) {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    BG_CHECK(f.good(), "shards", tmp, ": cannot open for writing");
-    f.write(reinterpret_cast<const char*>(header), sizeof header);
-    f.write(reinterpret_cast<const char*>(body.data()), std::streamsize(body.size() * 2));
-    f.flush();
-    BG_CHECK(f.good(), "shards", tmp, ": write failed");
-  });
+  std::string bytes(reinterpret_cast<const char*>(header), sizeof header);
+  bytes.append(reinterpret_cast<const char*>(body.data()), body.size() * 2);
+  write_file_atomic(path, bytes, "shards");
 }
 
 std::vector<int32_t> read_token_shard(const std::string& path) {

@@ -78,10 +78,20 @@ std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, const std::st
 std::unique_ptr<Tokenizer> load_tokenizer(const CheckpointReader& ck) {
   // Checkpoints written before tokenizers had kinds hold a char vocabulary.
   const std::string kind = ck.has_attr("tokenizer") ? ck.str_attr("tokenizer") : "char";
-  if (kind == "char") return std::make_unique<CharTokenizer>(ck.str_attr("vocab_chars"));
+  if (kind == "char") {
+    // The vocabulary in id order, as saved: each byte once, in increasing order. Anything else
+    // (a duplicated or moved character) would shift ids and change the model's text silently.
+    const std::string chars = ck.str_attr("vocab_chars");
+    auto tok = std::make_unique<CharTokenizer>(chars);
+    BG_CHECK(tok->chars() == chars, "checkpoint", ck.path(),
+             ": attribute vocab_chars is not a vocabulary in id order (each character once, in "
+             "increasing byte order)");
+    return tok;
+  }
   if (kind == "byte") return std::make_unique<ByteTokenizer>();
   if (kind == "gpt2") return Gpt2Tokenizer::load(ck);
-  fail("tokenizer", "checkpoint names an unknown tokenizer '", kind, "'");
+  fail("checkpoint", ck.path(), ": attribute tokenizer is '", kind,
+       "', expected char, byte or gpt2");
 }
 
 size_t split_point(const std::string& text, double val_fraction) {

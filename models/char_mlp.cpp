@@ -41,12 +41,14 @@ CharMLP::CharMLP(const CharMLPConfig& cfg, Generator& init) : cfg_(cfg) {
     hidden_.push_back(register_module(
         "hidden." + idx,
         std::make_shared<Linear>(width, cfg.n_hidden, true, init, std::sqrt(2.0 / double(width)))));
+    hidden_.back()->set_site(MatmulSite::mlp);  // lmul.scope: mlp covers the hidden layers
     norms_.push_back(
         register_module("norm." + idx, std::make_shared<LayerNorm>(cfg.n_hidden, true)));
     width = cfg.n_hidden;
   }
   head_ =
       register_module("head", std::make_shared<Linear>(width, cfg.vocab_size, true, init, 0.02));
+  head_->set_site(MatmulSite::lm_head);
 }
 
 Tensor CharMLP::forward(const Tensor& idx, Generator& gen) const {

@@ -57,9 +57,33 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
              ", expected 0 or 1");
     cfg.head = head == 1 ? HeadKind::bitlinear : HeadKind::softmax;
   }
-  BG_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_head > 0 &&
-               cfg.n_embd > 0 && cfg.n_embd % cfg.n_head == 0,
-           "gpt", path, ": inconsistent model.* attributes");
+  // The ranges train's config allows, each named: a crafted attribute must not become a huge
+  // allocation.
+  auto in_range = [&](const char* key, int64_t v, int64_t lo, int64_t hi) {
+    BG_CHECK(v >= lo && v <= hi, "checkpoint", path, ": attribute ", key, " is ", v, ", expected ",
+             lo, " to ", hi);
+  };
+  in_range("model.vocab_size", cfg.vocab_size, 1, 1 << 24);
+  in_range("model.block_size", cfg.block_size, 1, 1 << 20);
+  in_range("model.n_layer", cfg.n_layer, 1, 256);
+  in_range("model.n_head", cfg.n_head, 1, 1024);
+  in_range("model.n_embd", cfg.n_embd, 1, 1 << 16);
+  BG_CHECK(cfg.n_embd % cfg.n_head == 0, "checkpoint", path, ": attribute model.n_embd ",
+           cfg.n_embd, " is not divisible by model.n_head ", cfg.n_head);
+  // The embeddings the file holds must be the attributes' sizes, before anything is allocated.
+  for (const auto& [name, rows] :
+       {std::pair<const char*, int64_t>{"transformer.wte.weight", cfg.vocab_size},
+        {"transformer.wpe.weight", cfg.block_size}}) {
+    BG_CHECK(ck.has(name), "checkpoint", path, ": missing tensor '", name, "'");
+    const Shape shape = ck.shape(name);
+    BG_CHECK(shape == Shape({rows, cfg.n_embd}), "checkpoint", path, ": tensor '", name,
+             "' has shape ", shape_str(shape), ", but the model.* attributes say (", rows, ", ",
+             cfg.n_embd, ")");
+  }
+  const std::string last_block =
+      "transformer.h." + std::to_string(cfg.n_layer - 1) + ".ln_1.weight";
+  BG_CHECK(ck.has(last_block) && !ck.has("transformer.h." + std::to_string(cfg.n_layer)),
+           "checkpoint", path, ": the file's blocks do not number model.n_layer = ", cfg.n_layer);
   return cfg;
 }
 

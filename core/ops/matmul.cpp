@@ -54,7 +54,7 @@ std::string matmul_supports(const ComputeMode& mode, Device dev) {
       return "";
     case MatmulAlgo::lmul:
       if (mode.precision != MatmulPrecision::fp32)
-        return str_cat("L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; precision ",
+        return str_cat("L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; train.precision ",
                        enum_name(mode.precision), " would round them first (use fp32)");
       if (mode.lmul_mantissa_bits < 1 || mode.lmul_mantissa_bits > 23)
         return str_cat("lmul.mantissa_bits must be in [1, 23], got ", mode.lmul_mantissa_bits);

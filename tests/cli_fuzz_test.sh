@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# cli_fuzz_test.sh BITGRAD [MUTANTS]: a fixed-seed mutation fuzz of a tiny BitLinear GPT checkpoint
+# (random bytes, runs of 0xff, truncations). Every mutant goes through eval, sample, checksum
+# and export (and every fourth through resume); each must exit normally, by refusing or by
+# working: a signal (a crash) or a hang (a minute) fails the test. Checkpoints are shared between people,
+# so a file must never be able to crash the loader.
+set -uo pipefail
+bin=$(realpath "$1"); mutants=${2:-200}; first=${3:-1}
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/cli_lib.sh"
+command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
+head -c 12000 "$here/../scripts/get_data.sh" > "$dir/corpus.txt"  # any text will do
+cat "$here/../README.md" >> "$dir/corpus.txt"
+cat > "$dir/tiny.yaml" <<YAML
+run: {out_dir: $dir/run, seed: 3, device: cpu}
+data: {path: $dir/corpus.txt}
+model: {type: gpt, block_size: 8, n_layer: 1, n_head: 2, n_embd: 16, linear: bitlinear}
+train: {steps: 2, batch_size: 2, eval_interval: 2, eval_iters: 1}
+YAML
+"$bin" train "$dir/tiny.yaml" > "$dir/train.log" 2>&1 || fail "tiny train failed: $(tail -2 "$dir/train.log")"
+base="$dir/run/last.h5"
+crashes=0
+# Runs one command on a mutant: any exit but a signal or a timeout is fine.
+probe() {
+  local what=$1; shift
+  timeout 60 "$@" > /dev/null 2> "$dir/err.txt"
+  local rc=$?
+  if [ $rc -eq 124 ] || [ $rc -gt 128 ]; then
+    echo "mutant $m: $what exited $rc ($( [ $rc -eq 124 ] && echo hang || echo signal $((rc - 128)) )): $(head -c 300 "$dir/err.txt")"
+    cp "$dir/mutant.h5" "$dir/crash_$m.h5"
+    crashes=$((crashes + 1))
+  fi
+}
+for m in $(seq "$first" "$mutants"); do
+  python3 - "$base" "$dir/mutant.h5" "$m" <<'PY'
+import random, sys
+src, dst, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = bytearray(open(src, "rb").read())
+r = random.Random(seed)
+kind = seed % 3
+if kind == 0:    # a few random bytes anywhere
+    for _ in range(r.randint(1, 8)):
+        data[r.randrange(len(data))] = r.randrange(256)
+elif kind == 1:  # a run of 0xff
+    at = r.randrange(len(data)); n = r.randint(1, 64)
+    data[at:at + n] = b"\xff" * len(data[at:at + n])
+else:            # a truncation, sometimes with a byte changed before it
+    data = data[:r.randrange(len(data))]
+    if data and r.random() < 0.5:
+        data[r.randrange(len(data))] ^= 1 << r.randrange(8)
+open(dst, "wb").write(bytes(data))
+PY
+  probe eval "$bin" eval "$dir/mutant.h5" --data "$dir/corpus.txt" --device cpu
+  probe sample "$bin" sample "$dir/mutant.h5" --tokens 2 --device cpu
+  probe checksum "$bin" checksum "$dir/mutant.h5"
+  probe export "$bin" export "$dir/mutant.h5" --packed --out "$dir/packed.h5"
+  if [ $((m % 4)) -eq 0 ]; then
+    rm -rf "$dir/resume" && mkdir -p "$dir/resume" && cp "$dir/mutant.h5" "$dir/resume/last.h5"
+    probe resume "$bin" train "$dir/tiny.yaml" --set run.out_dir="$dir/resume" --set run.resume=true \
+      --set train.steps=3
+  fi
+done
+[ $crashes -eq 0 ] || fail "$crashes command(s) crashed or hung on mutated checkpoints"
+echo "cli_fuzz_test: $mutants mutants, no crash or hang"
