@@ -71,14 +71,16 @@ Row compare_runs(const std::vector<std::string>& paths, int64_t steps) {
 }
 
 struct SequenceResult {
-  std::vector<float> logits, dx;  // the probe sequence's (T, V) logits and (T, C) dx
+  // The probe sequence's (T, D) head outputs (logits, or a BIDE head's W and r) and (T, C) dx.
+  std::vector<float> outputs, dx;
 };
 
 // The probe sequence at row `at` of a batch of `n` random sequences (the probe's tokens fixed):
-// its logits and d(sum of the batch's token losses)/d(its embeddings).
+// its head outputs and d(sum of the batch's token losses)/d(its embeddings), both through the
+// model's head, whatever its kind.
 SequenceResult probe_in_batch(const GPT& model, const std::vector<int64_t>& probe, int64_t n,
                               int64_t at, int64_t vocab, Device device) {
-  const int64_t t = int64_t(probe.size());
+  const int64_t t = int64_t(probe.size()), c = model.config().n_embd;
   Generator fill(uint64_t(1000 + n));
   const std::vector<double> u = rand({n * (t + 1)}, fill, 0, 1, DType::f64).to_vector<double>();
   std::vector<int64_t> ids(size_t(n * t)), targets(size_t(n * t));
@@ -93,11 +95,11 @@ SequenceResult probe_in_batch(const GPT& model, const std::vector<int64_t>& prob
   Generator unused;
   const Tensor idx = from_vector(ids, {n, t}, device);
   const Tensor x = model.embed(idx, unused).detach().requires_grad_(true);
-  const Tensor logits = model.forward_from_embeddings(x, unused);
-  const int64_t v = logits.size(2);
-  cross_entropy(logits.reshape({n * t, v}), from_vector(targets, {n * t}, device), -100, "sum")
-      .backward();
-  return {host_floats(logits.slice(0, at, at + 1)), host_floats(x.grad().slice(0, at, at + 1))};
+  const Tensor h = model.hidden_from_embeddings(x, unused).reshape({n * t, c});
+  const Tensor out = model.head().outputs(h);
+  model.head().loss(h, from_vector(targets, {n * t}, device), "sum").backward();
+  return {host_floats(out.slice(0, at * t, (at + 1) * t)),
+          host_floats(x.grad().slice(0, at, at + 1))};
 }
 
 Row check_batch_invariance(const GPT& model, const std::vector<int64_t>& probe, int64_t vocab,
@@ -108,18 +110,18 @@ Row check_batch_invariance(const GPT& model, const std::vector<int64_t>& probe, 
     for (int64_t at : {int64_t(0), n / 2, n - 1}) {
       const SequenceResult in = probe_in_batch(model, probe, n, at, vocab, device);
       for (int part = 0; part < 2; ++part) {
-        const std::vector<float>& a = part ? alone.dx : alone.logits;
-        const std::vector<float>& b = part ? in.dx : in.logits;
+        const std::vector<float>& a = part ? alone.dx : alone.outputs;
+        const std::vector<float>& b = part ? in.dx : in.outputs;
         const int64_t i = first_difference(a, b);
         if (i >= 0)
           return {"batch invariance", "DIFFER",
-                  str_cat(part ? "dx" : "logits", " of the sequence alone vs row ", at,
+                  str_cat(part ? "dx" : "head outputs", " of the sequence alone vs row ", at,
                           " of a batch of ", n, ": ", element_text(a, b, i))};
       }
       ++cases;
     }
   return {"batch invariance", "equal",
-          str_cat("logits and dx of a sequence alone = inside batches of 7 and 64 at first, "
+          str_cat("head outputs and dx of a sequence alone = inside batches of 7 and 64 at first, "
                   "middle, last (",
                   cases, " placements)")};
 }
@@ -128,22 +130,24 @@ Row check_sampler(const GPT& model, const std::vector<int64_t>& probe, int64_t v
                   Device device) {
   const int64_t t = int64_t(probe.size()), at = 37;
   const SequenceResult trained = probe_in_batch(model, probe, 64, at, vocab, device);
+  const int64_t d = int64_t(trained.outputs.size()) / t;
   NoGradGuard no_grad;
   KVCache cache = model.new_cache(1, device);
-  const int64_t v = model.config().vocab_size;
   for (int64_t pos = 0; pos < t; ++pos) {
     const Tensor idx = from_vector(std::vector<int64_t>{probe[size_t(pos)]}, {1, 1}, device);
-    const std::vector<float> got = host_floats(model.forward_cached(idx, cache));
-    const std::vector<float> want(trained.logits.begin() + pos * v,
-                                  trained.logits.begin() + (pos + 1) * v);
+    const std::vector<float> got =
+        host_floats(model.head().outputs(model.forward_cached_hidden(idx, cache)));
+    const std::vector<float> want(trained.outputs.begin() + pos * d,
+                                  trained.outputs.begin() + (pos + 1) * d);
     const int64_t i = first_difference(got, want);
     if (i >= 0)
       return {"sampler = trainer", "DIFFER",
-              str_cat("KV-cached logits at position ", pos, " vs the training forward (row ", at,
-                      " of 64): ", element_text(got, want, i))};
+              str_cat("KV-cached head outputs at position ", pos, " vs the training forward (row ",
+                      at, " of 64): ", element_text(got, want, i))};
   }
   return {"sampler = trainer", "equal",
-          str_cat("KV-cached logits = training forward in a batch of 64 at all ", t, " positions")};
+          str_cat("KV-cached head outputs = training forward in a batch of 64 at all ", t,
+                  " positions")};
 }
 
 }  // namespace

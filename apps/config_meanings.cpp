@@ -40,6 +40,13 @@ const std::map<std::string, std::string>& config_key_meanings() {
        "(any mode) or auto (fused where it honours the mode)"},
       {"model.linear", "gpt: the projections' layer kind, dense or bitlinear (BitNet b1.58)"},
       {"model.gelu", "gpt: tanh (GPT-2, llm.c) or erf (nanoGPT's nn.GELU())"},
+      {"model.head",
+       "gpt: softmax (tied to the token embedding) or bide (the next token's id as a bit "
+       "pattern, normalised exactly over the vocabulary by SICK)"},
+      {"head.bide.bits", "bits per token id (at least enough for the vocabulary)"},
+      {"head.bide.hidden", "H, the BIDE head's hidden units"},
+      {"head.bide.sick.dtype", "W and r inside the CUDA SICK kernel: fp32 or fp16"},
+      {"head.bide.sick.variant", "how SICK walks the patterns: auto, bruteforce or precomputed"},
       {"model.vocab_size",
        "gpt: 0 = the tokenizer's size; larger pads the embedding (GPT-2: 50304)"},
       {"bitlinear.weight_scale", "ternary weight scale: absmean or absmedian of |W|"},

@@ -34,12 +34,20 @@ int run_eval(const Args& args) {
       source += " (last " + std::to_string(ck->val_fraction).substr(0, 4) + ")";
     }
   }
-  const int64_t n = int64_t(tokens.size()), block = ck->model->config().block_size;
+  const GPT& model = *ck->model;
+  const int64_t n = int64_t(tokens.size()), block = model.config().block_size;
   BG_CHECK(n >= 2, "eval", source, ": needs at least 2 tokens, has ", n);
+  // Bits per byte: the loss over the bytes the predicted tokens decode to, so runs of any
+  // tokenizer compare (char and byte tokens are one byte each; GPT-2's are several).
+  const Tokenizer& tok = *ck->tokenizer;
+  std::vector<int64_t> token_bytes(size_t(tok.vocab_size()));
+  for (int32_t id = 0; id < int32_t(token_bytes.size()); ++id)
+    token_bytes[size_t(id)] = int64_t(tok.decode({id}).size());
+  const auto* bide = dynamic_cast<const BideTokenHead*>(&model.head());
   NoGradGuard no_grad;
   Generator unused;
-  double total = 0;
-  int64_t counted = 0;
+  double total = 0, outside = 0;
+  int64_t counted = 0, bytes = 0;
   // Windows [w, w + len] predict tokens w+1..w+len; full windows go in batches, the tail alone.
   for (int64_t w = 0; w < n - 1;) {
     const int64_t len = std::min(block, n - 1 - w);
@@ -50,18 +58,29 @@ int run_eval(const Args& args) {
         x[size_t(r * len + t)] = tokens[size_t(w + r * len + t)];
         y[size_t(r * len + t)] = tokens[size_t(w + r * len + t + 1)];
       }
-    const double mean =
-        ck->model
-            ->loss(from_vector(x, {rows, len}, device), from_vector(y, {rows, len}, device), unused)
-            .item();
-    total += mean * double(rows * len);
+    const Tensor xt = from_vector(x, {rows, len}, device), yt = from_vector(y, {rows, len}, device);
+    const Tensor h =
+        model.hidden_from_embeddings(model.embed(xt, unused), unused).reshape({rows * len, -1});
+    total += model.head().loss(h, yt.reshape({rows * len}), "sum").item();
+    if (bide) {  // the mass the same head would put outside the vocabulary, unrestricted
+      const auto [z_vocab, z_all] = bide->log_normalizers(h);
+      outside += sum(exp(z_vocab - z_all) * -1.0 + 1.0).item();
+    }
+    for (int64_t v : y) bytes += token_bytes[size_t(v)];
     counted += rows * len;
     w += rows * len;
   }
   const double loss = total / double(counted);
-  std::printf("%s: step %lld | %s: %lld tokens | loss %.4f | perplexity %.3f\n",
-              args.positional[0].c_str(), (long long)ck->step, source.c_str(), (long long)counted,
-              loss, std::exp(loss));
+  std::printf(
+      "%s: step %lld | %s: %lld tokens, %lld bytes | loss %.4f nats/token | %.4f bits/byte "
+      "| perplexity %.3f",
+      args.positional[0].c_str(), (long long)ck->step, source.c_str(), (long long)counted,
+      (long long)bytes, loss, total / std::log(2.0) / double(std::max<int64_t>(bytes, 1)),
+      std::exp(loss));
+  if (bide)
+    std::printf(" | unrestricted, the head would put %.3g of its mass outside the vocabulary",
+                outside / double(counted));
+  std::printf("\n");
   return 0;
 }
 

@@ -78,6 +78,13 @@ int run_train(const Args& args) {
     if (g.vocab_size == 0) g.vocab_size = tok->vocab_size();
     BG_CHECK(g.vocab_size >= tok->vocab_size(), "train", "model.vocab_size ", g.vocab_size,
              " is smaller than the ", tok->kind(), " tokenizer's ", tok->vocab_size());
+    if (g.head == HeadKind::bide) {  // the BIDE head's support: exactly the tokenizer's ids
+      g.bide.support = tok->vocab_size();
+      BG_CHECK(g.bide.bits == 0 || (int64_t(1) << g.bide.bits) >= g.bide.support, "config",
+               "head.bide.bits: ", g.bide.bits, " bits hold ", int64_t(1) << g.bide.bits,
+               " ids, the ", tok->kind(), " vocabulary has ", g.bide.support, " (use ",
+               bits_for_vocabulary(g.bide.support), " or more)");
+    }
     g.fused_attention = choose_fused_attention(cfg.attention, mode, device, g.n_embd / g.n_head);
     gpt = std::make_unique<GPT>(g, init);
     model = gpt.get();
@@ -135,7 +142,8 @@ int run_train(const Args& args) {
   // start of the validation data, as long as fits one context window (so the KV cache never
   // slides: the CPU's deterministic sampler recomputes the window per token once it does).
   model->train(false);
-  const int64_t prompt_len = gpt ? std::min<int64_t>(context, 16) : context;
+  const int64_t prompt_len =
+      gpt ? std::min<int64_t>(std::max<int64_t>(context / 2, 1), 16) : context;
   const std::vector<int32_t> prompt(task.val_tokens.begin(), task.val_tokens.begin() + prompt_len);
   Generator sample_gen(cfg.seed + 4), unused;
   SampleSettings settings;

@@ -50,9 +50,10 @@ TrainConfig read_train_config(ConfigReader& r) {
     c.model.n_layer = r.integer("model.n_layer", 2, 0, 64);
     c.model.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
     for (const char* k :
-         {"block_size", "n_head", "bias", "attention", "vocab_size", "gelu", "linear"})
+         {"block_size", "n_head", "bias", "attention", "vocab_size", "gelu", "linear", "head"})
       r.not_used(std::string("model.") + k, other_model);
     r.not_used("bitlinear", other_model);
+    r.not_used("head", other_model);
   } else {
     c.gpt.block_size = r.integer("model.block_size", 256, 1, 1 << 20);
     c.gpt.n_layer = r.integer("model.n_layer", 6, 1, 256);
@@ -76,6 +77,22 @@ TrainConfig read_train_config(ConfigReader& r) {
       if (r.boolean("bitlinear.lm_head", false)) c.gpt.head = HeadKind::bitlinear;
     } else {
       r.not_used("bitlinear", "model.linear is dense");
+    }
+    // The output head: the tied softmax, or a BIDE over the next token's bits (models/gpt_head.h).
+    if (r.choice("model.head", "softmax", {"softmax", "bide"}) == "bide") {
+      if (c.gpt.head == HeadKind::bitlinear)
+        r.fail_at("model.head",
+                  "bide replaces the tied head that bitlinear.lm_head makes "
+                  "BitLinear; set one of the two");
+      c.gpt.head = HeadKind::bide;
+      BideHeadSpec& b = c.gpt.bide;
+      b.bits = int(r.integer("head.bide.bits", 0, 0, 24));  // 0: the fewest for the vocabulary
+      r.default_is("head.bide.bits", "the fewest that hold the vocabulary");
+      b.hidden = r.integer("head.bide.hidden", 32, 1, kMaxBideHidden);
+      b.precision = r.choice("head.bide.sick.dtype", SickPrecision::fp32);
+      b.variant = r.choice("head.bide.sick.variant", SickVariant::automatic);
+    } else {
+      r.not_used("head", "model.head is softmax");
     }
     // tanh: GPT-2 and llm.c; erf: nanoGPT's nn.GELU(), so nanoGPT evaluates the model exactly.
     c.gpt.gelu = r.choice("model.gelu", GeluForm::tanh);

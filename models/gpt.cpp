@@ -22,6 +22,14 @@ void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg) {
     ck.attr("bitlinear.norm", std::string(enum_name(o.act.norm)));
     ck.attr("bitlinear.lm_head", int64_t(cfg.head == HeadKind::bitlinear));
   }
+  ck.attr("model.head", std::string(cfg.head == HeadKind::bide ? "bide" : "softmax"));
+  if (cfg.head == HeadKind::bide) {
+    ck.attr("head.bide.bits", int64_t(cfg.bide.bits));
+    ck.attr("head.bide.hidden", cfg.bide.hidden);
+    ck.attr("head.bide.support", cfg.bide.support);
+    ck.attr("head.bide.sick.dtype", std::string(enum_name(cfg.bide.precision)));
+    ck.attr("head.bide.sick.variant", std::string(enum_name(cfg.bide.variant)));
+  }
 }
 
 GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
@@ -56,6 +64,32 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
     BG_CHECK(head == 0 || head == 1, "gpt", path, ": bitlinear.lm_head is ", head,
              ", expected 0 or 1");
     cfg.head = head == 1 ? HeadKind::bitlinear : HeadKind::softmax;
+  }
+  // Checkpoints before model.head had the tied softmax head.
+  const std::string head = ck.has_attr("model.head") ? ck.str_attr("model.head") : "softmax";
+  BG_CHECK(head == "softmax" || head == "bide", "checkpoint", path, ": attribute model.head is '",
+           head, "', expected softmax or bide");
+  if (head == "bide") {
+    BG_CHECK(cfg.head == HeadKind::softmax, "checkpoint", path,
+             ": model.head bide with bitlinear.lm_head");
+    cfg.head = HeadKind::bide;
+    BideHeadSpec& b = cfg.bide;
+    b.bits = int(ck.int_attr("head.bide.bits"));
+    b.hidden = ck.int_attr("head.bide.hidden");
+    b.support = ck.int_attr("head.bide.support");
+    const std::string dtype = ck.str_attr("head.bide.sick.dtype"),
+                      variant = ck.str_attr("head.bide.sick.variant");
+    BG_CHECK(parse_enum(dtype, &b.precision), "checkpoint", path,
+             ": attribute head.bide.sick.dtype is '", dtype, "', expected ",
+             enum_names_text<SickPrecision>());
+    BG_CHECK(parse_enum(variant, &b.variant), "checkpoint", path,
+             ": attribute head.bide.sick.variant is '", variant, "', expected ",
+             enum_names_text<SickVariant>());
+    BG_CHECK(b.bits >= 1 && b.bits <= 24 && b.hidden >= 1 && b.hidden <= kMaxBideHidden &&
+                 b.support >= 2 && b.support <= cfg.vocab_size &&
+                 b.support <= (int64_t(1) << b.bits),
+             "checkpoint", path, ": inconsistent head.bide.* attributes (bits ", b.bits,
+             ", hidden ", b.hidden, ", support ", b.support, ")");
   }
   // The ranges train's config allows, each named: a crafted attribute must not become a huge
   // allocation.
@@ -116,6 +150,18 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
   if (a.gelu != b.gelu)
     d += std::string(d.empty() ? "" : ", ") + "gelu " + enum_name(a.gelu) + " vs " +
          enum_name(b.gelu);
+  if ((a.head == HeadKind::bide) != (b.head == HeadKind::bide))
+    d += std::string(d.empty() ? "" : ", ") + "head " + enum_name(a.head) + " vs " +
+         enum_name(b.head);
+  if (a.head == HeadKind::bide && b.head == HeadKind::bide) {
+    cmp("head.bide.bits", a.bide.bits, b.bide.bits);
+    cmp("head.bide.hidden", a.bide.hidden, b.bide.hidden);
+    cmp("head.bide.support", a.bide.support, b.bide.support);
+    if (a.bide.precision != b.bide.precision || a.bide.variant != b.bide.variant)
+      d += std::string(d.empty() ? "" : ", ") + "head.bide.sick.dtype/variant " +
+           enum_name(a.bide.precision) + "/" + enum_name(a.bide.variant) + " vs " +
+           enum_name(b.bide.precision) + "/" + enum_name(b.bide.variant);
+  }
   return d;
 }
 
@@ -165,8 +211,15 @@ GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
     blocks_.push_back(
         register_module("transformer.h." + std::to_string(i), std::make_shared<Block>(cfg, init)));
   ln_f_ = register_module("transformer.ln_f", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
-  head_ = register_module("lm_head",
-                          std::make_shared<TiedSoftmaxHead>(wte_, cfg.head, cfg.linear.bitlinear));
+  if (cfg.head == HeadKind::bide) {
+    BideHeadSpec& spec = cfg_.bide;  // resolved here, so the checkpoint records what ran
+    if (spec.support == 0) spec.support = cfg.vocab_size;
+    if (spec.bits == 0) spec.bits = bits_for_vocabulary(spec.support);
+    head_ = register_module("lm_head", std::make_shared<BideTokenHead>(cfg.n_embd, spec, init));
+  } else {
+    head_ = register_module(
+        "lm_head", std::make_shared<TiedSoftmaxHead>(wte_, cfg.head, cfg.linear.bitlinear));
+  }
 }
 
 Tensor GPT::forward(const Tensor& idx, Generator& gen) const {
@@ -182,14 +235,14 @@ Tensor GPT::embed(const Tensor& idx, Generator& gen) const {
   return dropout(wte_->forward(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
 }
 
-Tensor GPT::trunk(const Tensor& embedded, Generator& gen) const {
+Tensor GPT::hidden_from_embeddings(const Tensor& embedded, Generator& gen) const {
   Tensor x = embedded;
   for (const auto& block : blocks_) x = block->forward(x, gen);
   return ln_f_->forward_for_matmul(x);
 }
 
 Tensor GPT::forward_from_embeddings(const Tensor& embedded, Generator& gen) const {
-  return head_->logits(trunk(embedded, gen));
+  return head_->logits(hidden_from_embeddings(embedded, gen));
 }
 
 void GPT::use_packed_head(PackedTernary packed) {
@@ -209,6 +262,11 @@ KVCache GPT::new_cache(int64_t batch, Device device, DType dtype) const {
 }
 
 Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) const {
+  const Tensor last = forward_cached_hidden(idx, cache);
+  return head_->logits(last).reshape({idx.size(0), -1});
+}
+
+Tensor GPT::forward_cached_hidden(const Tensor& idx, KVCache& cache) const {
   BG_CHECK(!training(), "gpt", "forward_cached is for inference (call train(false) first)");
   const int64_t t = idx.size(1), past = cache.length;
   BG_CHECK(t >= 1 && past + t <= cfg_.block_size, "gpt", "positions ", past, "..", past + t - 1,
@@ -217,12 +275,11 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) const {
   for (size_t i = 0; i < blocks_.size(); ++i)
     x = blocks_[i]->forward_cached(x, cache.k[i], cache.v[i], past);
   cache.length = past + t;
-  const Tensor last = ln_f_->forward(x.slice(1, t - 1, t));
-  return head_->logits(last).reshape({idx.size(0), cfg_.vocab_size});
+  return ln_f_->forward(x.slice(1, t - 1, t)).reshape({idx.size(0), cfg_.n_embd});
 }
 
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets, Generator& gen) const {
-  const Tensor h = trunk(embed(idx, gen), gen);
+  const Tensor h = hidden_from_embeddings(embed(idx, gen), gen);
   const int64_t rows = idx.size(0) * idx.size(1);
   return head_->loss(h.reshape({rows, cfg_.n_embd}), targets.reshape({rows}));
 }

@@ -24,8 +24,9 @@ struct GPTConfig {
   // such).
   LinearSpec linear;
   // The output head (models/gpt_head.h): the tied softmax head, dense or (bitlinear.lm_head) a
-  // BitLinear product of the token embedding.
+  // BitLinear product of the token embedding; or a BIDE head over the token's bits (bide).
   HeadKind head = HeadKind::softmax;
+  BideHeadSpec bide;  // head == bide
   // fused_causal_attention (one kernel per pass; on CUDA bf16 tensor cores, head dim 64, so only
   // under bf16 precision) or the composed matmul + causal_softmax + dropout + matmul (any
   // mode). Not part of the architecture: a checkpoint trained one way evaluates either way.
@@ -80,10 +81,14 @@ class GPT : public Module {
   // head from them (what check-determinism differentiates to get each sequence's own dx).
   Tensor embed(const Tensor& idx, Generator& gen) const;
   Tensor forward_from_embeddings(const Tensor& x, Generator& gen) const;
+  // The blocks and ln_f from the embeddings: (B, T, n_embd), what the head reads.
+  Tensor hidden_from_embeddings(const Tensor& x, Generator& gen) const;
   // Inference: idx (B, T) continues the cache's positions; returns the logits of the last
   // position (B, vocab_size) and appends T positions to the cache.
   KVCache new_cache(int64_t batch, Device device, DType dtype = DType::f32) const;
   Tensor forward_cached(const Tensor& idx, KVCache& cache) const;
+  // forward_cached up to the head: ln_f's output at the last position (B, n_embd).
+  Tensor forward_cached_hidden(const Tensor& idx, KVCache& cache) const;
   // The head's mean negative log-likelihood of targets (B, T) (cross-entropy for softmax).
   Tensor loss(const Tensor& idx, const Tensor& targets, Generator& gen) const;
   const GPTConfig& config() const { return cfg_; }
@@ -97,7 +102,6 @@ class GPT : public Module {
   int64_t non_embedding_parameters() const;
 
  private:
-  Tensor trunk(const Tensor& x, Generator& gen) const;  // the blocks and ln_f, (B, T, n_embd)
   GPTConfig cfg_;
   std::shared_ptr<GPTHead> head_;
   std::shared_ptr<Embedding> wte_, wpe_;

@@ -10,10 +10,28 @@
 
 namespace bg {
 
-// model.head's kinds. softmax: logits = h wte^T (tied to the token embedding), softmax over the
+// The head's kinds. softmax: logits = h wte^T (tied to the token embedding), softmax over the
 // vocabulary. bitlinear: the same tied head as a BitLinear product (bitlinear.lm_head: true).
-#define BG_HEAD_KINDS(X) X(softmax, "softmax") X(bitlinear, "bitlinear")
+// bide: the next token's id as a B-bit pattern, its distribution a BIDE over the patterns of the
+// valid ids, normalised exactly by SICK (model.head: bide).
+#define BG_HEAD_KINDS(X) X(softmax, "softmax") X(bitlinear, "bitlinear") X(bide, "bide")
 BG_NAMED_ENUM(HeadKind, BG_HEAD_KINDS)
+
+// The BIDE head's settings (head.bide.*): B bits per token id (enough for the vocabulary), H
+// hidden units, the SICK kernel's precision and variant. The support is the ids [0, support):
+// the normaliser, gradients, sampling and evaluation sum over those patterns only.
+struct BideHeadSpec {
+  int bits = 0;         // 0: the fewest that hold the vocabulary
+  int64_t hidden = 32;  // the SICK paper's H
+  int64_t support = 0;  // valid ids [0, support); 0: the model's vocab_size
+  SickPrecision precision = SickPrecision::fp32;
+  SickVariant variant = SickVariant::automatic;
+};
+// head.bide.hidden's bound: the CUDA SICK kernels hold up to 64 hidden units (the CPU's pass
+// has no such bound, but a checkpoint must run on either).
+inline constexpr int64_t kMaxBideHidden = 64;
+// The fewest bits whose patterns hold ids [0, vocab).
+int bits_for_vocabulary(int64_t vocab);
 
 class GPTHead : public Module {
  public:
@@ -22,8 +40,13 @@ class GPTHead : public Module {
   // vocabulary is the model's next-token distribution (what eval, sampling and
   // check-determinism read).
   virtual Tensor logits(const Tensor& h) const = 0;
-  // The mean negative log-likelihood of targets (N) given h (N, n_embd): the training loss.
-  virtual Tensor loss(const Tensor& h, const Tensor& targets) const;
+  // The negative log-likelihood of targets (N) given h (N, n_embd), mean (the training loss),
+  // "sum" or "none".
+  virtual Tensor loss(const Tensor& h, const Tensor& targets,
+                      const std::string& reduction = "mean") const;
+  // The head's raw output for h (N, n_embd), differentiable: what fixes the distribution bit for
+  // bit (the logits; a BIDE head's W and r side by side). check-determinism compares these.
+  virtual Tensor outputs(const Tensor& h) const { return logits(h); }
 };
 
 // The tied head: the token embedding's rows are the output features, multiplied in the mode of
@@ -42,6 +65,30 @@ class TiedSoftmaxHead : public GPTHead {
   HeadKind kind_;
   BitLinearOptions bitlinear_;
   PackedTernary packed_;
+};
+
+// The BIDE head (the SICK BIDE paper, sections 2.2 and 3.1.2): h -> W (H x B) and r (H) by two
+// bias-free projections (layers/bide_head.h), l_k = r . relu(W b_k) for the pattern b_k in
+// {-1, +1}^B of id k, p(k) = softmax over the ids [0, support) of l. The loss is SICK's fused
+// NLL; logits materialises one position's normalised log-probabilities over the support (for
+// sampling and top-k); outputs are W and r. Under train.deterministic the SICK pass runs one
+// slice per example, so an example's numbers never depend on the batch.
+class BideTokenHead : public GPTHead {
+ public:
+  BideTokenHead(int64_t n_embd, const BideHeadSpec& spec, Generator& init);
+  HeadKind kind() const override { return HeadKind::bide; }
+  Tensor logits(const Tensor& h) const override;
+  Tensor loss(const Tensor& h, const Tensor& targets,
+              const std::string& reduction = "mean") const override;
+  Tensor outputs(const Tensor& h) const override;
+  // log Z over the support, and over every 2^B pattern: how much mass the same head would put
+  // on patterns outside the vocabulary were it not restricted (eval reports it).
+  std::pair<Tensor, Tensor> log_normalizers(const Tensor& h) const;
+  const BideHead& bide() const { return *bide_; }
+
+ private:
+  BideOptions options() const;  // with this run's batch invariance
+  std::shared_ptr<BideHead> bide_;
 };
 
 }  // namespace bg

@@ -41,7 +41,7 @@ double LanguageModelTask::validation_loss() {
 // The tied LM head is also stored as lm_head.weight so PyTorch's load_state_dict finds every
 // key; then what sample, eval and resume need to rebuild and check the run.
 void LanguageModelTask::save(CheckpointWriter& ck) const {
-  if (gpt_)
+  if (gpt_ && gpt_->config().head != HeadKind::bide)
     for (const auto& [name, t] : model_.named_parameters())
       if (name == "transformer.wte.weight") ck.tensor("lm_head.weight", t);
   ck.attr("format", std::string(kTrainFormat));

@@ -88,7 +88,7 @@ one_line_error "usage: bitgrad checksum FILE.h5" "$bin" checksum
 grep -q "compute: fp32 batch_invariant deterministic" "$dir/det1.log" || fail "no compute line: $(grep compute "$dir/det1.log")"
 cmp -s <("$bin" checksum "$dir/det1/last.h5") <("$bin" checksum "$dir/det2/last.h5") || fail "two deterministic runs differ"
 "$bin" check-determinism "$ok" --runs 3 --steps 4 --out "$dir/chk" > "$dir/chk.log" 2>&1 || fail "check-determinism failed: $(tail -4 "$dir/chk.log")"
-for row in "run to run         equal   3 runs x 4 steps" "batch invariance   equal" "sampler = trainer  equal   KV-cached logits = training forward in a batch of 64 at all 16 positions"; do
+for row in "run to run         equal   3 runs x 4 steps" "batch invariance   equal" "sampler = trainer  equal   KV-cached head outputs = training forward in a batch of 64 at all 16 positions"; do
   grep -q "^$row" "$dir/chk.log" || fail "check-determinism printed no '$row' row: $(tail -4 "$dir/chk.log")"
 done
 one_line_error "--runs: 1 is outside [2, 100]" "$bin" check-determinism "$ok" --runs 1
@@ -113,6 +113,22 @@ grep -q "note: resuming in another compute mode (checkpoint vs config: train.mat
 one_line_error "--steps 5 is past the config's train.steps = 4" "$bin" check-determinism "$ok" --steps 5
 one_line_error "the config sets train.deterministic: false" "$bin" check-determinism "$ok" --set train.deterministic=false
 one_line_error "usage: bitgrad check-determinism CONFIG" "$bin" check-determinism
+# The BIDE output head: trains, resumes bit for bit, evaluates (nats/token, bits/byte, the mass
+# it would put outside the vocabulary unrestricted), samples and passes check-determinism;
+# a head that cannot hold the vocabulary, or a mixed one, is refused in one line.
+"$bin" train "$ok" --set model.head=bide --set head.bide.hidden=8 --set run.out_dir="$dir/bide1" > "$dir/bide.log" 2>&1 || fail "bide-head train failed: $(tail -2 "$dir/bide.log")"
+"$bin" train "$ok" --set model.head=bide --set head.bide.hidden=8 --set run.out_dir="$dir/bide2" --set run.stop_after_steps=2 > /dev/null 2>&1 || fail "a stopped bide-head train failed"
+"$bin" train "$ok" --set model.head=bide --set head.bide.hidden=8 --set run.out_dir="$dir/bide2" --set run.resume=true > /dev/null 2>&1 || fail "a bide-head resume failed"
+cmp -s <("$bin" checksum "$dir/bide1/last.h5") <("$bin" checksum "$dir/bide2/last.h5") || fail "a resumed bide-head run differs from an uninterrupted one"
+"$bin" eval "$dir/bide1/last.h5" > "$dir/bide_eval.log" 2>&1 || fail "bide-head eval failed: $(cat "$dir/bide_eval.log")"
+grep -q "nats/token | [0-9.]* bits/byte .* outside the vocabulary" "$dir/bide_eval.log" || fail "bide-head eval: $(cat "$dir/bide_eval.log")"
+"$bin" sample "$dir/bide1/last.h5" --tokens 5 > /dev/null 2>&1 || fail "bide-head sample failed"
+"$bin" check-determinism "$ok" --set model.head=bide --set head.bide.hidden=8 --runs 2 --steps 2 --out "$dir/bidechk" > "$dir/bidechk.log" 2>&1 || fail "bide-head check-determinism: $(tail -4 "$dir/bidechk.log")"
+one_line_error "head.bide.bits: 3 bits hold 8 ids" "$bin" train "$ok" --set model.head=bide --set head.bide.bits=3
+one_line_error "head.bide.hidden: value 65 is out of range [1, 64]" "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=65
+one_line_error "head: not used when model.head is softmax" "$bin" train "$ok" --set head.bide.hidden=8
+one_line_error "head.bide.sick.dtype: 'fp8' is not one of: fp32, fp16" "$bin" train "$ok" --set model.head=bide --set head.bide.sick.dtype=fp8
+one_line_error "model.head: bide replaces the tied head" "$bin" train "$ok" --set model.head=bide --set model.linear=bitlinear --set bitlinear.lm_head=true
 # The linear-layer factory's kinds: dense (the default) and bitlinear, whose quantisers the
 # checkpoint records, so sample and eval rebuild the BitNet model; bad bitlinear.* keys refused.
 "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.weight_scale=absmedian --set bitlinear.lm_head=true --set run.out_dir="$dir/bitnet" > "$dir/bitnet.log" 2>&1 || fail "bitlinear train failed: $(tail -2 "$dir/bitnet.log")"

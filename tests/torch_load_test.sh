@@ -25,7 +25,7 @@ YAML
 for gelu in erf tanh; do
   "$bin" train "$dir/gpt.yaml" --set model.gelu=$gelu --set run.out_dir="$dir/$gelu" > "$dir/train_$gelu.log" 2>&1 || { cat "$dir/train_$gelu.log"; fail "train ($gelu) failed"; }
   ours=$("$bin" eval "$dir/$gelu/last.h5" --data "$dir/eval.txt" 2>&1) || fail "eval failed: $ours"
-  ours=$(echo "$ours" | sed -n 's/.*| loss \([0-9.]*\) |.*/\1/p')
+  ours=$(echo "$ours" | sed -n 's/.*| loss \([0-9.]*\) nats\/token |.*/\1/p')
   theirs=$($py "$here/python/torch_load_test.py" "$here/../README.md" "$dir/$gelu/last.h5" "$dir/eval.txt" $gelu 2>&1) || fail "the README recipe failed ($gelu): $theirs"
   theirs=$(echo "$theirs" | sed -n 's/^loss \([0-9.]*\) .*/\1/p')
   $py -c "import sys; a, b = float('$ours'), float('$theirs'); sys.exit(0 if abs(a - b) < 2e-4 else 1)" || fail "gelu $gelu: bitgrad eval $ours, nanoGPT in PyTorch $theirs"
