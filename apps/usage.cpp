@@ -57,7 +57,8 @@ const std::vector<Command>& commands() {
         {"--device D", "auto, cpu, cuda or cuda:N (default auto)"}}},
       {"eval",
        "eval CKPT|PACKED [--data FILE] [--batch-size B] [--device D]",
-       "mean cross-entropy and perplexity of a GPT over every token of a validation set",
+       "loss (nats/token), bits per byte and perplexity of a GPT over every token of a "
+       "validation set",
        {{"--data FILE", "a text file or an llm.c .bin shard (default: the run's own split)"},
         {"--batch-size B", "block_size windows per forward pass (default 8)"},
         {"--device D", "auto, cpu, cuda or cuda:N (default auto)"}}},

@@ -21,10 +21,20 @@ train() {  # train NAME CONFIG [--set ...]
   .bundle/bitgrad eval /tmp/bh_$name/best.h5 > "$runs/${name}_eval.txt" 2>&1
   echo "$name: $(grep -o 'best val loss [0-9.]*' "$runs/$name.log") | $(grep -o 'peak [0-9.]* MiB allocated' "$runs/$name.log") | $(cut -d'|' -f3- "$runs/${name}_eval.txt")"
 }
-train softmax configs/shakespeare_char.yaml
-for h in 32 16 64; do
-  train bide_h$h configs/shakespeare_char_bide.yaml --set head.bide.hidden=$h
-done
+# VARIANTS: "name:key=value,key=value ..." runs of the BIDE config; default: the softmax head
+# and the H sweep.
+if [ -z "${VARIANTS:-}" ]; then
+  train softmax configs/shakespeare_char.yaml
+  for h in 32 16 64; do
+    train bide_h$h configs/shakespeare_char_bide.yaml --set head.bide.hidden=$h
+  done
+else
+  for v in $VARIANTS; do
+    sets=(); IFS=, read -ra kv <<< "${v#*:}"
+    for x in "${kv[@]}"; do sets+=(--set "$x"); done
+    train "${v%%:*}" configs/shakespeare_char_bide.yaml "${sets[@]}"
+  done
+fi
 for f in "$runs"/*.log; do  # median ms/step of the progress lines past step 100
   awk '/^step/ {split($2, s, "/"); if (s[1] + 0 > 100) for (i = 1; i <= NF; i++) if ($i == "ms/step") print $(i - 1)}' "$f" |
     sort -n | awk -v n="$(basename "$f" .log)" '{v[NR] = $1} END {if (NR) printf "%s: median %.2f ms/step\n", n, v[int((NR + 1) / 2)]}'
