@@ -53,54 +53,62 @@ std::vector<float> floats(const Tensor& t) {
 
 }  // namespace
 
-TEST_CASE("a gpt from its packed file gives the latent model's logits bit for bit") {
+TEST_CASE("a gpt from its packed file gives the latent model's logits bit for bit in every mode") {
   for (Device device : {Device::cpu(), Device::cuda(0)}) {
     if (device.is_cuda() && !cuda_available()) continue;
-    for (bool lm_head : {false, true}) {
-      CAPTURE(lm_head);
-      const GPTConfig cfg = tiny_config(lm_head);
-      Generator init(5);
-      GPT latent(cfg, init);
-      const ComputeMode mode = ComputeMode().on(device);
-      latent.set_compute_mode(mode);
-      latent.train(false);
-      const std::string path = tmp_file("packed.h5");
-      {
-        CheckpointWriter ck(path);
-        const PackedSizes sizes = save_packed_gpt(latent, ck);
-        CHECK(sizes.matrices == 2 * 4 + (lm_head ? 1 : 0));
-        CHECK(sizes.code_bytes * 8 == sizes.fp16_bytes);  // 40 and 160 inputs: whole bytes
-        ck.commit();
+    ComputeMode lmul_attention;  // L-Mul in attention's products; the BitLinear layers exact
+    lmul_attention.algo = MatmulAlgo::lmul;
+    lmul_attention.lmul_mantissa_bits = 7;
+    lmul_attention.lmul_scope = LmulScope::attention;
+    for (const ComputeMode& base :
+         {ComputeMode(), ComputeMode::deterministic_mode(), lmul_attention})
+      for (bool lm_head : {false, true}) {
+        CAPTURE(lm_head);
+        const std::string mode_text = base.str();
+        CAPTURE(mode_text);
+        const GPTConfig cfg = tiny_config(lm_head);
+        Generator init(5);
+        GPT latent(cfg, init);
+        const ComputeMode mode = base.on(device);
+        latent.set_compute_mode(mode);
+        latent.train(false);
+        const std::string path = tmp_file("packed.h5");
+        {
+          CheckpointWriter ck(path);
+          const PackedSizes sizes = save_packed_gpt(latent, ck);
+          CHECK(sizes.matrices == 2 * 4 + (lm_head ? 1 : 0));
+          CHECK(sizes.code_bytes * 8 == sizes.fp16_bytes);  // 40 and 160 inputs: whole bytes
+          ck.commit();
+        }
+        const CheckpointReader ck(path);
+        CHECK(!ck.has("transformer.h.0.attn.c_attn.weight"));  // no latent weights stored
+        CHECK(ck.has("transformer.h.0.attn.c_attn.weight_packed"));
+        CHECK(ck.has("transformer.h.0.attn.c_attn.bias"));
+        CHECK(ck.has("lm_head.weight_packed") == lm_head);
+        Generator other(99);  // different initial values: everything must come from the file
+        GPT packed(cfg, other);
+        packed.set_compute_mode(mode);
+        load_packed_weights(packed, ck, device);
+        const auto named = packed.named_parameters();
+        CHECK(named.size() + 2 * 4 == latent.named_parameters().size());
+        load_parameters(ck, named);
+        FlatParameters on_device(named, device), latent_params(latent.named_parameters(), device);
+        packed.train(false);
+        NoGradGuard no_grad;
+        Generator unused;
+        std::vector<int64_t> ids(3 * 16);
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t((i * 5 + i / 3) % 13);
+        const Tensor idx = from_vector(ids, {3, 16}, device);
+        const std::vector<float> want = floats(latent.forward(idx, unused));
+        CHECK(std::memcmp(floats(packed.forward(idx, unused)).data(), want.data(),
+                          want.size() * 4) == 0);
+        KVCache ca = latent.new_cache(3, device), cb = packed.new_cache(3, device);
+        for (int64_t t = 0; t < 16; t += 5) {
+          const Tensor step = idx.slice(1, t, std::min<int64_t>(t + 5, 16)).contiguous();
+          CHECK(floats(packed.forward_cached(step, cb)) == floats(latent.forward_cached(step, ca)));
+        }
+        std::remove(path.c_str());
       }
-      const CheckpointReader ck(path);
-      CHECK(!ck.has("transformer.h.0.attn.c_attn.weight"));  // no latent weights stored
-      CHECK(ck.has("transformer.h.0.attn.c_attn.weight_packed"));
-      CHECK(ck.has("transformer.h.0.attn.c_attn.bias"));
-      CHECK(ck.has("lm_head.weight_packed") == lm_head);
-      Generator other(99);  // different initial values: everything must come from the file
-      GPT packed(cfg, other);
-      packed.set_compute_mode(mode);
-      load_packed_weights(packed, ck, device);
-      const auto named = packed.named_parameters();
-      CHECK(named.size() + 2 * 4 == latent.named_parameters().size());
-      load_parameters(ck, named);
-      FlatParameters on_device(named, device), latent_params(latent.named_parameters(), device);
-      packed.train(false);
-      NoGradGuard no_grad;
-      Generator unused;
-      std::vector<int64_t> ids(3 * 16);
-      for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t((i * 5 + i / 3) % 13);
-      const Tensor idx = from_vector(ids, {3, 16}, device);
-      const std::vector<float> want = floats(latent.forward(idx, unused));
-      CHECK(std::memcmp(floats(packed.forward(idx, unused)).data(), want.data(), want.size() * 4) ==
-            0);
-      KVCache ca = latent.new_cache(3, device), cb = packed.new_cache(3, device);
-      for (int64_t t = 0; t < 16; t += 5) {
-        const Tensor step = idx.slice(1, t, std::min<int64_t>(t + 5, 16)).contiguous();
-        CHECK(floats(packed.forward_cached(step, cb)) == floats(latent.forward_cached(step, ca)));
-      }
-      std::remove(path.c_str());
-    }
   }
 }
 
