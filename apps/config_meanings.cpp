@@ -23,7 +23,9 @@ const std::map<std::string, std::string>& config_key_meanings() {
       {"data.val_fraction", "last fraction of the text's characters held out for validation"},
       {"data.train_bin", "llm.c token shard to train on (bitgrad prepare), instead of data.path"},
       {"data.val_bin", "llm.c token shard to validate on, with data.train_bin"},
-      {"data.tokenizer", "char (the text's byte set), byte (256 ids) or gpt2 (GPT-2 BPE)"},
+      {"data.tokenizer",
+       "char (the text's byte set), byte (256 ids), byte_pair (bytes in, the next two bytes "
+       "predicted jointly by a BIDE head over 16 bits) or gpt2 (GPT-2 BPE)"},
       {"data.gpt2_dir", "folder with GPT-2's encoder.json and vocab.bpe"},
       // model (train)
       {"model.type", "char_mlp or gpt"},
@@ -46,7 +48,14 @@ const std::map<std::string, std::string>& config_key_meanings() {
       {"head.bide.bits", "bits per token id (at least enough for the vocabulary)"},
       {"head.bide.hidden", "H, the BIDE head's hidden units"},
       {"head.bide.sick.dtype", "W and r inside the CUDA SICK kernel: fp32 or fp16"},
-      {"head.bide.sick.variant", "how SICK walks the patterns: auto, bruteforce or precomputed"},
+      {"head.bide.sick.variant",
+       "how SICK walks the patterns: auto, bruteforce or precomputed (H <= 64)"},
+      {"head.bide.code",
+       "which pattern stands for which id: id, or frequency (ids ranked by their count in the "
+       "training data)"},
+      {"model.input",
+       "gpt: embedding (a vocab_size x n_embd table) or bits (the id's bits in {-1, +1} "
+       "through a linear layer; needs model.head bide)"},
       {"model.vocab_size",
        "gpt: 0 = the tokenizer's size; larger pads the embedding (GPT-2: 50304)"},
       {"bitlinear.weight_scale", "ternary weight scale: absmean or absmedian of |W|"},

@@ -32,7 +32,10 @@ const std::vector<Probe> kTrainProbes = {
       "data.tokenizer=gpt2", "run.resume=true", "schedule.type=cosine", "schedule.stage2_step=1"}},
     {"gpt",
      {"data.train_bin=a.bin", "data.val_bin=b.bin", "data.tokenizer=byte", "model.type=gpt",
-      "optimizer.type=sgd", "model.head=bide"}}};
+      "optimizer.type=sgd", "model.head=bide"}},
+    {"gpt",
+     {"data.path=x.txt", "data.tokenizer=byte_pair", "model.type=gpt", "model.head=bide",
+      "model.input=bits"}}};
 
 std::string every_kind_of_distribution() {
   return "distributions=[{kind: normal, mu: 0, sigma: 1}, {kind: lognormal, mu: 0, sigma: 1}, "

@@ -1,6 +1,9 @@
 // eval.cpp: `bitgrad eval CKPT`: mean cross-entropy (nats per token) and perplexity of a GPT on
 // every token of a validation set, in non-overlapping block_size windows (each token but the
-// first predicted once, from up to block_size tokens of context).
+// first predicted once, from up to block_size tokens of context). A model predicting P tokens
+// jointly (byte pairs) is scored on each position's next P tokens, nats per target; its bits per
+// byte divide by the P bytes each target holds (the mean of P interleaved chain-rule codes of
+// the text, each a proper code length).
 #include <cmath>
 #include <cstdio>
 
@@ -35,8 +38,11 @@ int run_eval(const Args& args) {
     }
   }
   const GPT& model = *ck->model;
-  const int64_t n = int64_t(tokens.size()), block = model.config().block_size;
-  BG_CHECK(n >= 2, "eval", source, ": needs at least 2 tokens, has ", n);
+  const GPTConfig& cfg = model.config();
+  const int64_t ahead = cfg.predict_tokens;
+  // Positions with a whole target: tokens[w] predicts tokens[w + 1 .. w + ahead].
+  const int64_t n = int64_t(tokens.size()) - (ahead - 1), block = cfg.block_size;
+  BG_CHECK(n >= 2, "eval", source, ": needs at least ", ahead + 1, " tokens, has ", tokens.size());
   // Bits per byte: the loss over the bytes the predicted tokens decode to, so runs of any
   // tokenizer compare (char and byte tokens are one byte each; GPT-2's are several).
   const Tokenizer& tok = *ck->tokenizer;
@@ -56,7 +62,9 @@ int run_eval(const Args& args) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t t = 0; t < len; ++t) {
         x[size_t(r * len + t)] = tokens[size_t(w + r * len + t)];
-        y[size_t(r * len + t)] = tokens[size_t(w + r * len + t + 1)];
+        y[size_t(r * len + t)] = joint_target(cfg, &tokens[size_t(w + r * len + t + 1)]);
+        for (int64_t j = 0; j < ahead; ++j)
+          bytes += token_bytes[size_t(tokens[size_t(w + r * len + t + 1 + j)])];
       }
     const Tensor xt = from_vector(x, {rows, len}, device), yt = from_vector(y, {rows, len}, device);
     const Tensor h =
@@ -66,17 +74,16 @@ int run_eval(const Args& args) {
       const auto [z_vocab, z_all] = bide->log_normalizers(h);
       outside += sum(exp(z_vocab - z_all) * -1.0 + 1.0).item();
     }
-    for (int64_t v : y) bytes += token_bytes[size_t(v)];
     counted += rows * len;
     w += rows * len;
   }
   const double loss = total / double(counted);
   std::printf(
-      "%s: step %lld | %s: %lld tokens, %lld bytes | loss %.4f nats/token | %.4f bits/byte "
+      "%s: step %lld | %s: %lld %s, %lld bytes | loss %.4f nats/%s | %.4f bits/byte "
       "| perplexity %.3f",
       args.positional[0].c_str(), (long long)ck->step, source.c_str(), (long long)counted,
-      (long long)bytes, loss, total / std::log(2.0) / double(std::max<int64_t>(bytes, 1)),
-      std::exp(loss));
+      ahead == 1 ? "tokens" : "targets", (long long)bytes, loss, ahead == 1 ? "token" : "target",
+      total / std::log(2.0) / double(std::max<int64_t>(bytes, 1)), std::exp(loss));
   if (bide)
     std::printf(" | unrestricted, the head would put %.3g of its mass outside the vocabulary",
                 outside / double(counted));

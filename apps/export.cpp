@@ -35,6 +35,7 @@ int run_export(const Args& args) {
   out.attr("source", src);
   out.attr("step", loaded->step);
   save_gpt_config(out, model.config());
+  save_bide_code(out, model);
   loaded->tokenizer->save(out);
   // Every setting that changes the logits travels with the weights: the compute mode (L-Mul's
   // multiplies included) and the attention a deterministic run trained with.

@@ -123,7 +123,7 @@ FitConfig read_fit_config(ConfigReader& r) {
     code.type = vt[0] == 'u' ? BideValueType::uint : BideValueType::sint;
     code.bits = vt.find("16") != std::string::npos ? 16 : 8;
   }
-  c.hidden = r.integer("bide.hidden", 2 * code.bits, 1, 64);
+  c.hidden = r.integer("bide.hidden", 2 * code.bits, 1, kMaxSickHidden);
   r.default_is("bide.hidden", "2 x bits");
   if (r.is_list("bide.range")) {
     const std::vector<double> v = r.numbers("bide.range", {}, 2);

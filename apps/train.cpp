@@ -79,15 +79,24 @@ int run_train(const Args& args) {
     BG_CHECK(g.vocab_size >= tok->vocab_size(), "train", "model.vocab_size ", g.vocab_size,
              " is smaller than the ", tok->kind(), " tokenizer's ", tok->vocab_size());
     if (g.head == HeadKind::bide) {  // the BIDE head's support: exactly the tokenizer's ids
-      g.bide.support = tok->vocab_size();
+      GPTConfig unpadded = g;        // a padded vocabulary's extra ids are never targets
+      unpadded.vocab_size = tok->vocab_size();
+      g.bide.support = target_vocabulary(unpadded);
       BG_CHECK(g.bide.bits == 0 || (int64_t(1) << g.bide.bits) >= g.bide.support, "config",
                "head.bide.bits: ", g.bide.bits, " bits hold ", int64_t(1) << g.bide.bits,
-               " ids, the ", tok->kind(), " vocabulary has ", g.bide.support, " (use ",
+               " ids, the ", tok->kind(), " targets number ", g.bide.support, " (use ",
                bits_for_vocabulary(g.bide.support), " or more)");
     }
     g.fused_attention = choose_fused_attention(cfg.attention, mode, device, g.n_embd / g.n_head);
     gpt = std::make_unique<GPT>(g, init);
     model = gpt.get();
+    // A BIDE head's token code other than the id: ranked by the training tokens (resume loads
+    // the saved one, and compares).
+    if (g.head == HeadKind::bide && g.bide.code == BideTokenCode::frequency) {
+      BG_CHECK(g.predict_tokens == 1, "config",
+               "head.bide.code: frequency ranks single tokens; byte_pair targets take id");
+      gpt->bide_head()->set_code(frequency_code(train_tokens, g.bide.support));
+    }
   } else {
     CharMLPConfig m = cfg.model;
     m.vocab_size = tok->vocab_size();

@@ -34,9 +34,10 @@ TrainConfig read_train_config(ConfigReader& r) {
     r.not_used("data.path", "data.train_bin is set (token shards replace the text file)");
     r.not_used("data.val_fraction", "data.train_bin is set (data.val_bin holds the split)");
   }
-  c.tokenizer = r.choice("data.tokenizer", "char", {"char", "byte", "gpt2"});
+  // byte_pair: bytes in, the next two bytes predicted jointly (a BIDE head over 16 bits).
+  c.tokenizer = r.choice("data.tokenizer", "char", {"char", "byte", "byte_pair", "gpt2"});
   if (!c.train_bin.empty() && c.tokenizer == "char")
-    r.fail_at("data.tokenizer", "token shards need a fixed vocabulary: byte or gpt2");
+    r.fail_at("data.tokenizer", "token shards need a fixed vocabulary: byte, byte_pair or gpt2");
   if (c.tokenizer == "gpt2")
     c.gpt2_dir = r.string("data.gpt2_dir", "datasets/gpt2");
   else
@@ -49,9 +50,13 @@ TrainConfig read_train_config(ConfigReader& r) {
     c.model.n_hidden = r.integer("model.n_hidden", 256, 1, 1 << 20);
     c.model.n_layer = r.integer("model.n_layer", 2, 0, 64);
     c.model.dropout = r.number("model.dropout", 0.0, 0.0, 0.95);
-    for (const char* k :
-         {"block_size", "n_head", "bias", "attention", "vocab_size", "gelu", "linear", "head"})
+    for (const char* k : {"block_size", "n_head", "bias", "attention", "vocab_size", "gelu",
+                          "linear", "head", "input"})
       r.not_used(std::string("model.") + k, other_model);
+    if (c.tokenizer == "byte_pair")
+      r.fail_at("data.tokenizer",
+                "byte_pair predicts two bytes jointly: a model.type gpt "
+                "with model.head bide");
     r.not_used("bitlinear", other_model);
     r.not_used("head", other_model);
   } else {
@@ -91,14 +96,37 @@ TrainConfig read_train_config(ConfigReader& r) {
       b.hidden = r.integer("head.bide.hidden", 32, 1, kMaxBideHidden);
       b.precision = r.choice("head.bide.sick.dtype", SickPrecision::fp32);
       b.variant = r.choice("head.bide.sick.variant", SickVariant::automatic);
+      if (b.variant == SickVariant::precomputed && b.hidden > kMaxPrecomputedSickHidden)
+        r.fail_at("head.bide.sick.variant",
+                  "the precomputed kernel holds up to " +
+                      std::to_string(kMaxPrecomputedSickHidden) +
+                      " hidden units; use bruteforce or auto for head.bide.hidden " +
+                      std::to_string(b.hidden));
+      // Which pattern stands for which id: the id, or its frequency rank in the training data.
+      b.code = r.choice("head.bide.code", BideTokenCode::id);
     } else {
       r.not_used("head", "model.head is softmax");
+      if (c.tokenizer == "byte_pair")
+        r.fail_at("data.tokenizer",
+                  "byte_pair predicts 65,536 pair ids jointly, which only model.head: bide "
+                  "has an output over");
     }
+    c.gpt.predict_tokens = c.tokenizer == "byte_pair" ? 2 : 1;
+    // How a token enters: its embedding row, or its id's bits through a linear layer.
+    c.gpt.input = r.choice("model.input", InputKind::embedding);
+    if (c.gpt.input == InputKind::bits && c.gpt.head != HeadKind::bide)
+      r.fail_at("model.input",
+                "bits leaves no token embedding for the softmax head to tie to; "
+                "use model.head: bide");
     // tanh: GPT-2 and llm.c; erf: nanoGPT's nn.GELU(), so nanoGPT evaluates the model exactly.
     c.gpt.gelu = r.choice("model.gelu", GeluForm::tanh);
     // 0: the tokenizer's size; more pads the embedding (GPT-2's 50257 -> 50304, a multiple of
     // 64 for the GEMMs); padded ids are never targets and never sampled.
     c.gpt.vocab_size = r.integer("model.vocab_size", 0, 0, 1 << 24);
+    if (c.tokenizer == "byte_pair" && c.gpt.vocab_size != 0 && c.gpt.vocab_size != 256)
+      r.fail_at("model.vocab_size",
+                "byte_pair pairs ids as first * 256 + second: leave "
+                "model.vocab_size at 0 (256)");
     c.model.context = c.gpt.block_size;
     for (const char* k : {"context", "n_hidden"})
       r.not_used(std::string("model.") + k, other_model);

@@ -24,6 +24,11 @@ BG_NAMED_ENUM(SickVariant, BG_SICK_VARIANTS)
 #define BG_SICK_PRECISIONS(X) X(fp32, "fp32") X(fp16, "fp16")
 BG_NAMED_ENUM(SickPrecision, BG_SICK_PRECISIONS)
 
+// Hidden units the CUDA SICK kernels hold: the bruteforce kernel up to 256 (its accumulators in
+// registers, spilling above 64), the precomputed one up to 64 (its tables in shared memory).
+inline constexpr int64_t kMaxSickHidden = 256;
+inline constexpr int64_t kMaxPrecomputedSickHidden = 64;
+
 struct BideOptions {
   BideCode code;  // value type and bits
   SickVariant variant = SickVariant::automatic;

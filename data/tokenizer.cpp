@@ -70,9 +70,10 @@ void ByteTokenizer::save(CheckpointWriter& ck) const { ck.attr("tokenizer", kind
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, const std::string& text,
                                           const std::string& gpt2_dir) {
   if (kind == "char") return std::make_unique<CharTokenizer>(text);
-  if (kind == "byte") return std::make_unique<ByteTokenizer>();
+  if (kind == "byte" || kind == "byte_pair")
+    return std::make_unique<ByteTokenizer>(kind == "byte_pair");
   if (kind == "gpt2") return Gpt2Tokenizer::from_dir(gpt2_dir);
-  fail("tokenizer", "unknown tokenizer '", kind, "' (char, byte or gpt2)");
+  fail("tokenizer", "unknown tokenizer '", kind, "' (char, byte, byte_pair or gpt2)");
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const CheckpointReader& ck) {
@@ -88,10 +89,11 @@ std::unique_ptr<Tokenizer> load_tokenizer(const CheckpointReader& ck) {
              "increasing byte order)");
     return tok;
   }
-  if (kind == "byte") return std::make_unique<ByteTokenizer>();
+  if (kind == "byte" || kind == "byte_pair")
+    return std::make_unique<ByteTokenizer>(kind == "byte_pair");
   if (kind == "gpt2") return Gpt2Tokenizer::load(ck);
   fail("checkpoint", ck.path(), ": attribute tokenizer is '", kind,
-       "', expected char, byte or gpt2");
+       "', expected char, byte, byte_pair or gpt2");
 }
 
 size_t split_point(const std::string& text, double val_fraction) {

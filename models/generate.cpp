@@ -44,16 +44,27 @@ std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const 
     const std::vector<int64_t> window(ids.end() - n, ids.end());
     return model.forward_cached(from_vector(window, {1, n}, device), cache);
   };
+  // A model predicting P tokens jointly draws one of vocab_limit^P targets, P tokens at a time.
+  GPTConfig unpadded = model.config();
+  unpadded.vocab_size = vocab_limit;
+  const int64_t target_limit = target_vocabulary(unpadded);
   Tensor logits = run_window();
-  for (int64_t i = 0; i < s.new_tokens; ++i) {
+  for (int64_t made = 0; made < s.new_tokens;) {
     std::vector<float> row = logits.to_vector<float>();
-    row.resize(size_t(vocab_limit));
-    const int32_t next = sample_token(std::move(row), s, gen);
-    ids.push_back(next);
-    if (on_token && !on_token(next)) break;
-    if (i + 1 == s.new_tokens) break;
-    if (cache.length < block)
-      logits = model.forward_cached(from_vector(std::vector<int64_t>{next}, {1, 1}, device), cache);
+    row.resize(size_t(target_limit));
+    std::vector<int32_t> drawn;
+    append_target_tokens(model.config(), sample_token(std::move(row), s, gen), drawn);
+    drawn.resize(size_t(std::min<int64_t>(int64_t(drawn.size()), s.new_tokens - made)));
+    for (int32_t next : drawn) {
+      ids.push_back(next);
+      if (on_token && !on_token(next)) return ids;
+    }
+    made += int64_t(drawn.size());
+    if (made == s.new_tokens) break;
+    const int64_t n = int64_t(drawn.size());
+    if (cache.length + n <= block)
+      logits = model.forward_cached(
+          from_vector(std::vector<int64_t>(drawn.begin(), drawn.end()), {1, n}, device), cache);
     else
       logits = run_window();  // positions shift once the window slides: recompute
   }

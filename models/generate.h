@@ -20,7 +20,8 @@ struct SampleSettings {
 int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generator& gen);
 // Continues `ids` by s.new_tokens tokens drawn from the model's head (KV-cached; once the context
 // passes block_size the window slides, as nanoGPT's crop does). Only ids below `vocab_limit`
-// are drawn (a padded vocabulary's extra rows never are). on_token (optional) sees each token
+// are drawn (a padded vocabulary's extra rows never are); a model predicting several tokens
+// jointly (byte pairs) draws them together. on_token (optional) sees each token
 // as it is drawn; returning false stops early.
 std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const SampleSettings& s,
                               int64_t vocab_limit, Generator& gen, Device device,

@@ -14,6 +14,8 @@ void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg) {
   ck.attr("model.n_embd", cfg.n_embd);
   ck.attr("model.bias", int64_t(cfg.bias));
   ck.attr("model.gelu", std::string(enum_name(cfg.gelu)));
+  ck.attr("model.input", std::string(enum_name(cfg.input)));
+  ck.attr("model.predict_tokens", cfg.predict_tokens);
   ck.attr("model.linear", std::string(enum_name(cfg.linear.kind)));
   if (cfg.linear.kind == LinearKind::bitlinear) {
     const BitLinearOptions& o = cfg.linear.bitlinear;
@@ -29,6 +31,7 @@ void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg) {
     ck.attr("head.bide.support", cfg.bide.support);
     ck.attr("head.bide.sick.dtype", std::string(enum_name(cfg.bide.precision)));
     ck.attr("head.bide.sick.variant", std::string(enum_name(cfg.bide.variant)));
+    ck.attr("head.bide.code", std::string(enum_name(cfg.bide.code)));
   }
 }
 
@@ -46,6 +49,12 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
   const std::string gelu = ck.has_attr("model.gelu") ? ck.str_attr("model.gelu") : "tanh";
   BG_CHECK(parse_enum(gelu, &cfg.gelu), "gpt", path, ": model.gelu is '", gelu, "', expected ",
            enum_names_text<GeluForm>());
+  // Checkpoints before model.input / model.predict_tokens had an embedding and one token.
+  const std::string input = ck.has_attr("model.input") ? ck.str_attr("model.input") : "embedding";
+  BG_CHECK(parse_enum(input, &cfg.input), "gpt", path, ": model.input is '", input, "', expected ",
+           enum_names_text<InputKind>());
+  cfg.predict_tokens =
+      ck.has_attr("model.predict_tokens") ? ck.int_attr("model.predict_tokens") : 1;
   const std::string linear = ck.has_attr("model.linear") ? ck.str_attr("model.linear") : "dense";
   BG_CHECK(parse_enum(linear, &cfg.linear.kind), "gpt", path, ": model.linear is '", linear,
            "', expected ", enum_names_text<LinearKind>());
@@ -85,8 +94,11 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
     BG_CHECK(parse_enum(variant, &b.variant), "checkpoint", path,
              ": attribute head.bide.sick.variant is '", variant, "', expected ",
              enum_names_text<SickVariant>());
+    const std::string code = ck.has_attr("head.bide.code") ? ck.str_attr("head.bide.code") : "id";
+    BG_CHECK(parse_enum(code, &b.code), "checkpoint", path, ": attribute head.bide.code is '", code,
+             "', expected ", enum_names_text<BideTokenCode>());
     BG_CHECK(b.bits >= 1 && b.bits <= 24 && b.hidden >= 1 && b.hidden <= kMaxBideHidden &&
-                 b.support >= 2 && b.support <= cfg.vocab_size &&
+                 b.support >= 2 && b.support <= target_vocabulary(cfg) &&
                  b.support <= (int64_t(1) << b.bits),
              "checkpoint", path, ": inconsistent head.bide.* attributes (bits ", b.bits,
              ", hidden ", b.hidden, ", support ", b.support, ")");
@@ -102,17 +114,25 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
   in_range("model.n_layer", cfg.n_layer, 1, 256);
   in_range("model.n_head", cfg.n_head, 1, 1024);
   in_range("model.n_embd", cfg.n_embd, 1, 1 << 16);
+  in_range("model.predict_tokens", cfg.predict_tokens, 1, 2);
+  BG_CHECK(cfg.predict_tokens == 1 || cfg.head == HeadKind::bide, "checkpoint", path,
+           ": model.predict_tokens ", cfg.predict_tokens, " without a BIDE head");
+  BG_CHECK(cfg.input == InputKind::embedding || cfg.head == HeadKind::bide, "checkpoint", path,
+           ": model.input bits without a BIDE head (the softmax head is tied to wte)");
   BG_CHECK(cfg.n_embd % cfg.n_head == 0, "checkpoint", path, ": attribute model.n_embd ",
            cfg.n_embd, " is not divisible by model.n_head ", cfg.n_head);
   // The embeddings the file holds must be the attributes' sizes, before anything is allocated.
-  for (const auto& [name, rows] :
-       {std::pair<const char*, int64_t>{"transformer.wte.weight", cfg.vocab_size},
-        {"transformer.wpe.weight", cfg.block_size}}) {
+  const bool bits = cfg.input == InputKind::bits;
+  const int64_t in_bits = bits_for_vocabulary(cfg.vocab_size);
+  for (const auto& [name, want] :
+       {std::pair<const char*, Shape>{
+            bits ? "transformer.wbe.weight" : "transformer.wte.weight",
+            bits ? Shape{cfg.n_embd, in_bits} : Shape{cfg.vocab_size, cfg.n_embd}},
+        {"transformer.wpe.weight", Shape{cfg.block_size, cfg.n_embd}}}) {
     BG_CHECK(ck.has(name), "checkpoint", path, ": missing tensor '", name, "'");
     const Shape shape = ck.shape(name);
-    BG_CHECK(shape == Shape({rows, cfg.n_embd}), "checkpoint", path, ": tensor '", name,
-             "' has shape ", shape_str(shape), ", but the model.* attributes say (", rows, ", ",
-             cfg.n_embd, ")");
+    BG_CHECK(shape == want, "checkpoint", path, ": tensor '", name, "' has shape ",
+             shape_str(shape), ", but the model.* attributes say ", shape_str(want));
   }
   const std::string last_block =
       "transformer.h." + std::to_string(cfg.n_layer - 1) + ".ln_1.weight";
@@ -134,6 +154,10 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
   cmp("n_head", a.n_head, b.n_head);
   cmp("n_embd", a.n_embd, b.n_embd);
   cmp("bias", a.bias, b.bias);
+  cmp("predict_tokens", a.predict_tokens, b.predict_tokens);
+  if (a.input != b.input)
+    d += std::string(d.empty() ? "" : ", ") + "input " + enum_name(a.input) + " vs " +
+         enum_name(b.input);
   if (a.linear.kind != b.linear.kind)
     d += std::string(d.empty() ? "" : ", ") + "linear " + enum_name(a.linear.kind) + " vs " +
          enum_name(b.linear.kind);
@@ -157,12 +181,36 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
     cmp("head.bide.bits", a.bide.bits, b.bide.bits);
     cmp("head.bide.hidden", a.bide.hidden, b.bide.hidden);
     cmp("head.bide.support", a.bide.support, b.bide.support);
+    if (a.bide.code != b.bide.code)
+      d += std::string(d.empty() ? "" : ", ") + "head.bide.code " + enum_name(a.bide.code) +
+           " vs " + enum_name(b.bide.code);
     if (a.bide.precision != b.bide.precision || a.bide.variant != b.bide.variant)
       d += std::string(d.empty() ? "" : ", ") + "head.bide.sick.dtype/variant " +
            enum_name(a.bide.precision) + "/" + enum_name(a.bide.variant) + " vs " +
            enum_name(b.bide.precision) + "/" + enum_name(b.bide.variant);
   }
   return d;
+}
+
+int64_t target_vocabulary(const GPTConfig& cfg) {
+  int64_t n = 1;
+  for (int64_t j = 0; j < cfg.predict_tokens; ++j) n *= cfg.vocab_size;
+  return n;
+}
+
+int64_t joint_target(const GPTConfig& cfg, const int32_t* next_tokens) {
+  int64_t id = 0;
+  for (int64_t j = 0; j < cfg.predict_tokens; ++j) id = id * cfg.vocab_size + next_tokens[j];
+  return id;
+}
+
+void append_target_tokens(const GPTConfig& cfg, int64_t target, std::vector<int32_t>& out) {
+  const size_t at = out.size();
+  out.resize(at + size_t(cfg.predict_tokens));
+  for (int64_t j = cfg.predict_tokens; j-- > 0;) {
+    out[at + size_t(j)] = int32_t(target % cfg.vocab_size);
+    target /= cfg.vocab_size;
+  }
 }
 
 bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Device device,
@@ -203,8 +251,21 @@ GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
   BG_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0, "gpt",
            "vocab_size, block_size and n_layer must be positive, got ", cfg.vocab_size, ", ",
            cfg.block_size, ", ", cfg.n_layer);
-  wte_ = register_module("transformer.wte",
-                         std::make_shared<Embedding>(cfg.vocab_size, cfg.n_embd, init, 0.02));
+  BG_CHECK(cfg.input == InputKind::embedding || cfg.head == HeadKind::bide, "gpt",
+           "model.input: bits leaves no token embedding for the softmax head to tie to; use "
+           "model.head: bide");
+  BG_CHECK(cfg.predict_tokens == 1 || cfg.head == HeadKind::bide, "gpt", "predicting ",
+           cfg.predict_tokens, " tokens jointly needs model.head: bide");
+  if (cfg.input == InputKind::embedding) {
+    wte_ = register_module("transformer.wte",
+                           std::make_shared<Embedding>(cfg.vocab_size, cfg.n_embd, init, 0.02));
+  } else {
+    // +-1 inputs: N(0, 0.02 / sqrt(B)) weights give features of wte's scale.
+    const int64_t bits = bits_for_vocabulary(cfg.vocab_size);
+    wbe_ = register_module(
+        "transformer.wbe",
+        std::make_shared<Linear>(bits, cfg.n_embd, false, init, 0.02 / std::sqrt(double(bits))));
+  }
   wpe_ = register_module("transformer.wpe",
                          std::make_shared<Embedding>(cfg.block_size, cfg.n_embd, init, 0.02));
   for (int64_t i = 0; i < cfg.n_layer; ++i)
@@ -213,7 +274,7 @@ GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
   ln_f_ = register_module("transformer.ln_f", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
   if (cfg.head == HeadKind::bide) {
     BideHeadSpec& spec = cfg_.bide;  // resolved here, so the checkpoint records what ran
-    if (spec.support == 0) spec.support = cfg.vocab_size;
+    if (spec.support == 0) spec.support = target_vocabulary(cfg);
     if (spec.bits == 0) spec.bits = bits_for_vocabulary(spec.support);
     head_ = register_module("lm_head", std::make_shared<BideTokenHead>(cfg.n_embd, spec, init));
   } else {
@@ -232,7 +293,19 @@ Tensor GPT::embed(const Tensor& idx, Generator& gen) const {
   BG_CHECK(t >= 1 && t <= cfg_.block_size, "gpt", "sequence length ", t,
            " is outside [1, block_size = ", cfg_.block_size, "]");
   // Positions 0..T-1 embed to the first T rows of wpe: a slice, no index tensor to upload.
-  return dropout(wte_->forward(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
+  return dropout(token_features(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
+}
+
+Tensor GPT::token_features(const Tensor& idx) const {
+  if (wte_) return wte_->forward(idx);
+  if (!bit_table_.defined() || bit_table_.device() != idx.device()) {
+    const int64_t bits = wbe_->weight.size(1);
+    std::vector<float> table(size_t(cfg_.vocab_size * bits));
+    for (int64_t id = 0; id < cfg_.vocab_size; ++id)
+      for (int64_t j = 0; j < bits; ++j) table[size_t(id * bits + j)] = (id >> j) & 1 ? 1.f : -1.f;
+    bit_table_ = from_vector(table, {cfg_.vocab_size, bits}, idx.device());
+  }
+  return wbe_->forward(embedding(bit_table_, idx));
 }
 
 Tensor GPT::hidden_from_embeddings(const Tensor& embedded, Generator& gen) const {
@@ -271,7 +344,7 @@ Tensor GPT::forward_cached_hidden(const Tensor& idx, KVCache& cache) const {
   const int64_t t = idx.size(1), past = cache.length;
   BG_CHECK(t >= 1 && past + t <= cfg_.block_size, "gpt", "positions ", past, "..", past + t - 1,
            " run past block_size = ", cfg_.block_size);
-  Tensor x = wte_->forward(idx) + wpe_->weight.slice(0, past, past + t);
+  Tensor x = token_features(idx) + wpe_->weight.slice(0, past, past + t);
   for (size_t i = 0; i < blocks_.size(); ++i)
     x = blocks_[i]->forward_cached(x, cache.k[i], cache.v[i], past);
   cache.length = past + t;

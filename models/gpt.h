@@ -15,8 +15,20 @@ namespace bg {
 class CheckpointWriter;
 class CheckpointReader;
 
+// model.input: how a token enters the trunk. embedding: its row of the (vocab_size, n_embd)
+// table transformer.wte (which the softmax head is tied to); bits: its id's B bits in {-1, +1}
+// (B the fewest that hold vocab_size, bit 0 first) through the bias-free B -> n_embd linear layer
+// transformer.wbe, so with a BIDE head no matrix has a vocabulary-sized dimension.
+#define BG_INPUT_KINDS(X) X(embedding, "embedding") X(bits, "bits")
+BG_NAMED_ENUM(InputKind, BG_INPUT_KINDS)
+
 struct GPTConfig {
   int64_t vocab_size = 0, block_size = 256, n_layer = 6, n_head = 6, n_embd = 384;
+  InputKind input = InputKind::embedding;
+  // Tokens each position predicts jointly (2 for data.tokenizer: byte_pair): position t's target
+  // is the id sum_j token[t + 1 + j] vocab_size^(P - 1 - j), one of vocab_size^P
+  // (joint_target_ids below).
+  int64_t predict_tokens = 1;
   double dropout = 0.0;
   bool bias = false;
   GeluForm gelu = GeluForm::tanh;  // part of the architecture: saved as model.gelu
@@ -33,6 +45,13 @@ struct GPTConfig {
   // Chosen by choose_fused_attention, the one place that decides it.
   bool fused_attention = true;
 };
+
+// The ids a position's target ranges over: vocab_size^predict_tokens.
+int64_t target_vocabulary(const GPTConfig& cfg);
+// Position t's target from tokens[t + 1 .. t + predict_tokens] (the layout above); and back, the
+// tokens a target id stands for, appended to `out`.
+int64_t joint_target(const GPTConfig& cfg, const int32_t* next_tokens);
+void append_target_tokens(const GPTConfig& cfg, int64_t target, std::vector<int32_t>& out);
 
 // model.attention: the fused kernel, the composed ops, or auto: the fused kernel wherever it
 // honours the run's compute mode, the composed ops elsewhere.
@@ -94,17 +113,25 @@ class GPT : public Module {
   const GPTConfig& config() const { return cfg_; }
   // The output head: every reader of the next-token distribution goes through it.
   const GPTHead& head() const { return *head_; }
+  // The BIDE head (model.head: bide), else null.
+  BideTokenHead* bide_head() { return dynamic_cast<BideTokenHead*>(head_.get()); }
+  const BideTokenHead* bide_head() const { return dynamic_cast<const BideTokenHead*>(head_.get()); }
   // With a BitLinear head, its packed form (models/gpt_packed.h): the tied head then runs
   // bitlinear_packed, while wte stays for the embedding.
   void use_packed_head(PackedTernary packed);
-  const Tensor& token_embedding() const { return wte_->weight; }
+  // The input table (model.input: embedding; undefined with bits).
+  Tensor token_embedding() const { return wte_ ? wte_->weight : Tensor(); }
   // Parameters excluding position embeddings (what nanoGPT reports as the model size).
   int64_t non_embedding_parameters() const;
 
  private:
+  // Each token's input features (B, T, n_embd): its wte row, or its bits through wbe.
+  Tensor token_features(const Tensor& idx) const;
   GPTConfig cfg_;
   std::shared_ptr<GPTHead> head_;
   std::shared_ptr<Embedding> wte_, wpe_;
+  std::shared_ptr<Linear> wbe_;  // model.input: bits
+  mutable Tensor bit_table_;     // (vocab_size, B) +-1, on the device of the last call
   std::vector<std::shared_ptr<Block>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;
 };

@@ -1,5 +1,7 @@
 #include "gpt_head.h"
 
+#include <algorithm>
+
 namespace bg {
 
 Tensor GPTHead::loss(const Tensor& h, const Tensor& targets, const std::string& reduction) const {
@@ -44,7 +46,21 @@ BideOptions bide_options(const BideHeadSpec& spec) {
 }
 }  // namespace
 
-BideTokenHead::BideTokenHead(int64_t n_embd, const BideHeadSpec& spec, Generator& init) {
+std::vector<int64_t> frequency_code(const std::vector<int32_t>& tokens, int64_t support) {
+  std::vector<int64_t> count(static_cast<size_t>(support), 0);
+  for (int32_t t : tokens)
+    if (t >= 0 && t < support) ++count[size_t(t)];
+  std::vector<int64_t> order(static_cast<size_t>(support));
+  for (int64_t i = 0; i < support; ++i) order[size_t(i)] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return count[size_t(a)] > count[size_t(b)]; });
+  std::vector<int64_t> code(static_cast<size_t>(support));
+  for (int64_t rank = 0; rank < support; ++rank) code[size_t(order[size_t(rank)])] = rank;
+  return code;
+}
+
+BideTokenHead::BideTokenHead(int64_t n_embd, const BideHeadSpec& spec, Generator& init)
+    : code_kind_(spec.code) {
   BG_CHECK(spec.bits >= 1 && spec.bits <= 24 && spec.support >= 2 &&
                spec.support <= (int64_t(1) << spec.bits),
            "gpt", "a BIDE head of ", spec.bits, " bits cannot hold ", spec.support, " token ids");
@@ -61,14 +77,49 @@ BideOptions BideTokenHead::options() const {
 Tensor BideTokenHead::loss(const Tensor& h, const Tensor& targets,
                            const std::string& reduction) const {
   const BideHead::Distribution d = bide_->distribution(h);
-  return bide_nll(d.w, d.r, targets, options(), reduction);
+  return bide_nll(d.w, d.r, patterns_of(targets), options(), reduction);
+}
+
+void BideTokenHead::set_code(const std::vector<int64_t>& code_of_id) {
+  const int64_t support = bide_->options().support_hi;
+  BG_CHECK(code_kind_ != BideTokenCode::id, "gpt", "head.bide.code id takes no code table");
+  BG_CHECK(int64_t(code_of_id.size()) == support, "gpt", "a token code of ", code_of_id.size(),
+           " ids for a head over ", support);
+  std::vector<char> seen(size_t(support), 0);
+  for (int64_t c : code_of_id) {
+    BG_CHECK(c >= 0 && c < support && !seen[size_t(c)], "gpt",
+             "the token code is not a permutation of [0, ", support, ")");
+    seen[size_t(c)] = 1;
+  }
+  code_of_id_ = code_of_id;
+  code_column_ = Tensor();
+}
+
+const Tensor& BideTokenHead::code_column(Device device) const {
+  BG_CHECK(!code_of_id_.empty(), "gpt", "head.bide.code ", enum_name(code_kind_),
+           " has no code table (set_code was not called)");
+  if (!code_column_.defined() || code_column_.device() != device) {
+    std::vector<float> col(code_of_id_.begin(), code_of_id_.end());  // exact: ids < 2^24
+    code_column_ = from_vector(col, {int64_t(col.size()), 1}, device);
+  }
+  return code_column_;
+}
+
+Tensor BideTokenHead::patterns_of(const Tensor& ids) const {
+  if (code_kind_ == BideTokenCode::id) return ids;
+  return embedding(code_column(ids.device()), ids).reshape(ids.shape()).to(DType::i64);
 }
 
 Tensor BideTokenHead::logits(const Tensor& h) const {
   const BideHead::Distribution d = bide_->distribution(h);
   const BideOptions opt = options();
   // log p over every pattern (-inf outside the support), then the ids [0, support).
-  return bide_pattern_log_probs(d.w.detach(), d.r.detach(), opt).slice(1, 0, opt.support_hi);
+  const Tensor by_pattern =
+      bide_pattern_log_probs(d.w.detach(), d.r.detach(), opt).slice(1, 0, opt.support_hi);
+  if (code_kind_ == BideTokenCode::id) return by_pattern;
+  // Column id of the result is column code_of_id[id] of by_pattern: gather rows of its transpose.
+  const Tensor codes = patterns_of(arange(opt.support_hi, DType::i64, h.device()));
+  return embedding(by_pattern.transpose(0, 1).contiguous(), codes).transpose(0, 1).contiguous();
 }
 
 Tensor BideTokenHead::outputs(const Tensor& h) const {

@@ -17,6 +17,12 @@ namespace bg {
 #define BG_HEAD_KINDS(X) X(softmax, "softmax") X(bitlinear, "bitlinear") X(bide, "bide")
 BG_NAMED_ENUM(HeadKind, BG_HEAD_KINDS)
 
+// head.bide.code: which bit pattern stands for which token id. id: the id itself; frequency: the
+// ids ranked by their count in the training data (the most frequent token is pattern 0, ties in
+// id order), so frequent tokens share their high bits.
+#define BG_BIDE_TOKEN_CODES(X) X(id, "id") X(frequency, "frequency")
+BG_NAMED_ENUM(BideTokenCode, BG_BIDE_TOKEN_CODES)
+
 // The BIDE head's settings (head.bide.*): B bits per token id (enough for the vocabulary), H
 // hidden units, the SICK kernel's precision and variant. The support is the ids [0, support):
 // the normaliser, gradients, sampling and evaluation sum over those patterns only.
@@ -26,10 +32,14 @@ struct BideHeadSpec {
   int64_t support = 0;  // valid ids [0, support); 0: the model's vocab_size
   SickPrecision precision = SickPrecision::fp32;
   SickVariant variant = SickVariant::automatic;
+  BideTokenCode code = BideTokenCode::id;
 };
-// head.bide.hidden's bound: the CUDA SICK kernels hold up to 64 hidden units (the CPU's pass
-// has no such bound, but a checkpoint must run on either).
-inline constexpr int64_t kMaxBideHidden = 64;
+// The frequency code of `tokens` over ids [0, support): code_of_id[id] = the id's rank by count
+// (descending, ties by id).
+std::vector<int64_t> frequency_code(const std::vector<int32_t>& tokens, int64_t support);
+// head.bide.hidden's bound: what the CUDA SICK kernels hold (the CPU's pass has no such bound,
+// but a checkpoint must run on either).
+inline constexpr int64_t kMaxBideHidden = kMaxSickHidden;
 // The fewest bits whose patterns hold ids [0, vocab).
 int bits_for_vocabulary(int64_t vocab);
 
@@ -85,10 +95,21 @@ class BideTokenHead : public GPTHead {
   // on patterns outside the vocabulary were it not restricted (eval reports it).
   std::pair<Tensor, Tensor> log_normalizers(const Tensor& h) const;
   const BideHead& bide() const { return *bide_; }
+  // head.bide.code other than id: the pattern of each id [0, support), a permutation. Saved with
+  // the checkpoint as lm_head.bide.code_of_id (not a parameter: training never changes it).
+  void set_code(const std::vector<int64_t>& code_of_id);
+  const std::vector<int64_t>& code_of_id() const { return code_of_id_; }
 
  private:
   BideOptions options() const;  // with this run's batch invariance
+  // Token ids -> patterns (identity without a code).
+  Tensor patterns_of(const Tensor& ids) const;
+  // The code as a (support, 1) f32 column on `device` (gathered by embedding).
+  const Tensor& code_column(Device device) const;
   std::shared_ptr<BideHead> bide_;
+  BideTokenCode code_kind_;
+  std::vector<int64_t> code_of_id_;
+  mutable Tensor code_column_;
 };
 
 }  // namespace bg

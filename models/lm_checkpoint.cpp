@@ -12,6 +12,27 @@ bool is_train_checkpoint(const CheckpointReader& ck) {
   return f == kTrainFormat || f == "bitgrad-train-1";
 }
 
+void save_bide_code(CheckpointWriter& ck, const GPT& model) {
+  const BideTokenHead* head = model.bide_head();
+  if (!head || head->code_of_id().empty()) return;
+  const std::vector<int64_t>& code = head->code_of_id();
+  ck.tensor(kBideCodeDataset, from_vector(code, {int64_t(code.size())}));
+}
+
+void load_bide_code(const CheckpointReader& ck, const std::string& path, GPT& model) {
+  BideTokenHead* head = model.bide_head();
+  if (!head || model.config().bide.code == BideTokenCode::id) return;
+  const int64_t support = model.config().bide.support;
+  BG_CHECK(ck.has(kBideCodeDataset), "checkpoint", path, ": head.bide.code is ",
+           enum_name(model.config().bide.code), " but the file holds no ", kBideCodeDataset);
+  const Tensor code = ck.tensor(kBideCodeDataset, DType::i64, {support});
+  try {
+    head->set_code(code.to_vector<int64_t>());
+  } catch (const Error& e) {
+    fail("checkpoint", path, ": ", kBideCodeDataset, ": ", e.what());
+  }
+}
+
 std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device) {
   CheckpointReader ck(path);
   const bool packed = ck.has_attr("format") && ck.str_attr("format") == kPackedFormat;
@@ -39,12 +60,17 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   BG_CHECK(out->tokenizer->vocab_size() <= cfg.vocab_size, "checkpoint", path, ": the ",
            out->tokenizer->kind(), " tokenizer has ", out->tokenizer->vocab_size(),
            " tokens, the model only ", cfg.vocab_size);
+  BG_CHECK(out->tokenizer->tokens_per_target() == cfg.predict_tokens, "checkpoint", path, ": the ",
+           out->tokenizer->kind(), " tokenizer's targets span ",
+           out->tokenizer->tokens_per_target(), " tokens, model.predict_tokens says ",
+           cfg.predict_tokens);
   Generator init(0);
   out->model = std::make_unique<GPT>(cfg, init);
   out->model->set_compute_mode(out->mode);
   if (packed) load_packed_weights(*out->model, ck, device);  // releases the latent weights
   const auto named = out->model->named_parameters();
   load_parameters(ck, named);
+  load_bide_code(ck, path, *out->model);
   out->params = FlatParameters(named, device);
   out->model->train(false);
   out->step = ck.int_attr("step");

@@ -14,12 +14,20 @@
 namespace bg {
 
 class CheckpointReader;
+class CheckpointWriter;
 
 // `bitgrad train` checkpoints: bitgrad-train-2 keeps optimizer and tokenizer datasets in
 // groups of their own (optimizer/, tokenizer/), so the root holds exactly the state_dict;
 // bitgrad-train-1 (read too) kept them at the root as optimizer.* and tokenizer.*.
 inline constexpr const char* kTrainFormat = "bitgrad-train-2";
 bool is_train_checkpoint(const CheckpointReader& ck);
+
+// A BIDE head's token code (head.bide.code other than id), kept beside the state_dict as the
+// dataset head/bide_code_of_id (i64, one pattern per id); save does nothing for the id code,
+// load sets the head's code from the file (one line if it is missing or not a permutation).
+inline constexpr const char* kBideCodeDataset = "head/bide_code_of_id";
+void save_bide_code(CheckpointWriter& ck, const GPT& model);
+void load_bide_code(const CheckpointReader& ck, const std::string& path, GPT& model);
 
 struct LoadedGPT {
   std::unique_ptr<Tokenizer> tokenizer;

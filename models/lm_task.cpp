@@ -23,7 +23,10 @@ LanguageModelTask::LanguageModelTask(const LanguageModelTaskConfig& cfg, Tokeniz
 Tensor LanguageModelTask::batch_loss(const std::vector<int32_t>& tokens, Generator& gen) {
   const int64_t context = cfg_.context;
   Tensor x, y;
-  sample_windows(tokens, cfg_.batch, context, gen, device_, &x, &y);
+  // A GPT predicting P tokens jointly (byte pairs) takes P-token targets.
+  const int64_t ahead = gpt_ ? gpt_->config().predict_tokens : 1;
+  sample_windows(tokens, cfg_.batch, context, gen, device_, &x, &y, ahead,
+                 gpt_ ? gpt_->config().vocab_size : 0);
   if (gpt_) return gpt_->loss(x, y, dropout_gen_);
   const Tensor target = y.slice(1, context - 1, context).reshape({cfg_.batch});
   return cross_entropy(mlp_->forward(x, dropout_gen_), target);
@@ -53,6 +56,7 @@ void LanguageModelTask::save(CheckpointWriter& ck) const {
   if (mlp_) save_char_mlp_config(ck, mlp_->config());
   if (gpt_) {
     save_gpt_config(ck, gpt_->config());
+    save_bide_code(ck, *gpt_);
     ck.attr("attention", std::string(gpt_->config().fused_attention ? "fused" : "composed"));
   }
   ck.attr("val_data", val_source);
@@ -75,6 +79,8 @@ void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path
     const std::string diff = gpt_architecture_difference(load_gpt_config(ck, path), gpt_->config());
     BG_CHECK(diff.empty(), "train", path,
              " holds another architecture than the config (checkpoint vs config: ", diff, ")");
+    // A BIDE head's token code is part of the model: the run continues with the saved one.
+    load_bide_code(ck, path, *gpt_);
   }
   bool recorded = false;
   const ComputeMode saved_mode = load_compute_mode(ck, path, &recorded);

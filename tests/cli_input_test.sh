@@ -125,7 +125,29 @@ grep -q "nats/token | [0-9.]* bits/byte .* outside the vocabulary" "$dir/bide_ev
 "$bin" sample "$dir/bide1/last.h5" --tokens 5 > /dev/null 2>&1 || fail "bide-head sample failed"
 "$bin" check-determinism "$ok" --set model.head=bide --set head.bide.hidden=8 --runs 2 --steps 2 --out "$dir/bidechk" > "$dir/bidechk.log" 2>&1 || fail "bide-head check-determinism: $(tail -4 "$dir/bidechk.log")"
 one_line_error "head.bide.bits: 3 bits hold 8 ids" "$bin" train "$ok" --set model.head=bide --set head.bide.bits=3
-one_line_error "head.bide.hidden: value 65 is out of range [1, 64]" "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=65
+one_line_error "head.bide.hidden: value 257 is out of range [1, 256]" "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=257
+one_line_error "head.bide.sick.variant: the precomputed kernel holds up to 64 hidden units" "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=65 --set head.bide.sick.variant=precomputed
+one_line_error "head.bide.code: 'rank' is not one of: id, frequency" "$bin" train "$ok" --set model.head=bide --set head.bide.code=rank
+one_line_error "model.input: bits leaves no token embedding for the softmax head" "$bin" train "$ok" --set model.input=bits
+one_line_error "data.tokenizer: byte_pair predicts 65,536 pair ids jointly" "$bin" train "$ok" --set data.tokenizer=byte_pair
+one_line_error "head.bide.code: frequency ranks single tokens" "$bin" train "$ok" --set data.tokenizer=byte_pair --set model.head=bide --set head.bide.code=frequency
+one_line_error "model.vocab_size: byte_pair pairs ids as first * 256 + second" "$bin" train "$ok" --set data.tokenizer=byte_pair --set model.head=bide --set model.vocab_size=320
+# The BIDE head's variants: a vocabulary-free GPT (bit input) with frequency-ranked ids, and byte
+# pairs; each trains, resumes bit for bit, evaluates and samples.
+for variant in "model.input=bits --set head.bide.code=frequency" "data.tokenizer=byte_pair"; do
+  tag=$(echo "$variant" | tr -c 'a-z' _)
+  # shellcheck disable=SC2086  # the variant is two --set arguments
+  "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=8 --set $variant --set run.out_dir="$dir/v1$tag" > "$dir/v.log" 2>&1 || fail "$variant: train failed: $(tail -2 "$dir/v.log")"
+  # shellcheck disable=SC2086
+  "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=8 --set $variant --set run.out_dir="$dir/v2$tag" --set run.stop_after_steps=2 > /dev/null 2>&1 || fail "$variant: a stopped train failed"
+  # shellcheck disable=SC2086
+  "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=8 --set $variant --set run.out_dir="$dir/v2$tag" --set run.resume=true > /dev/null 2>&1 || fail "$variant: resume failed"
+  cmp -s <("$bin" checksum "$dir/v1$tag/last.h5") <("$bin" checksum "$dir/v2$tag/last.h5") || fail "$variant: a resumed run differs from an uninterrupted one"
+  "$bin" eval "$dir/v1$tag/last.h5" > "$dir/v_eval.log" 2>&1 || fail "$variant: eval failed: $(cat "$dir/v_eval.log")"
+  grep -q "nats/t[a-z]* | [0-9.]* bits/byte" "$dir/v_eval.log" || fail "$variant: eval: $(cat "$dir/v_eval.log")"
+  [ "$("$bin" sample "$dir/v1$tag/last.h5" --tokens 5 --prompt Fi 2>/dev/null | head -c 7 | wc -c)" = 7 ] || fail "$variant: sample did not write the prompt and 5 tokens"
+done
+grep -q "targets, [0-9]* bytes | loss [0-9.]* nats/target" "$dir/v_eval.log" || fail "byte_pair eval does not count targets: $(cat "$dir/v_eval.log")"
 one_line_error "head: not used when model.head is softmax" "$bin" train "$ok" --set head.bide.hidden=8
 one_line_error "head.bide.sick.dtype: 'fp8' is not one of: fp32, fp16" "$bin" train "$ok" --set model.head=bide --set head.bide.sick.dtype=fp8
 one_line_error "model.head: bide replaces the tied head" "$bin" train "$ok" --set model.head=bide --set model.linear=bitlinear --set bitlinear.lm_head=true

@@ -201,6 +201,40 @@ TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") 
       }
 }
 
+TEST_CASE("cuda: wide heads (65..256 hidden units) match the CPU; precomputed refuses them") {
+  BG_REQUIRE_CUDA();
+  Generator gen(test_seed() + 7);
+  const Device gpu = Device::cuda(0);
+  struct Shape3 {
+    int64_t n, h;
+    int bits;
+  };
+  for (const Shape3 sh : {Shape3{3, 65, 16}, Shape3{5, 128, 7}, Shape3{2, 200, 16},
+                          Shape3{2, 256, 12}, Shape3{1, 256, 18}})
+    for (const char* variant : {"bruteforce", "auto"})
+      for (const char* dtype : {"fp32", "fp16"}) {
+        INFO("n ", sh.n, " h ", sh.h, " bits ", sh.bits, " ", variant, " ", dtype);
+        BideOptions opt = options(sh.bits, variant);
+        REQUIRE(parse_enum(dtype, &opt.precision));
+        const Tensor w = randn({sh.n, sh.h, sh.bits}, gen, 0, std::sqrt(2.0 / sh.bits));
+        const Tensor r = randn({sh.n, sh.h}, gen, 0, 1.0 / std::sqrt(double(sh.h)));
+        const Tensor y = random_patterns(sh.n, sh.bits, gen);
+        Tensor wc = w.clone().requires_grad_(), rc = r.clone().requires_grad_();
+        Tensor wg = w.to(gpu).requires_grad_(), rg = r.to(gpu).requires_grad_();
+        const Tensor lc = bide_log_prob(wc, rc, y, opt), lg = bide_log_prob(wg, rg, y.to(gpu), opt);
+        const double tol = std::string(dtype) == "fp32" ? 2e-5 : 5e-3;
+        CHECK(rel_err(lg, lc) < tol);
+        sum(lc).backward();
+        sum(lg).backward();
+        CHECK(rel_err(wg.grad(), wc.grad()) < 10 * tol);
+        CHECK(rel_err(rg.grad(), rc.grad()) < 10 * tol);
+      }
+  BideOptions pre = options(16, "precomputed");
+  CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 65, 16}, DType::f32, gpu),
+                                        zeros({1, 65}, DType::f32, gpu), pre),
+                    doctest::Contains("holds up to 64 hidden units"));
+}
+
 TEST_CASE("cuda: SICK is deterministic and restricted ranges and sampling match the CPU") {
   BG_REQUIRE_CUDA();
   Generator gen(test_seed() + 6);

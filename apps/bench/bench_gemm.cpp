@@ -28,6 +28,7 @@ struct GemmShape {
   int64_t tokens, in, out;
 };
 
+#if BITGRAD_WITH_CUDA
 // The product as the kernels see it: a (1, R, K) @ b (1, K, C) view triple.
 KView as_batch_of_one(const Tensor& t) {
   KView v = t.kview();
@@ -40,6 +41,8 @@ KView as_batch_of_one(const Tensor& t) {
   v.strides[0] = 0;
   return v;
 }
+
+#endif
 
 struct Product {
   const char* name;  // fwd: x W^T; dx: dy W; dw: x^T dy (the weight gradient, K over tokens)

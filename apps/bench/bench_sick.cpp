@@ -53,12 +53,12 @@ int run_bench_sick(const Args& args) {
   args.allow_only({"out", "reps", "batch", "dtype", "variant"});
   const std::string only_batch = args.option("batch", ""), only_dtype = args.option("dtype", ""),
                     only_variant = args.option("variant", "");
-  BG_CHECK(
-      args.positional.size() == 1 && args.positional[0] == "sick", "bench",
-      "usage: bitgrad bench attention|norms|gemm|bitlinear|lmul [--out FILE] [--reps N] | bitgrad "
-      "bench sick [--out "
-      "FILE] [--reps N] [--batch B] [--dtype fp32|fp16] "
-      "[--variant V]");
+  BG_CHECK(args.positional.size() == 1 && args.positional[0] == "sick", "bench",
+           "usage: bitgrad bench attention|norms|gemm|bitlinear|lmul|bide_head [--out FILE] "
+           "[--reps N] | bitgrad "
+           "bench sick [--out "
+           "FILE] [--reps N] [--batch B] [--dtype fp32|fp16] "
+           "[--variant V]");
   BG_CHECK(cuda_available(), "bench", "no CUDA device: the SICK benchmark times GPU kernels");
   const int reps = int(parse_integer(args.option("reps", "30"), "--reps", 20, 100000));
   const Device dev = Device::cuda(0);

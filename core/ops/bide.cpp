@@ -227,8 +227,8 @@ void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const 
              op, "ranges_host must hold the support table on the CPU (use bide_set_support)");
   }
   if (w.is_cuda())
-    BG_CHECK(w.size(1) <= 64, op, "the CUDA SICK kernel supports hidden sizes up to 64, got ",
-             w.size(1));
+    BG_CHECK(w.size(1) <= kMaxSickHidden, op, "the CUDA SICK kernels support hidden sizes up to ",
+             kMaxSickHidden, ", got ", w.size(1));
 }
 
 Tensor bide_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt) {

@@ -32,13 +32,18 @@ void bide_sick_pass(const Tensor& w, const Tensor& r, const BideOptions& opt, bo
 }
 
 SickVariant bide_resolve_variant(const BideOptions& opt, Device device, int64_t n, int64_t hidden) {
+  // The precomputed kernel's tables hold up to 64 hidden units; above, only bruteforce runs.
+  const bool precomputed_fits = device.is_cpu() || hidden <= kMaxPrecomputedSickHidden;
+  BG_CHECK(opt.variant != SickVariant::precomputed || precomputed_fits, "sick",
+           "the precomputed CUDA SICK kernel holds up to ", kMaxPrecomputedSickHidden,
+           " hidden units, got ", hidden, "; use sick.variant bruteforce or auto");
   if (opt.variant != SickVariant::automatic) return opt.variant;
+  if (!precomputed_fits) return SickVariant::bruteforce;
   // Measured choice (bench/results/sick_h200.json, docs/sick.md). CPU: the vectorised
   // precomputed path from 8 bits. CUDA: precomputed from N * 2^B >= 2^22 patterns (batch 64 at
   // 16 bits: 30 vs 40 us for the normaliser, 59 vs 64 us for the fused pass; batch 16384: 2.3
   // vs 5.3 ms); below that each warp has too few tiles to amortise its table set-up, and the
   // bruteforce kernel, which needs none, is kept.
-  (void)hidden;
   if (device.is_cpu())
     return opt.code.bits >= 8 ? SickVariant::precomputed : SickVariant::bruteforce;
   // Batch invariance: the variants sum in different orders, so the choice may not follow N;

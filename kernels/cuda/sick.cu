@@ -230,7 +230,7 @@ void launch_sick_bruteforce(const KernelArgs& ka, DType dtype, int nt, int kb, b
                             bool grad, int64_t grid, cudaStream_t stream) {
   dispatch_float(dtype, "sick", [&](auto zero) {
     using T = decltype(zero);
-    dispatch_sick_shape<T>(
+    dispatch_sick_shape<T, true>(
         nt, kb, split, grad, [&](auto nt_c, auto kb_c, auto split_c, auto grad_c) {
           launch_bruteforce_typed<T, nt_c(), kb_c(), split_c(), grad_c()>(ka, grid, stream);
         });
@@ -248,10 +248,15 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   const int64_t n_ex = args.w.shape[0], hid = args.w.shape[1];
   const int bits = args.code.bits;
   if (bits < 1 || bits > 24) kernel_fail("sick", "bits must be in [1, 24]");
-  if (hid < 1 || hid > 64)
-    kernel_fail("sick", "the CUDA kernel supports hidden sizes 1..64, got " + std::to_string(hid));
+  if (hid < 1 || hid > sick::kMaxHidden)
+    kernel_fail("sick", "the CUDA kernels support hidden sizes 1.." +
+                            std::to_string(sick::kMaxHidden) + ", got " + std::to_string(hid));
+  if (args.precomputed && hid > sick::kMaxPrecomputedHidden)
+    kernel_fail("sick", "the precomputed kernel supports hidden sizes 1.." +
+                            std::to_string(sick::kMaxPrecomputedHidden));
   if (n_ex == 0) return;
-  const int nt = hid <= 32 ? 4 : 8, kb = bits <= 16 ? 1 : 2;
+  // 8-wide hidden tiles in powers of two from 4: the instantiated shapes.
+  const int nt = hid <= 32 ? 4 : hid <= 64 ? 8 : hid <= 128 ? 16 : 32, kb = bits <= 16 ? 1 : 2;
   const bool grad = args.outputs & kSickGrad;
   // Fixed by the shape alone: about 1024 CTAs of work for small batches, one slice per example
   // for large ones, and at least 64 tiles per slice. An example's sums follow its slices, so

@@ -15,6 +15,10 @@ namespace bg::cuda::sick {
 constexpr int kWarps = 4;
 constexpr int kTile = 32;      // patterns per warp step: two m16 tiles
 constexpr float kSlack = 8.f;  // the running max moves only when exceeded by this much
+// Hidden units: the bruteforce kernel instantiates 4, 8, 16 and 32 n8 tiles (above 64 its
+// accumulators spill to local memory); the precomputed kernel's tables fit 4 and 8.
+constexpr int kMaxHidden = 256;
+constexpr int kMaxPrecomputedHidden = 64;
 
 struct KernelArgs {
   const void* w;
@@ -409,9 +413,10 @@ void launch_sick_kernel(Kernel kernel, size_t& configured, const KernelArgs& ka,
   BG_CUDA_LAUNCH_CHECK();
 }
 
-// Runtime shape flags to template constants: NT 4 or 8 hidden n8 tiles, KB 1 or 2 bit k16 steps,
-// hi/lo split (never for f16 weights), gradients. f(nt, kb, split, grad) gets integral_constants.
-template <typename T, typename F>
+// Runtime shape flags to template constants: NT 4 or 8 hidden n8 tiles (kWide: also 16 and 32),
+// KB 1 or 2 bit k16 steps, hi/lo split (never for f16 weights), gradients. f(nt, kb, split, grad)
+// gets integral_constants.
+template <typename T, bool kWide, typename F>
 void dispatch_sick_shape(int nt, int kb, bool split, bool grad, F&& f) {
   auto with_grad = [&](auto nt_c, auto kb_c, auto split_c) {
     if (grad)
@@ -427,14 +432,19 @@ void dispatch_sick_shape(int nt, int kb, bool split, bool grad, F&& f) {
     else
       with_grad(nt_c, kb_c, std::false_type{});
   };
-  using N4 = std::integral_constant<int, 4>;
-  using N8 = std::integral_constant<int, 8>;
-  using K1 = std::integral_constant<int, 1>;
-  using K2 = std::integral_constant<int, 2>;
-  if (nt == 4)
-    kb == 1 ? with_split(N4{}, K1{}) : with_split(N4{}, K2{});
-  else
-    kb == 1 ? with_split(N8{}, K1{}) : with_split(N8{}, K2{});
+  auto with_kb = [&](auto nt_c) {
+    if (kb == 1)
+      with_split(nt_c, std::integral_constant<int, 1>{});
+    else
+      with_split(nt_c, std::integral_constant<int, 2>{});
+  };
+  if (nt == 4) return with_kb(std::integral_constant<int, 4>{});
+  if (nt == 8) return with_kb(std::integral_constant<int, 8>{});
+  if constexpr (kWide) {
+    if (nt == 16) return with_kb(std::integral_constant<int, 16>{});
+    if (nt == 32) return with_kb(std::integral_constant<int, 32>{});
+  }
+  kernel_fail("sick", "no kernel instantiated for " + std::to_string(8 * nt) + " hidden units");
 }
 
 // The two kernels' launchers (sick_forward picks one and sizes the grid).

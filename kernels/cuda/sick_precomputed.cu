@@ -450,7 +450,7 @@ size_t sick_precomputed_smem(int nt, int kb, bool split, bool grad) {
 void launch_sick_precomputed(const KernelArgs& ka, int nt, int kb, bool split, bool grad,
                              int64_t grid, cudaStream_t stream) {
   // f16 weights never take the split path (dispatch_sick_shape's T = float keeps both).
-  dispatch_sick_shape<float>(
+  dispatch_sick_shape<float, false>(
       nt, kb, split, grad, [&](auto nt_c, auto kb_c, auto split_c, auto grad_c) {
         if (ka.outputs & (kSickStats | kSickSample))
           launch_precomputed_typed<nt_c(), kb_c(), split_c(), grad_c(), true>(ka, grid, stream);
