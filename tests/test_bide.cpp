@@ -201,7 +201,7 @@ TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") 
       }
 }
 
-TEST_CASE("cuda: wide heads (65..256 hidden units) match the CPU; precomputed refuses them") {
+TEST_CASE("cuda: wide heads (65..256 hidden units) match the CPU, precomputed refuses them") {
   BG_REQUIRE_CUDA();
   Generator gen(test_seed() + 7);
   const Device gpu = Device::cuda(0);

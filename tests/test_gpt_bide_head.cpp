@@ -128,7 +128,7 @@ TEST_CASE("cpu: the BIDE head's gradients match float64 finite differences") {
   }
 }
 
-TEST_CASE("cpu: the BIDE head's restricted normaliser is a log-softmax over the ids [0, V)") {
+TEST_CASE("cpu: the BIDE head's restricted normaliser is a log-softmax over the ids 0 to V - 1") {
   Generator init(3), data(4);
   BideTokenHead head(kEmbd, spec(), init);
   const Tensor h = randn({3, kEmbd}, data);

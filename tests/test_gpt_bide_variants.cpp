@@ -71,7 +71,7 @@ double mean_of(const std::vector<double>& v, size_t from, size_t to) {
 
 }  // namespace
 
-TEST_CASE("cpu: the frequency code ranks ids by count (ties by id); a non-permutation is refused") {
+TEST_CASE("cpu: the frequency code ranks ids by count (ties by id), refuses a non-permutation") {
   // counts: id 0 x1, 1 x3, 2 x0, 3 x3, 4 x2 -> order 1, 3, 4, 0, 2.
   const std::vector<int32_t> tokens = {1, 3, 4, 1, 0, 3, 4, 1, 3};
   CHECK(frequency_code(tokens, 5) == std::vector<int64_t>{3, 0, 4, 1, 2});
