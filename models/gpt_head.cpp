@@ -117,8 +117,9 @@ Tensor BideTokenHead::logits(const Tensor& h) const {
   const Tensor by_pattern =
       bide_pattern_log_probs(d.w.detach(), d.r.detach(), opt).slice(1, 0, opt.support_hi);
   if (code_kind_ == BideTokenCode::id) return by_pattern;
-  // Column id of the result is column code_of_id[id] of by_pattern: gather rows of its transpose.
-  const Tensor codes = patterns_of(arange(opt.support_hi, DType::i64, h.device()));
+  // Column id of the result is column code_of_id[id] of by_pattern: gather rows of its transpose
+  // (on by_pattern's device: the materialised log-probabilities live on the host).
+  const Tensor codes = patterns_of(arange(opt.support_hi, DType::i64, by_pattern.device()));
   return embedding(by_pattern.transpose(0, 1).contiguous(), codes).transpose(0, 1).contiguous();
 }
 

@@ -67,7 +67,8 @@ while read -r name cfg rest; do
     mapfile -t sets < <(sets_of $rest)
     .bundle/bitgrad train "$cfg" "${sets[@]}" --set run.out_dir=/tmp/grid_$name > "$dir/$name.log" 2>&1
     cp /tmp/grid_$name/metrics.csv "$dir/${name}_metrics.csv" 2> /dev/null
-    [ -f /tmp/grid_$name/best.h5 ] && .bundle/bitgrad eval /tmp/grid_$name/best.h5 > "$dir/${name}_eval.txt" 2>&1
+    [ -f /tmp/grid_$name/best.h5 ] &&
+      timeout "${EVAL_LIMIT:-60}" .bundle/bitgrad eval /tmp/grid_$name/best.h5 > "$dir/${name}_eval.txt" 2>&1
   ) &
 done < <(selected)
 while [ -n "$(jobs -rp)" ] && [ $(($(date +%s) - start)) -lt "$deadline" ]; do sleep 5; done

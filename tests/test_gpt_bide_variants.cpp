@@ -226,6 +226,21 @@ TEST_CASE("cuda: frequency-coded, bit-input and byte-pair gpts agree with the CP
     CHECK(g.losses[0] == doctest::Approx(c.losses[0]).epsilon(1e-5));
     CHECK(rel_err(from_vector(g.grads, {int64_t(g.grads.size())}),
                   from_vector(c.grads, {int64_t(c.grads.size())})) < 1e-4);
+    // Sampling on the GPU: the head's logits (permuted by the code) and two-byte draws.
+    GPTConfig sampled = cfg;
+    sampled.predict_tokens = tok->tokens_per_target();
+    Generator init(1), sg(2);
+    GPT model(sampled, init);
+    if (sampled.bide.code == BideTokenCode::frequency)
+      model.bide_head()->set_code(
+          frequency_code(tok->encode("the cat"), model.config().bide.support));
+    FlatParameters params(model.named_parameters(), Device::cuda(0));
+    model.train(false);
+    SampleSettings s;
+    s.new_tokens = 5;
+    const std::vector<int32_t> out =
+        generate(model, tok->encode("the"), s, tok->vocab_size(), sg, Device::cuda(0));
+    CHECK(out.size() == 8);
   }
 }
 
