@@ -22,9 +22,10 @@ int run_prepare(const Args& args) {
   const double val_fraction =
       parse_number(args.option("val-fraction", "0.1"), "--val-fraction", 0.0, 0.5);
   check_data_path(args.positional[0], "TEXT");
+  // The input first: a missing TEXT is the error to report, whatever the tokenizer's folder.
+  const std::string text = read_text_file(args.positional[0]);
   const std::string gpt2_dir = args.option("gpt2-dir", "datasets/gpt2");
   if (kind == "gpt2") check_data_path(gpt2_dir, "--gpt2-dir");
-  const std::string text = read_text_file(args.positional[0]);
   const auto tok = make_tokenizer(kind, "", gpt2_dir);
   const size_t cut = split_point(text, val_fraction);
   const std::vector<int32_t> train = tok->encode(text.substr(0, cut));

@@ -13,8 +13,11 @@ for i in $(seq 1 200); do cat "$dir/line.txt"; done > "$dir/corpus.txt"
 bytes=$(wc -c < "$dir/corpus.txt")
 total=$(( $(wc -c < "$dir/shards/train.bin") + $(wc -c < "$dir/shards/val.bin") - 2048 ))
 [ "$total" -eq $((2 * bytes)) ] || fail "shards hold $total bytes of tokens, expected $((2 * bytes))"
-if [ -f ../shared/data/gpt2/encoder.json ]; then
-  "$bin" prepare "$dir/corpus.txt" --out "$dir/bpe" > /dev/null 2>&1 || fail "gpt2 prepare failed"
+# GPT-2 shards where the vocabulary is at hand (the test data folder; a fresh clone has no
+# datasets/, prepare's default).
+gpt2_dir=${BITGRAD_DATA_DIR:-../shared/data}/gpt2
+if [ -f "$gpt2_dir/encoder.json" ]; then
+  "$bin" prepare "$dir/corpus.txt" --out "$dir/bpe" --gpt2-dir "$gpt2_dir" > "$dir/bpe.log" 2>&1 || fail "gpt2 prepare failed: $(cat "$dir/bpe.log")"
   [ -s "$dir/bpe/train.bin" ] || fail "no gpt2 train shard"
 fi
 
