@@ -167,17 +167,20 @@ TEST_CASE("cpu: bad BIDE inputs are rejected with the reason") {
                     doctest::Contains("W must be (N, H, 8)"));
 }
 
-TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") {
-  BG_REQUIRE_CUDA();
-  Generator gen(test_seed() + 5);
+namespace {
+
+struct SickShape {
+  int64_t n, h;
+  int bits;
+};
+
+// For each shape, variant and SICK dtype: log-probabilities and the W and r gradients on the GPU
+// against the CPU (and, with `moments`, entropy and mean), random W, r and targets from `gen`.
+void check_sick_on_gpu(const std::vector<SickShape>& shapes,
+                       const std::vector<const char*>& variants, Generator& gen, bool moments) {
   const Device gpu = Device::cuda(0);
-  struct Shape3 {
-    int64_t n, h;
-    int bits;
-  };
-  for (const Shape3 sh : {Shape3{1, 32, 16}, Shape3{37, 5, 8}, Shape3{3, 33, 12}, Shape3{2, 64, 16},
-                          Shape3{300, 32, 10}, Shape3{2, 20, 20}})
-    for (const char* variant : {"bruteforce", "precomputed"})
+  for (const SickShape sh : shapes)
+    for (const char* variant : variants)
       for (const char* dtype : {"fp32", "fp16"}) {
         INFO("n ", sh.n, " h ", sh.h, " bits ", sh.bits, " ", variant, " ", dtype);
         BideOptions opt = options(sh.bits, variant);
@@ -194,6 +197,7 @@ TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") 
         sum(lg).backward();
         CHECK(rel_err(wg.grad(), wc.grad()) < 10 * tol);
         CHECK(rel_err(rg.grad(), rc.grad()) < 10 * tol);
+        if (!moments) continue;
         const BideMoments mc = bide_moments(w, r, opt),
                           mg = bide_moments(w.to(gpu), r.to(gpu), opt);
         CHECK(rel_err(mg.entropy, mc.entropy) < 10 * tol);
@@ -201,34 +205,21 @@ TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") 
       }
 }
 
+}  // namespace
+
+TEST_CASE("cuda: SICK kernels match the CPU for both variants and both dtypes") {
+  BG_REQUIRE_CUDA();
+  Generator gen(test_seed() + 5);
+  check_sick_on_gpu({{1, 32, 16}, {37, 5, 8}, {3, 33, 12}, {2, 64, 16}, {300, 32, 10}, {2, 20, 20}},
+                    {"bruteforce", "precomputed"}, gen, true);
+}
+
 TEST_CASE("cuda: wide heads (65..256 hidden units) match the CPU, precomputed refuses them") {
   BG_REQUIRE_CUDA();
   Generator gen(test_seed() + 7);
   const Device gpu = Device::cuda(0);
-  struct Shape3 {
-    int64_t n, h;
-    int bits;
-  };
-  for (const Shape3 sh : {Shape3{3, 65, 16}, Shape3{5, 128, 7}, Shape3{2, 200, 16},
-                          Shape3{2, 256, 12}, Shape3{1, 256, 18}})
-    for (const char* variant : {"bruteforce", "auto"})
-      for (const char* dtype : {"fp32", "fp16"}) {
-        INFO("n ", sh.n, " h ", sh.h, " bits ", sh.bits, " ", variant, " ", dtype);
-        BideOptions opt = options(sh.bits, variant);
-        REQUIRE(parse_enum(dtype, &opt.precision));
-        const Tensor w = randn({sh.n, sh.h, sh.bits}, gen, 0, std::sqrt(2.0 / sh.bits));
-        const Tensor r = randn({sh.n, sh.h}, gen, 0, 1.0 / std::sqrt(double(sh.h)));
-        const Tensor y = random_patterns(sh.n, sh.bits, gen);
-        Tensor wc = w.clone().requires_grad_(), rc = r.clone().requires_grad_();
-        Tensor wg = w.to(gpu).requires_grad_(), rg = r.to(gpu).requires_grad_();
-        const Tensor lc = bide_log_prob(wc, rc, y, opt), lg = bide_log_prob(wg, rg, y.to(gpu), opt);
-        const double tol = std::string(dtype) == "fp32" ? 2e-5 : 5e-3;
-        CHECK(rel_err(lg, lc) < tol);
-        sum(lc).backward();
-        sum(lg).backward();
-        CHECK(rel_err(wg.grad(), wc.grad()) < 10 * tol);
-        CHECK(rel_err(rg.grad(), rc.grad()) < 10 * tol);
-      }
+  check_sick_on_gpu({{3, 65, 16}, {5, 128, 7}, {2, 200, 16}, {2, 256, 12}, {1, 256, 18}},
+                    {"bruteforce", "auto"}, gen, false);
   BideOptions pre = options(16, "precomputed");
   CHECK_THROWS_WITH(bide_log_normalizer(zeros({1, 65, 16}, DType::f32, gpu),
                                         zeros({1, 65}, DType::f32, gpu), pre),
