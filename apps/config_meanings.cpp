@@ -51,8 +51,16 @@ const std::map<std::string, std::string>& config_key_meanings() {
       {"head.bide.sick.variant",
        "how SICK walks the patterns: auto, bruteforce or precomputed (H <= 64)"},
       {"head.bide.code",
-       "which pattern stands for which id: id, or frequency (ids ranked by their count in the "
-       "training data)"},
+       "which pattern stands for which id: id, frequency (ids ranked by their count in the "
+       "training data), or frequent_first (the hybrid's softmax_ids most frequent ids, then "
+       "the rest in id order)"},
+      {"head.bide.softmax_ids",
+       "K > 0: a hybrid head, the K most frequent ids with softmax logits of their own "
+       "(K x n_embd), the BIDE over the rest, one exact normaliser; needs code frequency or "
+       "frequent_first"},
+      {"head.bide.tie_softmax",
+       "the hybrid's softmax rows are the token embedding's rows of those ids (needs "
+       "model.input embedding)"},
       {"model.input",
        "gpt: embedding (a vocab_size x n_embd table) or bits (the id's bits in {-1, +1} "
        "through a linear layer; needs model.head bide)"},

@@ -3,12 +3,15 @@
 // first predicted once, from up to block_size tokens of context). A model predicting P tokens
 // jointly (byte pairs) is scored on each position's next P tokens, nats per target; its bits per
 // byte divide by the P bytes each target holds (the mean of P interleaved chain-rule codes of
-// the text, each a proper code length).
+// the text, each a proper code length). --per-token FILE writes each scored position's target
+// and its nats as CSV, for breakdowns (by the target's frequency, say) outside bitgrad.
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 
 #include "cli.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "data/text.h"
 #include "data/token_shards.h"
 #include "models/lm_checkpoint.h"
@@ -16,9 +19,14 @@
 namespace bg::cli {
 
 int run_eval(const Args& args) {
-  args.allow_only({"data", "batch-size", "device"});
+  args.allow_only({"data", "batch-size", "device", "per-token"});
   BG_CHECK(args.positional.size() == 1, "eval",
-           "usage: bitgrad eval CKPT [--data FILE(.txt|.bin)] [--batch-size B] [--device D]");
+           "usage: bitgrad eval CKPT [--data FILE(.txt|.bin)] [--batch-size B] [--device D] "
+           "[--per-token FILE]");
+  const std::string per_token = args.option("per-token", "");
+  if (!per_token.empty())
+    check_output_not_input(per_token, {args.positional[0], args.option("data", "")}, "eval",
+                           "--per-token");
   const Device device = parse_device(args.option("device", "auto"));
   const auto ck = load_gpt_checkpoint(args.positional[0], device);
   const int64_t batch = parse_integer(args.option("batch-size", "8"), "--batch-size", 1, 1 << 16);
@@ -54,6 +62,8 @@ int run_eval(const Args& args) {
   Generator unused;
   double total = 0, outside = 0;
   int64_t counted = 0, bytes = 0;
+  std::ostringstream rows_csv;
+  if (!per_token.empty()) rows_csv << "position,target,nats\n";
   // Windows [w, w + len] predict tokens w+1..w+len; full windows go in batches, the tail alone.
   for (int64_t w = 0; w < n - 1;) {
     const int64_t len = std::min(block, n - 1 - w);
@@ -69,10 +79,19 @@ int run_eval(const Args& args) {
     const Tensor xt = from_vector(x, {rows, len}, device), yt = from_vector(y, {rows, len}, device);
     const Tensor h =
         model.hidden_from_embeddings(model.embed(xt, unused), unused).reshape({rows * len, -1});
-    total += model.head().loss(h, yt.reshape({rows * len}), "sum").item();
+    const Tensor nats = model.head().loss(h, yt.reshape({rows * len}), "none");
+    total += sum(nats).item();
+    if (!per_token.empty()) {
+      const std::vector<double> v = nats.to(Device::cpu(), DType::f64).to_vector<double>();
+      for (size_t i = 0; i < v.size(); ++i)
+        rows_csv << w + int64_t(i) << ',' << y[i] << ',' << v[i] << '\n';
+    }
     if (bide) {  // the mass the same head would put outside the vocabulary, unrestricted
       const auto [z_vocab, z_all] = bide->log_normalizers(h);
-      outside += sum(exp(z_vocab - z_all) * -1.0 + 1.0).item();
+      // The two normalisers come from separate SICK passes: with no mass outside, rounding can
+      // put z_vocab a hair above z_all, which is no mass, not a negative one.
+      const Tensor mass = exp(z_vocab - z_all) * -1.0 + 1.0;
+      outside += sum(maximum(mass, zeros({}, mass.dtype(), mass.device()))).item();
     }
     counted += rows * len;
     w += rows * len;
@@ -88,6 +107,7 @@ int run_eval(const Args& args) {
     std::printf(" | unrestricted, the head would put %.3g of its mass outside the vocabulary",
                 outside / double(counted));
   std::printf("\n");
+  if (!per_token.empty()) write_file_atomic(per_token, rows_csv.str(), "eval");
   return 0;
 }
 

@@ -86,16 +86,20 @@ int run_train(const Args& args) {
                "head.bide.bits: ", g.bide.bits, " bits hold ", int64_t(1) << g.bide.bits,
                " ids, the ", tok->kind(), " targets number ", g.bide.support, " (use ",
                bits_for_vocabulary(g.bide.support), " or more)");
+      BG_CHECK(g.bide.softmax_ids < g.bide.support, "config",
+               "head.bide.softmax_ids: ", g.bide.softmax_ids, " leaves the BIDE none of the ",
+               tok->kind(), " tokenizer's ", g.bide.support, " ids (use at most ",
+               g.bide.support - 1, ")");
     }
     g.fused_attention = choose_fused_attention(cfg.attention, mode, device, g.n_embd / g.n_head);
     gpt = std::make_unique<GPT>(g, init);
     model = gpt.get();
     // A BIDE head's token code other than the id: ranked by the training tokens (resume loads
     // the saved one, and compares).
-    if (g.head == HeadKind::bide && g.bide.code == BideTokenCode::frequency) {
-      BG_CHECK(g.predict_tokens == 1, "config",
-               "head.bide.code: frequency ranks single tokens; byte_pair targets take id");
-      gpt->bide_head()->set_code(frequency_code(train_tokens, g.bide.support));
+    if (g.head == HeadKind::bide && g.bide.code != BideTokenCode::id) {
+      BG_CHECK(g.predict_tokens == 1, "config", "head.bide.code: ", enum_name(g.bide.code),
+               " ranks single tokens; byte_pair targets take id");
+      gpt->bide_head()->set_code(token_code(gpt->config().bide, train_tokens));
     }
   } else {
     CharMLPConfig m = cfg.model;

@@ -104,6 +104,22 @@ TrainConfig read_train_config(ConfigReader& r) {
                       std::to_string(b.hidden));
       // Which pattern stands for which id: the id, or its frequency rank in the training data.
       b.code = r.choice("head.bide.code", BideTokenCode::id);
+      // A hybrid: the K most frequent ids get softmax logits of their own, the BIDE the rest.
+      b.softmax_ids = r.integer("head.bide.softmax_ids", 0, 0, 1 << 24);
+      if (b.softmax_ids > 0 && b.code == BideTokenCode::id)
+        r.fail_at("head.bide.softmax_ids",
+                  "the softmax takes the most frequent ids, the first patterns of "
+                  "head.bide.code: frequency or frequent_first; set one");
+      if (b.softmax_ids == 0 && b.code == BideTokenCode::frequent_first)
+        r.fail_at("head.bide.code",
+                  "frequent_first ranks the hybrid's softmax ids first; set "
+                  "head.bide.softmax_ids > 0 (or use frequency)");
+      // Its softmax rows: a matrix of their own, or the token embedding's rows of those ids.
+      b.tie_softmax = r.boolean("head.bide.tie_softmax", false);
+      if (b.tie_softmax && b.softmax_ids == 0)
+        r.fail_at("head.bide.tie_softmax",
+                  "ties the hybrid's softmax rows to the token embedding; set "
+                  "head.bide.softmax_ids > 0");
     } else {
       r.not_used("head", "model.head is softmax");
       if (c.tokenizer == "byte_pair")
@@ -118,6 +134,9 @@ TrainConfig read_train_config(ConfigReader& r) {
       r.fail_at("model.input",
                 "bits leaves no token embedding for the softmax head to tie to; "
                 "use model.head: bide");
+    if (c.gpt.input == InputKind::bits && c.gpt.bide.tie_softmax)
+      r.fail_at("head.bide.tie_softmax",
+                "model.input: bits leaves no token embedding to tie the softmax rows to");
     // tanh: GPT-2 and llm.c; erf: nanoGPT's nn.GELU(), so nanoGPT evaluates the model exactly.
     c.gpt.gelu = r.choice("model.gelu", GeluForm::tanh);
     // 0: the tokenizer's size; more pads the embedding (GPT-2's 50257 -> 50304, a multiple of

@@ -56,12 +56,13 @@ const std::vector<Command>& commands() {
         {"--samples N", "independent samples (default 1)"},
         {"--device D", "auto, cpu, cuda or cuda:N (default auto)"}}},
       {"eval",
-       "eval CKPT|PACKED [--data FILE] [--batch-size B] [--device D]",
+       "eval CKPT|PACKED [--data FILE] [--batch-size B] [--device D] [--per-token FILE]",
        "loss (nats/token), bits per byte and perplexity of a GPT over every token of a "
        "validation set",
        {{"--data FILE", "a text file or an llm.c .bin shard (default: the run's own split)"},
         {"--batch-size B", "block_size windows per forward pass (default 8)"},
-        {"--device D", "auto, cpu, cuda or cuda:N (default auto)"}}},
+        {"--device D", "auto, cpu, cuda or cuda:N (default auto)"},
+        {"--per-token FILE", "write each scored position's target id and its nats (CSV)"}}},
       {"export",
        "export CKPT --packed --out FILE.h5",
        "a BitLinear GPT's inference file: ternary weights at 2 bits, no latent weights; sample "

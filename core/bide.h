@@ -69,8 +69,14 @@ Tensor bide_log_prob(const Tensor& w, const Tensor& r, const Tensor& y, const Bi
 Tensor bide_nll(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt,
                 const std::string& reduction = "mean");
 
-// Evaluation (no gradient). Results are (N) tensors on W's device (f32, f64 for f64 inputs).
+// log Z over the support, differentiable in W and r (one SICK pass with its K-sums when they
+// need gradients): a head that mixes the BIDE's patterns with other logits normalises with it.
 Tensor bide_log_normalizer(const Tensor& w, const Tensor& r, const BideOptions& opt);
+// The unnormalised logit l_y = r . relu(W b_y) of patterns y (N) i64, differentiable (no SICK
+// pass). Result in W's compute dtype (f32, f64 for f64 inputs).
+Tensor bide_logit(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt);
+
+// Evaluation (no gradient). Results are (N) tensors on W's device (f32, f64 for f64 inputs).
 // log of the unnormalised mass of patterns [lo_n, hi_n) (clipped to the support).
 Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, const Tensor& hi,
                            const BideOptions& opt);

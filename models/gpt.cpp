@@ -32,6 +32,8 @@ void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg) {
     ck.attr("head.bide.sick.dtype", std::string(enum_name(cfg.bide.precision)));
     ck.attr("head.bide.sick.variant", std::string(enum_name(cfg.bide.variant)));
     ck.attr("head.bide.code", std::string(enum_name(cfg.bide.code)));
+    ck.attr("head.bide.softmax_ids", cfg.bide.softmax_ids);
+    ck.attr("head.bide.tie_softmax", int64_t(cfg.bide.tie_softmax));
   }
 }
 
@@ -97,11 +99,20 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
     const std::string code = ck.has_attr("head.bide.code") ? ck.str_attr("head.bide.code") : "id";
     BG_CHECK(parse_enum(code, &b.code), "checkpoint", path, ": attribute head.bide.code is '", code,
              "', expected ", enum_names_text<BideTokenCode>());
+    b.softmax_ids = ck.has_attr("head.bide.softmax_ids") ? ck.int_attr("head.bide.softmax_ids") : 0;
+    const int64_t tie =
+        ck.has_attr("head.bide.tie_softmax") ? ck.int_attr("head.bide.tie_softmax") : 0;
+    BG_CHECK((tie == 0 || tie == 1) &&
+                 (tie == 0 || (b.softmax_ids > 0 && cfg.input == InputKind::embedding)),
+             "checkpoint", path, ": attribute head.bide.tie_softmax is ", tie,
+             ", expected 0, or 1 with head.bide.softmax_ids > 0 and model.input embedding");
+    b.tie_softmax = tie == 1;
     BG_CHECK(b.bits >= 1 && b.bits <= 24 && b.hidden >= 1 && b.hidden <= kMaxBideHidden &&
                  b.support >= 2 && b.support <= target_vocabulary(cfg) &&
-                 b.support <= (int64_t(1) << b.bits),
+                 b.support <= (int64_t(1) << b.bits) && b.softmax_ids >= 0 &&
+                 b.softmax_ids < b.support,
              "checkpoint", path, ": inconsistent head.bide.* attributes (bits ", b.bits,
-             ", hidden ", b.hidden, ", support ", b.support, ")");
+             ", hidden ", b.hidden, ", support ", b.support, ", softmax_ids ", b.softmax_ids, ")");
   }
   // The ranges train's config allows, each named: a crafted attribute must not become a huge
   // allocation.
@@ -181,6 +192,8 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
     cmp("head.bide.bits", a.bide.bits, b.bide.bits);
     cmp("head.bide.hidden", a.bide.hidden, b.bide.hidden);
     cmp("head.bide.support", a.bide.support, b.bide.support);
+    cmp("head.bide.softmax_ids", a.bide.softmax_ids, b.bide.softmax_ids);
+    cmp("head.bide.tie_softmax", a.bide.tie_softmax, b.bide.tie_softmax);
     if (a.bide.code != b.bide.code)
       d += std::string(d.empty() ? "" : ", ") + "head.bide.code " + enum_name(a.bide.code) +
            " vs " + enum_name(b.bide.code);
@@ -276,7 +289,9 @@ GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
     BideHeadSpec& spec = cfg_.bide;  // resolved here, so the checkpoint records what ran
     if (spec.support == 0) spec.support = target_vocabulary(cfg);
     if (spec.bits == 0) spec.bits = bits_for_vocabulary(spec.support);
-    head_ = register_module("lm_head", std::make_shared<BideTokenHead>(cfg.n_embd, spec, init));
+    head_ = register_module(
+        "lm_head",
+        std::make_shared<BideTokenHead>(cfg.n_embd, spec, init, spec.tie_softmax ? wte_ : nullptr));
   } else {
     head_ = register_module(
         "lm_head", std::make_shared<TiedSoftmaxHead>(wte_, cfg.head, cfg.linear.bitlinear));

@@ -38,7 +38,7 @@ BideOptions bide_options(const BideHeadSpec& spec) {
   BideOptions opt;
   opt.code.type = BideValueType::uint;
   opt.code.bits = spec.bits;
-  opt.support_lo = 0;
+  opt.support_lo = spec.softmax_ids;  // the hybrid's softmax takes [0, softmax_ids)
   opt.support_hi = spec.support;
   opt.precision = spec.precision;
   opt.variant = spec.variant;
@@ -59,13 +59,60 @@ std::vector<int64_t> frequency_code(const std::vector<int32_t>& tokens, int64_t 
   return code;
 }
 
-BideTokenHead::BideTokenHead(int64_t n_embd, const BideHeadSpec& spec, Generator& init)
+std::vector<int64_t> token_code(const BideHeadSpec& spec, const std::vector<int32_t>& tokens) {
+  BG_CHECK(spec.code != BideTokenCode::id, "gpt", "head.bide.code id takes no code table");
+  std::vector<int64_t> code = frequency_code(tokens, spec.support);
+  if (spec.code == BideTokenCode::frequent_first) {  // ranks >= K: renumbered in id order
+    int64_t next = spec.softmax_ids;
+    for (int64_t& c : code)
+      if (c >= spec.softmax_ids) c = next++;
+  }
+  return code;
+}
+
+BideTokenHead::BideTokenHead(int64_t n_embd, const BideHeadSpec& spec, Generator& init,
+                             std::shared_ptr<Embedding> wte)
     : code_kind_(spec.code) {
   BG_CHECK(spec.bits >= 1 && spec.bits <= 24 && spec.support >= 2 &&
                spec.support <= (int64_t(1) << spec.bits),
            "gpt", "a BIDE head of ", spec.bits, " bits cannot hold ", spec.support, " token ids");
+  BG_CHECK(spec.softmax_ids >= 0 && spec.softmax_ids < spec.support, "gpt",
+           "head.bide.softmax_ids ", spec.softmax_ids, " leaves the BIDE no ids of the ",
+           spec.support, " (expected 0 to ", spec.support - 1, ")");
   bide_ = register_module(
       "bide", std::make_shared<BideHead>(n_embd, spec.hidden, bide_options(spec), init));
+  softmax_ids_ = spec.softmax_ids;
+  if (spec.tie_softmax) {
+    BG_CHECK(softmax_ids_ > 0 && wte && wte->weight.size(1) == n_embd, "gpt",
+             "head.bide.tie_softmax needs head.bide.softmax_ids > 0 and a token embedding of "
+             "width n_embd");
+    wte_ = std::move(wte);
+  } else if (softmax_ids_ > 0) {  // the tied softmax head's scale: N(0, 0.02) rows
+    softmax_ = register_module("softmax", make_linear(LinearSpec(), n_embd, softmax_ids_, false,
+                                                      init, 0.02, MatmulSite::lm_head));
+  }
+}
+
+bool BideTokenHead::hybrid() const { return softmax_ids_ > 0; }
+
+Tensor BideTokenHead::softmax_logits(const Tensor& h) const {
+  if (softmax_) return softmax_->forward(h);
+  // Tied: the embedding rows of the ids whose patterns are [0, K), gathered each call (their
+  // gradient flows back into wte, as the tied softmax head's does).
+  if (!softmax_rows_.defined() || softmax_rows_.device() != h.device()) {
+    std::vector<int64_t> ids(size_t(softmax_ids_), -1);
+    if (code_kind_ == BideTokenCode::id) {
+      for (int64_t p = 0; p < softmax_ids_; ++p) ids[size_t(p)] = p;
+    } else {
+      BG_CHECK(!code_of_id_.empty(), "gpt", "head.bide.code ", enum_name(code_kind_),
+               " has no code table (set_code was not called)");
+      for (size_t id = 0; id < code_of_id_.size(); ++id)
+        if (code_of_id_[id] < softmax_ids_) ids[size_t(code_of_id_[id])] = int64_t(id);
+    }
+    softmax_rows_ = from_vector(ids, {softmax_ids_}, h.device());
+  }
+  return linear(h, embedding(wte_->weight, softmax_rows_), Tensor(),
+                compute_mode().at(MatmulSite::lm_head));
 }
 
 BideOptions BideTokenHead::options() const {
@@ -77,7 +124,27 @@ BideOptions BideTokenHead::options() const {
 Tensor BideTokenHead::loss(const Tensor& h, const Tensor& targets,
                            const std::string& reduction) const {
   const BideHead::Distribution d = bide_->distribution(h);
-  return bide_nll(d.w, d.r, patterns_of(targets), options(), reduction);
+  const BideOptions opt = options();
+  if (!hybrid()) return bide_nll(d.w, d.r, patterns_of(targets), opt, reduction);
+  // The hybrid: -log p(y) = log Z - l_y, log Z = logsumexp(softmax logits, log Z_bide). As one
+  // cross-entropy over [softmax logits, log Z_bide] with the target min(y, K) (the BIDE's
+  // column for y >= K), plus log Z_bide - l_y for y >= K. One SICK pass; a y < K still takes
+  // the BIDE's logit of pattern K, zero-weighted, so every row runs the same ops.
+  const int64_t n = h.size(0);
+  const Tensor logz = bide_log_normalizer(d.w, d.r, opt);
+  const DType dt = logz.dtype();
+  const Tensor y = patterns_of(targets).to(dt);  // exact: patterns < 2^24
+  const Tensor k = full({}, double(softmax_ids_), dt, y.device());
+  const Tensor in_bide = gt(y, add_scalar(k, -0.5)).to(dt);
+  const Tensor l_y = bide_logit(d.w, d.r, maximum(y, k).to(DType::i64), opt).to(dt);
+  const Tensor joint = concat({softmax_logits(h).to(dt), logz.reshape({n, 1})}, 1);
+  const Tensor nll =
+      cross_entropy(joint, minimum(y, k).to(DType::i64), -100, "none") + in_bide * (logz - l_y);
+  if (reduction == "none") return nll;
+  if (reduction == "sum") return sum(nll);
+  BG_CHECK(reduction == "mean", "gpt", "reduction must be mean, sum or none, got '", reduction,
+           "'");
+  return mean(nll);
 }
 
 void BideTokenHead::set_code(const std::vector<int64_t>& code_of_id) {
@@ -93,6 +160,7 @@ void BideTokenHead::set_code(const std::vector<int64_t>& code_of_id) {
   }
   code_of_id_ = code_of_id;
   code_column_ = Tensor();
+  softmax_rows_ = Tensor();
 }
 
 const Tensor& BideTokenHead::code_column(Device device) const {
@@ -114,8 +182,16 @@ Tensor BideTokenHead::logits(const Tensor& h) const {
   const BideHead::Distribution d = bide_->distribution(h);
   const BideOptions opt = options();
   // log p over every pattern (-inf outside the support), then the ids [0, support).
-  const Tensor by_pattern =
+  Tensor by_pattern =
       bide_pattern_log_probs(d.w.detach(), d.r.detach(), opt).slice(1, 0, opt.support_hi);
+  if (hybrid()) {  // the hybrid: [softmax logits, the BIDE's logits over [K, support)], normalised
+    NoGradGuard no_grad;
+    const Device host = by_pattern.device();
+    const Tensor logz = bide_log_normalizer(d.w, d.r, opt).to(host, DType::f64);
+    const Tensor bide_logits =
+        by_pattern.slice(1, softmax_ids_, opt.support_hi) + logz.reshape({h.size(0), 1});
+    by_pattern = log_softmax(concat({softmax_logits(h).to(host, DType::f64), bide_logits}, 1));
+  }
   if (code_kind_ == BideTokenCode::id) return by_pattern;
   // Column id of the result is column code_of_id[id] of by_pattern: gather rows of its transpose
   // (on by_pattern's device: the materialised log-probabilities live on the host).
@@ -125,15 +201,31 @@ Tensor BideTokenHead::logits(const Tensor& h) const {
 
 Tensor BideTokenHead::outputs(const Tensor& h) const {
   const BideHead::Distribution d = bide_->distribution(h);
-  return concat({d.w.reshape({d.w.size(0), -1}), d.r}, 1);
+  std::vector<Tensor> parts = {d.w.reshape({d.w.size(0), -1}), d.r};
+  if (hybrid()) parts.push_back(softmax_logits(h).to(d.r.dtype()));
+  return concat(parts, 1);
 }
 
 std::pair<Tensor, Tensor> BideTokenHead::log_normalizers(const Tensor& h) const {
   const BideHead::Distribution d = bide_->distribution(h);
+  NoGradGuard no_grad;
   BideOptions all = options();
-  all.support_lo = 0;
-  all.support_hi = -1;
-  return {bide_log_normalizer(d.w, d.r, options()), bide_log_normalizer(d.w, d.r, all)};
+  all.support_hi = -1;  // the BIDE's patterns up to 2^B (the hybrid's softmax keeps [0, K))
+  Tensor vocab = bide_log_normalizer(d.w, d.r, options()),
+         every = bide_log_normalizer(d.w, d.r, all);
+  if (hybrid()) {  // logaddexp with the softmax part's log-sum-exp
+    const Tensor s = softmax_logits(h).to(vocab.dtype());
+    const Tensor lse_s = (s.slice(1, 0, 1) - log_softmax(s).slice(1, 0, 1)).reshape({h.size(0)});
+    auto logaddexp = [&](const Tensor& a) {
+      return lse_s -
+             log_softmax(concat({lse_s.reshape({h.size(0), 1}), a.reshape({h.size(0), 1})}, 1))
+                 .slice(1, 0, 1)
+                 .reshape({h.size(0)});
+    };
+    vocab = logaddexp(vocab);
+    every = logaddexp(every);
+  }
+  return {vocab, every};
 }
 
 }  // namespace bg

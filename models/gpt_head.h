@@ -19,8 +19,11 @@ BG_NAMED_ENUM(HeadKind, BG_HEAD_KINDS)
 
 // head.bide.code: which bit pattern stands for which token id. id: the id itself; frequency: the
 // ids ranked by their count in the training data (the most frequent token is pattern 0, ties in
-// id order), so frequent tokens share their high bits.
-#define BG_BIDE_TOKEN_CODES(X) X(id, "id") X(frequency, "frequency")
+// id order), so frequent tokens share their high bits; frequent_first (for the hybrid head): the
+// softmax_ids most frequent ids first, ranked so, then every other id in id order, so that ids
+// the training data never shows are not one block of patterns the BIDE learns to rule out.
+#define BG_BIDE_TOKEN_CODES(X) \
+  X(id, "id") X(frequency, "frequency") X(frequent_first, "frequent_first")
 BG_NAMED_ENUM(BideTokenCode, BG_BIDE_TOKEN_CODES)
 
 // The BIDE head's settings (head.bide.*): B bits per token id (enough for the vocabulary), H
@@ -33,10 +36,19 @@ struct BideHeadSpec {
   SickPrecision precision = SickPrecision::fp32;
   SickVariant variant = SickVariant::automatic;
   BideTokenCode code = BideTokenCode::id;
+  // head.bide.softmax_ids: K > 0 makes a hybrid head. Patterns [0, K) (with the frequency code,
+  // the K most frequent ids) get a softmax logit each, from their own row of a K x n_embd
+  // matrix; the BIDE covers the rest, [K, support). One normaliser sums both exactly.
+  int64_t softmax_ids = 0;
+  // head.bide.tie_softmax: the hybrid's softmax rows are the token embedding's rows of those
+  // ids (as the tied softmax head's are), not a K x n_embd matrix of their own.
+  bool tie_softmax = false;
 };
 // The frequency code of `tokens` over ids [0, support): code_of_id[id] = the id's rank by count
 // (descending, ties by id).
 std::vector<int64_t> frequency_code(const std::vector<int32_t>& tokens, int64_t support);
+// The code of `kind` (not id) for a head over ids [0, spec.support) trained on `tokens`.
+std::vector<int64_t> token_code(const BideHeadSpec& spec, const std::vector<int32_t>& tokens);
 // head.bide.hidden's bound: what the CUDA SICK kernels hold (the CPU's pass has no such bound,
 // but a checkpoint must run on either).
 inline constexpr int64_t kMaxBideHidden = kMaxSickHidden;
@@ -83,9 +95,16 @@ class TiedSoftmaxHead : public GPTHead {
 // NLL; logits materialises one position's normalised log-probabilities over the support (for
 // sampling and top-k); outputs are W and r. Under train.deterministic the SICK pass runs one
 // slice per example, so an example's numbers never depend on the batch.
+// The hybrid (softmax_ids K > 0, after Oda et al. 2017's binary codes with a softmax for the
+// frequent words): patterns [0, K) take l_k = h . u_k from a K x n_embd matrix
+// (lm_head.softmax.weight; or, tied, the token embedding's rows of those ids), the others the
+// BIDE's logit; log Z = logaddexp(logsumexp_k<K l_k, the SICK log-normaliser over
+// [K, support)), still exact.
 class BideTokenHead : public GPTHead {
  public:
-  BideTokenHead(int64_t n_embd, const BideHeadSpec& spec, Generator& init);
+  // `wte`: the token embedding a tied hybrid (spec.tie_softmax) takes its softmax rows from.
+  BideTokenHead(int64_t n_embd, const BideHeadSpec& spec, Generator& init,
+                std::shared_ptr<Embedding> wte = nullptr);
   HeadKind kind() const override { return HeadKind::bide; }
   Tensor logits(const Tensor& h) const override;
   Tensor loss(const Tensor& h, const Tensor& targets,
@@ -106,7 +125,14 @@ class BideTokenHead : public GPTHead {
   Tensor patterns_of(const Tensor& ids) const;
   // The code as a (support, 1) f32 column on `device` (gathered by embedding).
   const Tensor& code_column(Device device) const;
+  bool hybrid() const;  // softmax_ids > 0
+  // The hybrid's softmax logits (N, K) over patterns [0, K).
+  Tensor softmax_logits(const Tensor& h) const;
   std::shared_ptr<BideHead> bide_;
+  std::shared_ptr<LinearLayer> softmax_;  // hybrid, untied
+  std::shared_ptr<Embedding> wte_;        // hybrid, tied
+  int64_t softmax_ids_ = 0;
+  mutable Tensor softmax_rows_;  // tied: the ids of patterns [0, K), i64 on their device
   BideTokenCode code_kind_;
   std::vector<int64_t> code_of_id_;
   mutable Tensor code_column_;

@@ -3,12 +3,13 @@
 # the softmax head (scripts/bide_head_grid.runs: one run a line, NAME CONFIG [key=value ...]).
 #   MODE=full    every run to its config's steps, all at once (under CUDA MPS where the machine
 #                has it, so small models share the GPU; at most PARALLEL at a time), then
-#                `bitgrad eval` of each best.h5.
+#                `bitgrad eval` of each best.h5 (with each target's nats: NAME_per_token.csv).
 #                Losses only: the step times of runs sharing a GPU are not results. A run still
 #                going at DEADLINE seconds is stopped by SIGINT (its log keeps every evaluation
 #                so far). Logs, metrics and evals: $OUT/grid_runs.tgz.
 #   MODE=timing  each run alone for TIMING_STEPS steps without evaluation: the median ms/step of
-#                its progress lines past step 20 and its peak device memory, $OUT/grid_timing.txt.
+#                its progress lines past step 20 and its peak device memory, $OUT/grid_timing.txt
+#                (the runs' logs: $OUT/grid_timing_logs.tgz).
 # ONLY="name1 name2" restricts either mode to those runs.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
@@ -44,6 +45,7 @@ if [ "$mode" = timing ]; then
     echo "$name: $ms ms/step | $params | $peak"
     rm -rf /tmp/grid_t_$name
   done | tee "$out/grid_timing.txt"
+  tar -C "$out" -czf "$out/grid_timing_logs.tgz" grid && rm -rf "$dir"
   exit 0
 fi
 
@@ -68,7 +70,8 @@ while read -r name cfg rest; do
     .bundle/bitgrad train "$cfg" "${sets[@]}" --set run.out_dir=/tmp/grid_$name > "$dir/$name.log" 2>&1
     cp /tmp/grid_$name/metrics.csv "$dir/${name}_metrics.csv" 2> /dev/null
     [ -f /tmp/grid_$name/best.h5 ] &&
-      timeout "${EVAL_LIMIT:-60}" .bundle/bitgrad eval /tmp/grid_$name/best.h5 > "$dir/${name}_eval.txt" 2>&1
+      timeout "${EVAL_LIMIT:-60}" .bundle/bitgrad eval /tmp/grid_$name/best.h5 \
+        --per-token "$dir/${name}_per_token.csv" > "$dir/${name}_eval.txt" 2>&1
   ) &
 done < <(selected)
 while [ -n "$(jobs -rp)" ] && [ $(($(date +%s) - start)) -lt "$deadline" ]; do sleep 5; done

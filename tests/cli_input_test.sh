@@ -123,6 +123,13 @@ cmp -s <("$bin" checksum "$dir/bide1/last.h5") <("$bin" checksum "$dir/bide2/las
 "$bin" eval "$dir/bide1/last.h5" > "$dir/bide_eval.log" 2>&1 || fail "bide-head eval failed: $(cat "$dir/bide_eval.log")"
 grep -q "nats/token | [0-9.]* bits/byte .* outside the vocabulary" "$dir/bide_eval.log" || fail "bide-head eval: $(cat "$dir/bide_eval.log")"
 "$bin" sample "$dir/bide1/last.h5" --tokens 5 > /dev/null 2>&1 || fail "bide-head sample failed"
+# eval --per-token: one CSV row per scored token, whose nats average to the printed loss.
+"$bin" eval "$dir/bide1/last.h5" --per-token "$dir/per_token.csv" > "$dir/pt.log" 2>&1 || fail "eval --per-token failed: $(cat "$dir/pt.log")"
+scored=$(grep -o '[0-9]* tokens' "$dir/pt.log" | head -1 | cut -d' ' -f1)
+[ "$(head -1 "$dir/per_token.csv")" = "position,target,nats" ] && [ "$(($(wc -l < "$dir/per_token.csv") - 1))" = "$scored" ] || fail "eval --per-token wrote $(wc -l < "$dir/per_token.csv") lines for $scored tokens"
+printed=$(grep -o 'loss [0-9.]*' "$dir/pt.log" | cut -d' ' -f2)
+awk -F, -v want="$printed" 'NR > 1 {s += $3; n++} END {m = s / n; exit !(m - want < 1e-4 && want - m < 1e-4)}' "$dir/per_token.csv" || fail "eval --per-token's nats do not average to the printed loss $printed"
+one_line_error "--per-token $dir/bide1/last.h5 is the input" "$bin" eval "$dir/bide1/last.h5" --per-token "$dir/bide1/last.h5"
 "$bin" check-determinism "$ok" --set model.head=bide --set head.bide.hidden=8 --runs 2 --steps 2 --out "$dir/bidechk" > "$dir/bidechk.log" 2>&1 || fail "bide-head check-determinism: $(tail -4 "$dir/bidechk.log")"
 one_line_error "head.bide.bits: 3 bits hold 8 ids" "$bin" train "$ok" --set model.head=bide --set head.bide.bits=3
 one_line_error "head.bide.hidden: value 257 is out of range [1, 256]" "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=257
@@ -132,9 +139,16 @@ one_line_error "model.input: bits leaves no token embedding for the softmax head
 one_line_error "data.tokenizer: byte_pair predicts 65,536 pair ids jointly" "$bin" train "$ok" --set data.tokenizer=byte_pair
 one_line_error "head.bide.code: frequency ranks single tokens" "$bin" train "$ok" --set data.tokenizer=byte_pair --set model.head=bide --set head.bide.code=frequency
 one_line_error "model.vocab_size: byte_pair pairs ids as first * 256 + second" "$bin" train "$ok" --set data.tokenizer=byte_pair --set model.head=bide --set model.vocab_size=320
-# The BIDE head's variants: a vocabulary-free GPT (bit input) with frequency-ranked ids, and byte
-# pairs; each trains, resumes bit for bit, evaluates and samples.
-for variant in "model.input=bits --set head.bide.code=frequency" "data.tokenizer=byte_pair"; do
+one_line_error "head.bide.softmax_ids: the softmax takes the most frequent ids" "$bin" train "$ok" --set model.head=bide --set head.bide.softmax_ids=4
+one_line_error "head.bide.softmax_ids: 100000 leaves the BIDE none of the char tokenizer's" "$bin" train "$ok" --set model.head=bide --set head.bide.code=frequency --set head.bide.softmax_ids=100000
+one_line_error "head.bide.code: frequent_first ranks the hybrid's softmax ids first" "$bin" train "$ok" --set model.head=bide --set head.bide.code=frequent_first
+one_line_error "head.bide.tie_softmax: ties the hybrid's softmax rows" "$bin" train "$ok" --set model.head=bide --set head.bide.tie_softmax=true
+one_line_error "head.bide.tie_softmax: model.input: bits leaves no token embedding" "$bin" train "$ok" --set model.head=bide --set head.bide.code=frequency --set head.bide.softmax_ids=4 --set head.bide.tie_softmax=true --set model.input=bits
+"$bin" check-determinism "$ok" --set model.head=bide --set head.bide.hidden=8 --set head.bide.code=frequency --set head.bide.softmax_ids=8 --runs 2 --steps 2 --out "$dir/hybridchk" > "$dir/hybridchk.log" 2>&1 || fail "hybrid-head check-determinism: $(tail -4 "$dir/hybridchk.log")"
+# The BIDE head's variants: a vocabulary-free GPT (bit input) with frequency-ranked ids, byte
+# pairs, and the hybrid (a softmax over the 8 most frequent ids tied to their embedding rows,
+# the BIDE over the rest in id order); each trains, resumes bit for bit, evaluates and samples.
+for variant in "model.input=bits --set head.bide.code=frequency" "head.bide.code=frequent_first --set head.bide.softmax_ids=8 --set head.bide.tie_softmax=true" "data.tokenizer=byte_pair"; do
   tag=$(echo "$variant" | tr -c 'a-z' _)
   # shellcheck disable=SC2086  # the variant is two --set arguments
   "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=8 --set $variant --set run.out_dir="$dir/v1$tag" > "$dir/v.log" 2>&1 || fail "$variant: train failed: $(tail -2 "$dir/v.log")"

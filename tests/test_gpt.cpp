@@ -9,6 +9,7 @@
 #include "core/optim.h"
 #include "data/text.h"
 #include "data/tokenizer.h"
+#include "gpt_train_loop.h"
 #include "harness.h"
 #include "models/gpt.h"
 
@@ -110,35 +111,14 @@ TEST_CASE("cpu: gpt logits at a position ignore later tokens") {
 
 namespace {
 
-struct GptRun {
-  std::vector<double> losses;
-  std::vector<float> params, grads;
-};
-
 // `steps` AdamW steps of a 2-layer GPT on the tiny corpus (dropout on); grads after the last.
 GptRun train_gpt(Device device, int steps, bool fused = false, int64_t n_embd = 16,
                  const ComputeMode& mode = ComputeMode()) {
   const std::string text = gpt_corpus();
   const CharTokenizer vocab(text);
-  const std::vector<int32_t> tokens = vocab.encode(text);
-  Generator init(5), data(6), drop(7);
+  Generator init(5);
   GPT model(tiny_config(vocab.vocab_size(), false, fused, n_embd), init);
-  model.set_compute_mode(mode.on(device));
-  FlatParameters params(model.named_parameters(), device);
-  AdamW opt(params, {0.9, 0.99, 1e-8, 0.1});
-  GptRun r;
-  for (int s = 0; s < steps; ++s) {
-    params.zero_grad();
-    Tensor x, y;
-    sample_windows(tokens, 8, 12, data, device, &x, &y);
-    Tensor loss = model.loss(x, y, drop);
-    loss.backward();
-    r.grads = params.grads().to_vector<float>();
-    opt.step(3e-3, clip_grad_norm(params, 1.0).scale);
-    r.losses.push_back(loss.item());
-  }
-  r.params = params.values().to_vector<float>();
-  return r;
+  return train_gpt_steps(model, vocab.encode(text), device, steps, mode);
 }
 
 }  // namespace

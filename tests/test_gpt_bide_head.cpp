@@ -8,6 +8,7 @@
 #include "core/optim.h"
 #include "data/text.h"
 #include "data/tokenizer.h"
+#include "gpt_train_loop.h"
 #include "harness.h"
 #include "models/generate.h"
 #include "models/gpt.h"
@@ -55,48 +56,12 @@ std::vector<double> explicit_logits(const std::vector<double>& w, const std::vec
   return l;
 }
 
-GPTConfig bide_gpt_config(int64_t vocab) {
-  GPTConfig c;
-  c.vocab_size = vocab;
-  c.block_size = 12;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.dropout = 0.1;
-  c.fused_attention = false;
-  c.head = HeadKind::bide;
-  c.bide.hidden = 8;
-  return c;
-}
-
-struct BideRun {
-  std::vector<double> losses;
-  std::vector<float> params, grads;
-};
-
-BideRun train_bide_gpt(Device device, int steps, const ComputeMode& mode = ComputeMode()) {
-  std::string text;
-  for (int i = 0; i < 200; ++i) text += i % 3 ? "the cat sat. " : "a dog ran. ";
+GptRun train_bide_gpt(Device device, int steps, const ComputeMode& mode = ComputeMode()) {
+  const std::string text = cat_dog_text();
   const CharTokenizer vocab(text);
-  const std::vector<int32_t> tokens = vocab.encode(text);
-  Generator init(5), data(6), drop(7);
-  GPT model(bide_gpt_config(vocab.vocab_size()), init);
-  model.set_compute_mode(mode.on(device));
-  FlatParameters params(model.named_parameters(), device);
-  AdamW opt(params, {0.9, 0.99, 1e-8, 0.1});
-  BideRun r;
-  for (int s = 0; s < steps; ++s) {
-    params.zero_grad();
-    Tensor x, y;
-    sample_windows(tokens, 8, 12, data, device, &x, &y);
-    Tensor loss = model.loss(x, y, drop);
-    loss.backward();
-    r.grads = params.grads().to_vector<float>();
-    opt.step(3e-3, clip_grad_norm(params, 1.0).scale);
-    r.losses.push_back(loss.item());
-  }
-  r.params = params.values().to_vector<float>();
-  return r;
+  Generator init(5);
+  GPT model(small_bide_gpt(vocab.vocab_size(), 0.1), init);
+  return train_gpt_steps(model, vocab.encode(text), device, steps, mode);
 }
 
 }  // namespace
@@ -190,13 +155,13 @@ TEST_CASE("cpu: sampling through the BIDE head follows its probabilities (chi-sq
 }
 
 TEST_CASE("cpu: a BIDE-head gpt learns and two runs are bitwise identical") {
-  const BideRun a = train_bide_gpt(Device::cpu(), 120), b = train_bide_gpt(Device::cpu(), 120);
+  const GptRun a = train_bide_gpt(Device::cpu(), 120), b = train_bide_gpt(Device::cpu(), 120);
   double first = 0, last = 0;
   for (int i = 0; i < 10; ++i) first += a.losses[size_t(i)] / 10;
   for (int i = 110; i < 120; ++i) last += a.losses[size_t(i)] / 10;
   CHECK(last < first - 0.5);
   CHECK(a.params == b.params);
-  GPTConfig c = bide_gpt_config(40);
+  GPTConfig c = small_bide_gpt(40, 0.1);
   c.bide.bits = 5;  // 32 patterns for 40 ids
   Generator init(1);
   CHECK_THROWS_WITH(GPT(c, init), doctest::Contains("a BIDE head of 5 bits cannot hold 40"));
@@ -204,13 +169,13 @@ TEST_CASE("cpu: a BIDE-head gpt learns and two runs are bitwise identical") {
 
 TEST_CASE("cuda: a BIDE-head gpt agrees with the CPU on the loss and every gradient") {
   BG_REQUIRE_CUDA();
-  const BideRun c = train_bide_gpt(Device::cpu(), 1), g = train_bide_gpt(Device::cuda(0), 1);
+  const GptRun c = train_bide_gpt(Device::cpu(), 1), g = train_bide_gpt(Device::cuda(0), 1);
   CHECK(g.losses[0] == doctest::Approx(c.losses[0]).epsilon(1e-5));
   const Tensor gc = from_vector(c.grads, {int64_t(c.grads.size())});
   const Tensor gg = from_vector(g.grads, {int64_t(g.grads.size())});
   CHECK(rel_err(gg, gc) < 1e-4);
-  const BideRun g20 = train_bide_gpt(Device::cuda(0), 20),
-                g20b = train_bide_gpt(Device::cuda(0), 20);
+  const GptRun g20 = train_bide_gpt(Device::cuda(0), 20),
+               g20b = train_bide_gpt(Device::cuda(0), 20);
   CHECK(g20.params == g20b.params);
   // Under train.deterministic the CPU and CUDA runs are each repeatable too.
   const ComputeMode det = ComputeMode::deterministic_mode();

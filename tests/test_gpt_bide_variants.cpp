@@ -10,6 +10,7 @@
 #include "core/optim.h"
 #include "data/text.h"
 #include "data/tokenizer.h"
+#include "gpt_train_loop.h"
 #include "harness.h"
 #include "models/generate.h"
 #include "models/gpt.h"
@@ -17,64 +18,33 @@
 namespace bg::test {
 namespace {
 
-GPTConfig small_bide_gpt(int64_t vocab) {
-  GPTConfig c;
-  c.vocab_size = vocab;
-  c.block_size = 12;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.fused_attention = false;
-  c.head = HeadKind::bide;
-  c.bide.hidden = 8;
-  return c;
-}
+GPTConfig small_bide_gpt(int64_t vocab) { return test::small_bide_gpt(vocab, 0.0); }
 
-struct Run {
-  std::vector<double> losses;
-  std::vector<float> params, grads;
-};
-
-// `steps` AdamW steps of a small BIDE GPT on a repetitive text, its tokens from `tok`.
-Run train(GPTConfig cfg, const Tokenizer& tok, Device device, int steps) {
-  std::string text;
-  for (int i = 0; i < 200; ++i) text += i % 3 ? "the cat sat. " : "a dog ran. ";
-  const std::vector<int32_t> tokens = tok.encode(text);
+// `steps` training steps of a small BIDE GPT on a repetitive text, its tokens from `tok`.
+GptRun train(GPTConfig cfg, const Tokenizer& tok, Device device, int steps) {
+  const std::vector<int32_t> tokens = tok.encode(cat_dog_text());
   cfg.predict_tokens = tok.tokens_per_target();
-  Generator init(5), data(6), drop(7);
+  Generator init(5);
   GPT model(cfg, init);
   if (cfg.bide.code == BideTokenCode::frequency)
     model.bide_head()->set_code(frequency_code(tokens, model.config().bide.support));
-  model.set_compute_mode(ComputeMode().on(device));
-  FlatParameters params(model.named_parameters(), device);
-  AdamW opt(params, {0.9, 0.99, 1e-8, 0.1});
-  Run r;
-  for (int s = 0; s < steps; ++s) {
-    params.zero_grad();
-    Tensor x, y;
-    sample_windows(tokens, 8, 12, data, device, &x, &y, cfg.predict_tokens, cfg.vocab_size);
-    Tensor loss = model.loss(x, y, drop);
-    loss.backward();
-    r.grads = params.grads().to_vector<float>();
-    opt.step(3e-3, clip_grad_norm(params, 1.0).scale);
-    r.losses.push_back(loss.item());
-  }
-  r.params = params.values().to_vector<float>();
-  return r;
-}
-
-double mean_of(const std::vector<double>& v, size_t from, size_t to) {
-  double s = 0;
-  for (size_t i = from; i < to; ++i) s += v[i];
-  return s / double(to - from);
+  return train_gpt_steps(model, tokens, device, steps);
 }
 
 }  // namespace
 
-TEST_CASE("cpu: the frequency code ranks ids by count (ties by id), refuses a non-permutation") {
+TEST_CASE("cpu: the frequency codes rank ids by count (ties by id), refuse a non-permutation") {
   // counts: id 0 x1, 1 x3, 2 x0, 3 x3, 4 x2 -> order 1, 3, 4, 0, 2.
   const std::vector<int32_t> tokens = {1, 3, 4, 1, 0, 3, 4, 1, 3};
   CHECK(frequency_code(tokens, 5) == std::vector<int64_t>{3, 0, 4, 1, 2});
+  // frequent_first with K = 2: ids 1 and 3 take patterns 0 and 1, then 0, 2, 4 in id order.
+  BideHeadSpec ranked;
+  ranked.support = 5;
+  ranked.softmax_ids = 2;
+  ranked.code = BideTokenCode::frequent_first;
+  CHECK(token_code(ranked, tokens) == std::vector<int64_t>{2, 0, 3, 1, 4});
+  ranked.code = BideTokenCode::frequency;
+  CHECK(token_code(ranked, tokens) == std::vector<int64_t>{3, 0, 4, 1, 2});
   Generator init(1);
   BideHeadSpec spec;
   spec.bits = 3;
@@ -205,7 +175,7 @@ TEST_CASE("cpu: frequency-coded, bit-input and byte-pair gpts learn and repeat b
         {"bit input", bits, &chars},
         {"byte pairs", pair, &pairs}}) {
     INFO(name);
-    const Run a = train(cfg, *tok, Device::cpu(), 120), b = train(cfg, *tok, Device::cpu(), 120);
+    const GptRun a = train(cfg, *tok, Device::cpu(), 120), b = train(cfg, *tok, Device::cpu(), 120);
     CHECK(mean_of(a.losses, 110, 120) < mean_of(a.losses, 0, 10) - 0.5);
     CHECK(a.params == b.params);
   }
@@ -222,7 +192,7 @@ TEST_CASE("cuda: frequency-coded, bit-input and byte-pair gpts agree with the CP
   pair.bide.hidden = 100;  // a wide head: the bruteforce kernel's 16-tile shape
   for (const auto& [cfg, tok] :
        {std::pair<GPTConfig, const Tokenizer*>{coded, &chars}, {pair, &pairs}}) {
-    const Run c = train(cfg, *tok, Device::cpu(), 1), g = train(cfg, *tok, Device::cuda(0), 1);
+    const GptRun c = train(cfg, *tok, Device::cpu(), 1), g = train(cfg, *tok, Device::cuda(0), 1);
     CHECK(g.losses[0] == doctest::Approx(c.losses[0]).epsilon(1e-5));
     CHECK(rel_err(from_vector(g.grads, {int64_t(g.grads.size())}),
                   from_vector(c.grads, {int64_t(c.grads.size())})) < 1e-4);

@@ -3,7 +3,8 @@
 // setting (16,384 positions = 32 x 512, 16 bits, H = 32) and at 65,536 positions. The BIDE head
 // (two bias-free projections to W and r, SICK's fused NLL over the GPT-2 vocabulary's 50,257 of
 // 65,536 patterns; SICK in fp16 and fp32) against the softmax head (tied 50,304 x 768 bf16
-// products + cross-entropy), both in bf16 precision, the same hidden states. Median
+// products + cross-entropy), both in bf16 precision, the same hidden states; and the hybrid
+// head (a softmax over the 1,024 or 4,096 most frequent ids, the BIDE over the rest). Median
 // milliseconds over rotated inputs, and each head's extra peak memory over its inputs. JSON.
 #include <cstdio>
 #include <sstream>
@@ -31,7 +32,7 @@ int run_bench_bide_head(const Args& args) {
   json << "{\n  \"benchmark\": \"bide_head\",\n  \"device\": \"" << info.name
        << "\", \"reps\": " << reps << ", \"n_embd\": " << kEmbd << ", \"vocab\": " << kVocab
        << ",\n  \"results\": [\n";
-  std::printf("%-8s %-22s %10s %10s %12s\n", "N", "head", "fwd+bwd_ms", "fwd_ms", "extra_MiB");
+  std::printf("%-8s %-30s %10s %10s %12s\n", "N", "head", "fwd+bwd_ms", "fwd_ms", "extra_MiB");
   bool first = true;
   for (const int64_t n : {int64_t(16384), int64_t(65536)}) {
     Generator gen(1);
@@ -63,6 +64,24 @@ int run_bench_bide_head(const Args& args) {
         heads.push_back({std::string("bide H32 sick ") + enum_name(p), bide,
                          FlatParameters(bide->named_parameters(), dev)});
       }
+      // The hybrid: a softmax over the K most frequent ids (here the code is the identity:
+      // what a frequency code costs is one gather of the targets), fp16 SICK over the rest.
+      std::vector<int64_t> identity(static_cast<size_t>(kVocab));
+      for (int64_t i = 0; i < kVocab; ++i) identity[size_t(i)] = i;
+      for (int64_t k : {int64_t(1024), int64_t(4096)}) {
+        BideHeadSpec spec;
+        spec.bits = 16;
+        spec.hidden = 32;
+        spec.support = kVocab;
+        spec.precision = SickPrecision::fp16;
+        spec.code = BideTokenCode::frequency;
+        spec.softmax_ids = k;
+        auto hybrid = std::make_shared<BideTokenHead>(kEmbd, spec, init);
+        hybrid->set_code(identity);
+        hybrid->set_compute_mode(bf16);
+        heads.push_back({"bide H32 fp16 + softmax " + std::to_string(k), hybrid,
+                         FlatParameters(hybrid->named_parameters(), dev)});
+      }
     }
     for (Head& h : heads) {
       std::vector<double> both, fwd;
@@ -84,7 +103,7 @@ int run_bench_bide_head(const Args& args) {
       const double extra =
           double(cuda_allocator_stats(dev.index).peak_allocated - base) / 1048576.0;
       const double b = median(both), f = median(fwd);
-      std::printf("%-8lld %-22s %10.3f %10.3f %12.1f\n", (long long)n, h.name.c_str(), b, f, extra);
+      std::printf("%-8lld %-30s %10.3f %10.3f %12.1f\n", (long long)n, h.name.c_str(), b, f, extra);
       json << (first ? "" : ",\n") << "    {\"positions\": " << n << ", \"head\": \"" << h.name
            << "\", \"fwd_bwd_ms\": " << b << ", \"fwd_ms\": " << f
            << ", \"extra_peak_mib\": " << extra << "}";

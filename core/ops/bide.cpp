@@ -268,9 +268,52 @@ Tensor bide_nll(const Tensor& w, const Tensor& r, const Tensor& y, const BideOpt
 }
 
 Tensor bide_log_normalizer(const Tensor& w, const Tensor& r, const BideOptions& opt) {
-  NoGradGuard ng;
   const Prepared p = prepare(w, r, opt, "bide_log_normalizer");
-  return run_support(p, opt, 0).logz;
+  const bool grad = needs_grad({w, r});
+  const SickResult sr = run_support(p, opt, grad ? uint32_t(kSickGrad) : 0u);
+  Tensor out = sr.logz;
+  if (!grad) return out;
+  out = out.detach();
+  const DType wdt = w.dtype();
+  // d log Z / dr_h = E[relu(z_h)] = gr_h / s, d log Z / dW_hj = r_h E[1[z_h > 0] b_j] = r_h gw_hj /
+  // s.
+  record(out, "bide_log_normalizer", {w, r}, [p, sr, wdt](const Tensor& g) {
+    const Tensor scale = g.to(sr.s.dtype()) / sr.s;  // (N)
+    const Tensor dr = sr.gr * scale.reshape({p.n, 1});
+    const Tensor dw =
+        sr.gw * (p.r.to(sr.s.dtype()) * scale.reshape({p.n, 1})).reshape({p.n, p.hidden, 1});
+    return std::vector<Tensor>{dw.to(wdt), dr.to(wdt)};
+  });
+  return out;
+}
+
+Tensor bide_logit(const Tensor& w, const Tensor& r, const Tensor& y, const BideOptions& opt) {
+  const Prepared p = prepare(w, r, opt, "bide_logit");
+  BG_CHECK(y.dtype() == DType::i64 && y.ndim() == 1 && y.size(0) == p.n, "bide_logit",
+           "patterns must be (", p.n, ",) i64, got ", shape_str(y.shape()), " ",
+           dtype_name(y.dtype()));
+  check_same_device(w, y, "bide_logit");
+  const Tensor yc = y.contiguous();
+  Tensor out = empty({p.n}, p.w.dtype(), p.w.device());
+  BG_DISPATCH(p.w.device(), bide_logits, out.kview(), p.w.kview(), p.r.kview(), yc.kview(),
+              opt.code.bits, null_view(), null_view(), stream_for(p.w.device()));
+  const DType wdt = w.dtype();
+  // The log-prob backward with zero K-sums and s = 1 is the logit's own gradient:
+  // dr_h = g relu(z_h), dW_hj = g r_h 1[z_h > 0] b_j.
+  record(out, "bide_logit", {w, r}, [p, yc, opt, wdt](const Tensor& g) {
+    const DType sd = stats_dtype(p.w.dtype() == DType::f64 ? DType::f64 : DType::f32);
+    const Tensor gw = zeros(p.w.shape(), sd, p.w.device()),
+                 gr = zeros(p.r.shape(), sd, p.w.device());
+    const Tensor s = full({p.n}, 1.0, sd, p.w.device());
+    Tensor dw = empty(p.w.shape(), p.w.dtype(), p.w.device());
+    Tensor dr = empty(p.r.shape(), p.r.dtype(), p.r.device());
+    const Tensor gc = g.to(p.w.dtype()).contiguous();
+    BG_DISPATCH(p.w.device(), bide_log_prob_backward, dw.kview(), dr.kview(), p.w.kview(),
+                p.r.kview(), yc.kview(), gw.kview(), gr.kview(), s.kview(), gc.kview(),
+                opt.code.bits, stream_for(p.w.device()));
+    return std::vector<Tensor>{dw.to(wdt), dr.to(wdt)};
+  });
+  return out;
 }
 
 Tensor bide_range_log_mass(const Tensor& w, const Tensor& r, const Tensor& lo, const Tensor& hi,
