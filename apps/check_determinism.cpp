@@ -4,28 +4,35 @@
 //     optimizer state) must be bitwise equal across the runs;
 //  2. batch invariance (GPT): a sequence's logits and its own input gradient (d loss / d its
 //     embeddings, the loss summed so no batch mean enters) alone must equal the same sequence
-//     inside batches of 7 and 64 at the first, middle and last place;
+//     inside batches of 7 and B at the first, middle and last place;
 //  3. sampler = trainer (GPT): the KV-cached decoder's logits, one token at a time, must equal
-//     the training forward's at every position of a sequence inside a batch of 64.
+//     the training forward's at every position of a sequence inside a batch of B.
+// B is 64; where a batch of 64 does not fit the GPU (GPT-2 124M's 64 sequences of 1,024 with
+// gradients need more than an H100's 80 GB), the config's train.batch_size (at least 8), a
+// batch the run itself held, and the row says so.
+// With --record FILE it writes the first run's checkpoint digests (determinism_record.h); with
+// --compare FILE it checks them against another machine's record: the same bits on two GPUs.
 // Prints a table; exits 1 naming the first differing tensor and element, 0 when all agree.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include "cli.h"
+#include "core/allocator.h"
 #include "core/checkpoint.h"
 #include "core/config.h"
 #include "core/files.h"
+#include "determinism_record.h"
+#include "kernels/cuda/device_runtime.h"
 #include "models/lm_checkpoint.h"
 #include "train.h"
 
 namespace bg::cli {
 namespace {
 
-struct Row {
-  std::string check, result, detail;
-};
+using Row = DeterminismRow;
 
 // The first element where two float vectors differ bitwise (-1: none).
 int64_t first_difference(const std::vector<float>& a, const std::vector<float>& b) {
@@ -103,10 +110,10 @@ SequenceResult probe_in_batch(const GPT& model, const std::vector<int64_t>& prob
 }
 
 Row check_batch_invariance(const GPT& model, const std::vector<int64_t>& probe, int64_t vocab,
-                           Device device) {
+                           Device device, int64_t big) {
   const SequenceResult alone = probe_in_batch(model, probe, 1, 0, vocab, device);
   int cases = 0;
-  for (int64_t n : {int64_t(7), int64_t(64)})
+  for (int64_t n : {int64_t(7), big})
     for (int64_t at : {int64_t(0), n / 2, n - 1}) {
       const SequenceResult in = probe_in_batch(model, probe, n, at, vocab, device);
       for (int part = 0; part < 2; ++part) {
@@ -121,15 +128,14 @@ Row check_batch_invariance(const GPT& model, const std::vector<int64_t>& probe, 
       ++cases;
     }
   return {"batch invariance", "equal",
-          str_cat("head outputs and dx of a sequence alone = inside batches of 7 and 64 at first, "
-                  "middle, last (",
-                  cases, " placements)")};
+          str_cat("head outputs and dx of a sequence alone = inside batches of 7 and ", big,
+                  " at first, middle, last (", cases, " placements)")};
 }
 
-Row check_sampler(const GPT& model, const std::vector<int64_t>& probe, int64_t vocab,
-                  Device device) {
-  const int64_t t = int64_t(probe.size()), at = 37;
-  const SequenceResult trained = probe_in_batch(model, probe, 64, at, vocab, device);
+Row check_sampler(const GPT& model, const std::vector<int64_t>& probe, int64_t vocab, Device device,
+                  int64_t big) {
+  const int64_t t = int64_t(probe.size()), at = big * 37 / 64;
+  const SequenceResult trained = probe_in_batch(model, probe, big, at, vocab, device);
   const int64_t d = int64_t(trained.outputs.size()) / t;
   NoGradGuard no_grad;
   KVCache cache = model.new_cache(1, device);
@@ -143,20 +149,41 @@ Row check_sampler(const GPT& model, const std::vector<int64_t>& probe, int64_t v
     if (i >= 0)
       return {"sampler = trainer", "DIFFER",
               str_cat("KV-cached head outputs at position ", pos, " vs the training forward (row ",
-                      at, " of 64): ", element_text(got, want, i))};
+                      at, " of ", big, "): ", element_text(got, want, i))};
   }
   return {"sampler = trainer", "equal",
-          str_cat("KV-cached head outputs = training forward in a batch of 64 at all ", t,
+          str_cat("KV-cached head outputs = training forward in a batch of ", big, " at all ", t,
                   " positions")};
+}
+
+// Where this command's deterministic GEMM algorithms came from: all from the built-in table
+// means the same bits on every sm_90 GPU; a heuristic choice may differ on another GPU model.
+Row gemm_sources_row(const cuda::GemmAlgoSources& before) {
+  const cuda::GemmAlgoSources now = cuda::batch_invariant_algo_sources();
+  const int64_t table = now.table - before.table, nearest = now.nearest_row - before.nearest_row,
+                heuristic = now.heuristic - before.heuristic;
+  if (heuristic > 0)
+    return {"GPU-model free", "no",
+            str_cat(heuristic, " of ", table + nearest + heuristic,
+                    " GEMM algorithms chosen by cuBLASLt's heuristic: their bits may differ on "
+                    "another GPU model")};
+  return {"GPU-model free", "yes",
+          str_cat("all ", table + nearest, " GEMM algorithms from the built-in table (", nearest,
+                  " from a nearest row): the same bits on every sm_90 GPU")};
 }
 
 }  // namespace
 
 int run_check_determinism(const Args& args) {
-  args.allow_only({"runs", "steps", "out"});
+  args.allow_only({"runs", "steps", "out", "record", "compare"});
   BG_CHECK(args.positional.size() == 1, "check-determinism",
            "usage: bitgrad check-determinism CONFIG [--runs N] [--steps S] [--out DIR] "
-           "[--set key=value ...]");
+           "[--record FILE] [--compare FILE] [--set key=value ...]");
+  const std::string record = args.option("record", ""), compare = args.option("compare", "");
+  if (!record.empty())
+    check_output_not_input(record, {args.positional[0], compare}, "check-determinism", "--record");
+  DeterminismRecord recorded;
+  if (!compare.empty()) recorded = read_determinism_record(compare);
   const int64_t runs = parse_integer(args.option("runs", "3"), "--runs", 2, 100);
   const int64_t steps = parse_integer(args.option("steps", "20"), "--steps", 1, 1 << 30);
   const std::string out = args.option("out", "runs/check_determinism");
@@ -188,6 +215,8 @@ int run_check_determinism(const Args& args) {
 
   std::vector<Row> rows;
   std::vector<std::string> paths;
+  const cuda::GemmAlgoSources sources_before =
+      device.is_cuda() ? cuda::batch_invariant_algo_sources() : cuda::GemmAlgoSources{};
   for (int64_t r = 1; r <= runs; ++r) {
     std::printf("== check-determinism: run %lld of %lld ==\n", (long long)r, (long long)runs);
     Args train_args;
@@ -198,7 +227,16 @@ int run_check_determinism(const Args& args) {
     paths.push_back(out + "/run" + std::to_string(r) + "/last.h5");
   }
   std::fflush(stdout);
+  // The runs' cached device memory goes back to the driver: the checks below build batches of
+  // 64 whole sequences (12.6 GiB of logits for GPT-2 124M), which must not meet a full cache.
+  if (device.is_cuda()) cuda_empty_cache();
   rows.push_back(compare_runs(paths, steps));
+  const std::string mode_text = cfg.mode.on(device).str();
+  if (!compare.empty()) rows.push_back(compare_determinism_record(recorded, paths[0]));
+  if (!record.empty())
+    write_determinism_record(record, paths[0], args.positional[0], steps,
+                             device.is_cuda() ? cuda::device_info(device.index).name : "cpu",
+                             mode_text);
   if (cfg.model_type == "gpt") {
     const auto ck = load_gpt_checkpoint(paths[0], device);
     GPT& model = *ck->model;
@@ -209,19 +247,36 @@ int run_check_determinism(const Args& args) {
     std::vector<int64_t> probe(static_cast<size_t>(t));
     for (int64_t j = 0; j < t; ++j)
       probe[size_t(j)] = int64_t(u[size_t(j)] * double(vocab)) % vocab;
-    rows.push_back(check_batch_invariance(model, probe, vocab, device));
-    rows.push_back(check_sampler(model, probe, vocab, device));
+    // Each check with a batch of 64, or, where that does not fit, of the run's own batch size.
+    const int64_t fallback = std::max<int64_t>(8, std::min<int64_t>(64, cfg.batch));
+    auto with_big_batch = [&](auto check) {
+      try {
+        return check(int64_t(64));
+      } catch (const OutOfMemory&) {
+        if (fallback == 64) throw;
+        if (device.is_cuda()) cuda_empty_cache();
+        Row row = check(fallback);
+        row.detail += " (a batch of 64 does not fit this GPU)";
+        return row;
+      }
+    };
+    rows.push_back(with_big_batch(
+        [&](int64_t big) { return check_batch_invariance(model, probe, vocab, device, big); }));
+    rows.push_back(with_big_batch(
+        [&](int64_t big) { return check_sampler(model, probe, vocab, device, big); }));
   } else {
     rows.push_back({"batch invariance", "skipped", "model.type " + cfg.model_type + " (GPT only)"});
   }
+  if (device.is_cuda()) rows.push_back(gemm_sources_row(sources_before));
   bool ok = true;
   std::printf("\ncheck-determinism %s on %s (compute %s)\n", args.positional[0].c_str(),
-              device.str().c_str(), cfg.mode.on(device).str().c_str());
+              device.str().c_str(), mode_text.c_str());
   std::printf("%-18s %-7s %s\n", "check", "result", "detail");
   for (const Row& row : rows) {
     std::printf("%-18s %-7s %s\n", row.check.c_str(), row.result.c_str(), row.detail.c_str());
     ok = ok && row.result != "DIFFER";
   }
+  if (!record.empty()) std::printf("recorded the checkpoint's digests in %s\n", record.c_str());
   return ok ? 0 : 1;
 }
 

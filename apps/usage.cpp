@@ -36,13 +36,16 @@ const std::vector<Command>& commands() {
        "train the model a YAML config describes (char MLP or GPT); checkpoints in run.out_dir",
        {kSetFlag}},
       {"check-determinism",
-       "check-determinism CONFIG [--runs N] [--steps S] [--out DIR] [--set key=value ...]",
+       "check-determinism CONFIG [--runs N] [--steps S] [--out DIR] [--record FILE] "
+       "[--compare FILE] [--set key=value ...]",
        "train N short runs in train.deterministic's mode and compare every checkpoint tensor; "
        "then a GPT's batch invariance (logits, dx) and sampler = trainer logits; exit 1 on any "
        "difference",
        {{"--runs N", "runs to compare (default 3)"},
         {"--steps S", "steps per run (default 20)"},
         {"--out DIR", "where the runs go (default runs/check_determinism)"},
+        {"--record FILE", "write the checkpoint's dataset digests, to compare on another machine"},
+        {"--compare FILE", "check the checkpoint against a record another machine wrote"},
         kSetFlag}},
       {"sample",
        "sample CKPT|PACKED [--prompt TEXT | --prompt-file FILE] [options]",

@@ -57,8 +57,9 @@ struct CudaCachingAllocator {
         p = cuda::device_malloc(capacity);
       }
       if (!p)
-        fail("alloc", "CUDA out of memory allocating ", capacity >> 20, " MiB on cuda:", d, " (",
-             c.stats.allocated >> 20, " MiB in use by bitgrad)");
+        throw OutOfMemory(str_cat("[alloc] CUDA out of memory allocating ", capacity >> 20,
+                                  " MiB on cuda:", d, " (", c.stats.allocated >> 20,
+                                  " MiB in use by bitgrad)"));
       ++c.stats.device_mallocs;
     }
     c.stats.allocated += capacity;

@@ -11,6 +11,11 @@ class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+// A device allocation the GPU cannot hold: what a caller may answer with a smaller batch.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
 
 template <typename... Args>
 std::string str_cat(const Args&... args) {

@@ -131,6 +131,15 @@ printed=$(grep -o 'loss [0-9.]*' "$dir/pt.log" | cut -d' ' -f2)
 awk -F, -v want="$printed" 'NR > 1 {s += $3; n++} END {m = s / n; exit !(m - want < 1e-4 && want - m < 1e-4)}' "$dir/per_token.csv" || fail "eval --per-token's nats do not average to the printed loss $printed"
 one_line_error "--per-token $dir/bide1/last.h5 is the input" "$bin" eval "$dir/bide1/last.h5" --per-token "$dir/bide1/last.h5"
 "$bin" check-determinism "$ok" --set model.head=bide --set head.bide.hidden=8 --runs 2 --steps 2 --out "$dir/bidechk" > "$dir/bidechk.log" 2>&1 || fail "bide-head check-determinism: $(tail -4 "$dir/bidechk.log")"
+# --record / --compare: a run's digests, checked by another run (here the same machine: equal;
+# a record of other steps: DIFFER and exit 1); a file that is no record is refused.
+"$bin" check-determinism "$ok" --runs 2 --steps 2 --out "$dir/rec" --record "$dir/record.txt" > "$dir/rec.log" 2>&1 || fail "check-determinism --record: $(tail -3 "$dir/rec.log")"
+head -1 "$dir/record.txt" | grep -q "check-determinism record" || fail "--record wrote no record"
+"$bin" check-determinism "$ok" --runs 2 --steps 2 --out "$dir/rec" --compare "$dir/record.txt" > "$dir/rec.log" 2>&1 || fail "check-determinism --compare of an equal run: $(tail -3 "$dir/rec.log")"
+grep -q "against record     equal" "$dir/rec.log" || fail "--compare printed no equal row: $(cat "$dir/rec.log")"
+if "$bin" check-determinism "$ok" --runs 2 --steps 1 --out "$dir/rec" --compare "$dir/record.txt" > "$dir/rec.log" 2>&1; then fail "--compare of a different run exited 0"; fi
+grep -q "against record     DIFFER" "$dir/rec.log" || fail "--compare printed no DIFFER row: $(cat "$dir/rec.log")"
+one_line_error "not a check-determinism record" "$bin" check-determinism "$ok" --runs 2 --steps 1 --out "$dir/rec" --compare "$ok"
 one_line_error "head.bide.bits: 3 bits hold 8 ids" "$bin" train "$ok" --set model.head=bide --set head.bide.bits=3
 one_line_error "head.bide.hidden: value 257 is out of range [1, 256]" "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=257
 one_line_error "head.bide.sick.variant: the precomputed kernel holds up to 64 hidden units" "$bin" train "$ok" --set model.head=bide --set head.bide.hidden=65 --set head.bide.sick.variant=precomputed

@@ -34,6 +34,13 @@ struct DeviceInfo {
   double memory_gb = 0;
 };
 DeviceInfo device_info(int device);
+// Where the deterministic mode's GEMM algorithms came from, counted per distinct product since
+// the process started: the built-in table's exact row, its nearest row of the same kind, or
+// cuBLASLt's heuristic (the one source whose choice can differ between GPU models).
+struct GemmAlgoSources {
+  int64_t table = 0, nearest_row = 0, heuristic = 0;
+};
+GemmAlgoSources batch_invariant_algo_sources();
 // CUDA graphs: capture everything issued on `stream` between begin and end, then replay it.
 void graph_begin_capture(StreamHandle stream);
 void* graph_end_capture(StreamHandle stream);  // returns an executable graph

@@ -11,18 +11,34 @@
 // whose order follows the blocks' arrival). It is still chosen under the constant SM count,
 // so it gives the same bits run to run and on any GPU of the architecture.
 //
+// Which GPU runs it must not matter either. cuBLASLt's heuristic weighs the device (clocks,
+// bandwidth, L2; not only the SM count), so an H100 and an H200 can get different tiles or
+// splits for the same shape. The algorithm therefore comes from a table built into the binary
+// (gemm_algo_table.inc: explicit configurations, chosen once by the heuristic on an H200 for
+// every product the shipped configs run): the exact shape's row, else the row of the nearest
+// shape of the same kind that cuBLASLt accepts, and only when no row fits the heuristic (with a
+// warning: those bits may differ on another GPU model). BITGRAD_GEMM_TABLE=0 skips the table;
+// BITGRAD_GEMM_ALGO_LOG=FILE appends every choice as a table row (how the table is made).
+//
 // Invariance is a property of the cuBLASLt build, not a promise of its documentation: the
 // tests check it (tests/test_gemm.cpp: rows of M = 1, 7, 64, 4097 products bitwise equal, and
 // the same bits under two SM-count launch targets).
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "blas_layout.cuh"
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
+#include "device_runtime.h"
 
 namespace bg::cuda {
 namespace {
@@ -163,9 +179,155 @@ Problem chosen_for(const Problem& p, bool k_over_rows) {
   return q;
 }
 
+// An algorithm configuration: everything cuBLASLt's algorithm descriptor holds beyond the
+// problem's types (cublasLtMatmulAlgoConfigAttributes_t).
+struct AlgoConfig {
+  int32_t id;
+  uint32_t tile, stages;
+  int32_t splitk;
+  uint32_t reduction, swizzle, custom;
+  uint16_t inner, cluster;
+};
+struct AlgoRow {
+  Key key;
+  AlgoConfig config;
+};
+
+const std::vector<AlgoRow>& algo_table() {
+  static const std::vector<AlgoRow> rows = {
+#include "gemm_algo_table.inc"
+  };
+  return rows;
+}
+
+template <typename V>
+V algo_attribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  V v{};
+  size_t written = 0;
+  check_cublas(cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written), kOp,
+               "AlgoConfigGetAttribute");
+  return v;
+}
+
+AlgoConfig config_of(const cublasLtMatmulAlgo_t& algo) {
+  return {algo_attribute<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID),
+          algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+          algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
+          algo_attribute<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+          algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
+          algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+          algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
+          algo_attribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID),
+          algo_attribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)};
+}
+
+// The configuration as an algorithm for problem p, if cuBLASLt accepts it for p's descriptors
+// within the workspace.
+bool algo_from_config(cublasLtHandle_t handle, const Problem& p, const Descriptors& d,
+                      const AlgoConfig& c, cublasLtMatmulAlgo_t* algo) {
+  if (cublasLtMatmulAlgoInit(handle, p.compute, CUDA_R_32F, p.type_a, p.type_b, p.type_c, p.type_c,
+                             c.id, algo) != CUBLAS_STATUS_SUCCESS)
+    return false;
+  auto set = [&](cublasLtMatmulAlgoConfigAttributes_t attr, auto v) {
+    return cublasLtMatmulAlgoConfigSetAttribute(algo, attr, &v, sizeof(v)) == CUBLAS_STATUS_SUCCESS;
+  };
+  if (!set(CUBLASLT_ALGO_CONFIG_TILE_ID, c.tile) ||
+      !set(CUBLASLT_ALGO_CONFIG_STAGES_ID, c.stages) ||
+      !set(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, c.splitk) ||
+      !set(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, c.reduction) ||
+      !set(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, c.swizzle) ||
+      !set(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, c.custom) ||
+      !set(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, c.inner) ||
+      !set(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, c.cluster))
+    return false;
+  cublasLtMatmulHeuristicResult_t check{};
+  return cublasLtMatmulAlgoCheck(handle, d.desc, d.a, d.b, d.c, d.c, algo, &check) ==
+             CUBLAS_STATUS_SUCCESS &&
+         check.workspaceSize <= kWorkspaceBytes;
+}
+
+// Key fields that must match for a row to serve another shape: the operations, batching, the
+// types, the compute type and whether K runs over the rows.
+bool same_kind(const Key& a, const Key& b) {
+  for (int i : {0, 1, 7, 9, 10, 11, 12, 13})
+    if (a[size_t(i)] != b[size_t(i)]) return false;
+  return true;
+}
+
+// How far apart two shapes of one kind are: log2 ratios of N and K (and of M when K runs over
+// the rows).
+double shape_distance(const Key& a, const Key& b) {
+  auto far = [](int64_t x, int64_t y) {
+    return std::fabs(std::log2(double(std::max<int64_t>(x, 1)) / double(std::max<int64_t>(y, 1))));
+  };
+  return far(a[2], b[2]) + far(a[3], b[3]) + (a[13] ? far(a[14], b[14]) : 0.0);
+}
+
+enum class AlgoSource { table, nearest_row, heuristic };
+GemmAlgoSources g_sources;  // counted per choice (each shape is chosen once per handle)
+
+void log_choice(const Key& key, const AlgoConfig& c, const Problem& q, AlgoSource source) {
+  const char* path = std::getenv("BITGRAD_GEMM_ALGO_LOG");
+  if (!path || !*path) return;
+  FILE* f = std::fopen(path, "a");
+  if (!f) return;
+  std::fprintf(f, "{{");
+  for (size_t i = 0; i < key.size(); ++i)
+    std::fprintf(f, "%s%lld", i ? ", " : "", (long long)key[i]);
+  std::fprintf(f, "}, {%d, %u, %u, %d, %u, %u, %u, %u, %u}},  // %s %s\n", c.id, c.tile, c.stages,
+               c.splitk, c.reduction, c.swizzle, c.custom, unsigned(c.inner), unsigned(c.cluster),
+               shape_text(q).c_str(),
+               source == AlgoSource::table         ? "table"
+               : source == AlgoSource::nearest_row ? "nearest row"
+                                                   : "heuristic");
+  std::fclose(f);
+}
+
+bool table_enabled() {
+  const char* v = std::getenv("BITGRAD_GEMM_TABLE");
+  return !(v && std::string(v) == "0");
+}
+
+cublasLtMatmulAlgo_t heuristic_algo(cublasLtHandle_t handle, const Problem& q, const Descriptors& d,
+                                    bool k_over_rows);
+
 cublasLtMatmulAlgo_t choose_algo(cublasLtHandle_t handle, const Problem& p, bool k_over_rows) {
   const Problem q = chosen_for(p, k_over_rows);
   Descriptors d(q, kChosenForSms);
+  const Key key = key_of(p, k_over_rows);
+  cublasLtMatmulAlgo_t algo{};
+  if (table_enabled()) {
+    std::vector<std::pair<double, const AlgoRow*>> near;
+    for (const AlgoRow& row : algo_table()) {
+      if (row.key == key && algo_from_config(handle, q, d, row.config, &algo)) {
+        ++g_sources.table;
+        log_choice(key, row.config, q, AlgoSource::table);
+        return algo;
+      }
+      if (same_kind(row.key, key)) near.emplace_back(shape_distance(row.key, key), &row);
+    }
+    std::stable_sort(near.begin(), near.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [distance, row] : near)
+      if (algo_from_config(handle, q, d, row->config, &algo)) {
+        ++g_sources.nearest_row;
+        log_choice(key, row->config, q, AlgoSource::nearest_row);
+        return algo;
+      }
+    std::fprintf(stderr,
+                 "[matmul_batch_invariant] %s: no row of the algorithm table fits; cuBLASLt's "
+                 "heuristic chose one, and its bits may differ on another GPU model\n",
+                 shape_text(q).c_str());
+  }
+  algo = heuristic_algo(handle, q, d, k_over_rows);
+  ++g_sources.heuristic;
+  log_choice(key, config_of(algo), q, AlgoSource::heuristic);
+  return algo;
+}
+
+// cuBLASLt's heuristic for q (under the constant SM count), K never split for rows kept apart.
+cublasLtMatmulAlgo_t heuristic_algo(cublasLtHandle_t handle, const Problem& q, const Descriptors& d,
+                                    bool k_over_rows) {
   cublasLtMatmulPreference_t pref = nullptr;
   check_cublas(cublasLtMatmulPreferenceCreate(&pref), kOp, "MatmulPreferenceCreate");
   auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attr, auto value) {
@@ -219,6 +381,8 @@ cublasLtMatmulAlgo_t pinned_algo(cublasLtHandle_t handle, const Problem& p, bool
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
+
+GemmAlgoSources batch_invariant_algo_sources() { return g_sources; }
 
 void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
                             const BatchInvariantGemm& opt, StreamHandle stream) {

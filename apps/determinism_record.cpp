@@ -1,0 +1,86 @@
+#include "determinism_record.h"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "core/checkpoint.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/sha256.h"
+
+namespace bg::cli {
+namespace {
+
+constexpr const char* kHeader = "# bitgrad check-determinism record";
+
+// dataset name -> SHA-256 of its stored bytes, in name order.
+std::map<std::string, std::string> digests(const std::string& checkpoint) {
+  const CheckpointReader ck(checkpoint);
+  std::map<std::string, std::string> out;
+  for (const std::string& name : ck.datasets()) {
+    const std::vector<uint8_t> bytes = ck.raw_bytes(name);
+    out[name] = sha256_hex(bytes.data(), bytes.size());
+  }
+  return out;
+}
+
+}  // namespace
+
+void write_determinism_record(const std::string& path, const std::string& checkpoint,
+                              const std::string& config, int64_t steps,
+                              const std::string& device_name, const std::string& mode_text) {
+  std::ostringstream text;
+  text << kHeader << "\n# config " << config << ", " << steps << " steps, on " << device_name
+       << " (compute " << mode_text << ")\n";
+  for (const auto& [name, digest] : digests(checkpoint)) text << digest << "  " << name << "\n";
+  write_file_atomic(path, text.str(), "check-determinism");
+}
+
+DeterminismRecord read_determinism_record(const std::string& path) {
+  check_input_file(path, "check-determinism", "--compare record");
+  std::istringstream in(read_file_limited(path, "check-determinism", "--compare record", 1 << 24));
+  std::string line;
+  BG_CHECK(std::getline(in, line) && line == kHeader, "check-determinism", path,
+           ": not a check-determinism record (write one with --record)");
+  DeterminismRecord record;
+  record.path = path;
+  for (int64_t n = 2; std::getline(in, line); ++n) {
+    if (line.rfind("# ", 0) == 0) {
+      if (record.origin.empty()) record.origin = line.substr(2);
+      continue;
+    }
+    const size_t gap = line.find("  ");
+    BG_CHECK(gap == 64 && line.size() > 66, "check-determinism", path, ":", n,
+             ": expected '<sha256>  <dataset>', got '", line.substr(0, 80), "'");
+    record.digests[line.substr(66)] = line.substr(0, 64);
+  }
+  BG_CHECK(!record.digests.empty(), "check-determinism", path, ": the record lists no datasets");
+  return record;
+}
+
+DeterminismRow compare_determinism_record(const DeterminismRecord& record,
+                                          const std::string& checkpoint) {
+  const std::map<std::string, std::string> here = digests(checkpoint);
+  int64_t differ = 0;
+  for (const auto& [name, digest] : record.digests) {
+    const auto it = here.find(name);
+    const char* what = it == here.end() ? "missing here" : it->second != digest ? "differs" : "";
+    if (!*what) continue;
+    std::printf("  dataset '%s' %s\n", name.c_str(), what);
+    ++differ;
+  }
+  for (const auto& [name, digest] : here)
+    if (!record.digests.count(name)) {
+      std::printf("  dataset '%s' is not in the record\n", name.c_str());
+      ++differ;
+    }
+  const std::string from = str_cat(record.path, " (", record.origin, ")");
+  if (differ)
+    return {"against record", "DIFFER",
+            str_cat(differ, " of ", record.digests.size(), " datasets differ from ", from)};
+  return {"against record", "equal",
+          str_cat("all ", record.digests.size(), " datasets bitwise equal to ", from)};
+}
+
+}  // namespace bg::cli

@@ -1,0 +1,32 @@
+// determinism_record.h: check-determinism's record of a run, for the same check across machines.
+// `--record FILE` writes the SHA-256 of every dataset of a run's checkpoint (and where it ran);
+// `--compare FILE` checks another machine's run against it, one line per differing dataset.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace bg::cli {
+
+struct DeterminismRow {
+  std::string check, result, detail;
+};
+
+// Writes the record of `checkpoint` (trained by `config` for `steps` steps on `device_name` in
+// `mode_text`) to `path`.
+void write_determinism_record(const std::string& path, const std::string& checkpoint,
+                              const std::string& config, int64_t steps,
+                              const std::string& device_name, const std::string& mode_text);
+// A record read back: where it was made, and each dataset's digest.
+struct DeterminismRecord {
+  std::string path, origin;
+  std::map<std::string, std::string> digests;
+};
+// Reads a record, refusing a file that is not one (before any run starts).
+DeterminismRecord read_determinism_record(const std::string& path);
+// Compares `checkpoint` with a record: one row, "equal" or "DIFFER"; every differing dataset is
+// printed on its own line.
+DeterminismRow compare_determinism_record(const DeterminismRecord& record,
+                                          const std::string& checkpoint);
+
+}  // namespace bg::cli
