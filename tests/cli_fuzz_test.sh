@@ -19,20 +19,25 @@ train: {steps: 2, batch_size: 2, eval_interval: 2, eval_iters: 1}
 YAML
 "$bin" train "$dir/tiny.yaml" > "$dir/train.log" 2>&1 || fail "tiny train failed: $(tail -2 "$dir/train.log")"
 base="$dir/run/last.h5"
-crashes=0
-# Runs one command on a mutant: any exit but a signal or a timeout is fine.
+# Two workers take alternate mutants (a mutant's seed alone decides it, so the set is the same),
+# each with its own files; crashes are counted in one file per worker.
+# Runs one command on worker w's mutant: any exit but a signal or a timeout is fine.
 probe() {
-  local what=$1; shift
-  timeout 60 "$@" > /dev/null 2> "$dir/err.txt"
+  local w=$1 what=$2; shift 2
+  timeout 60 "$@" > /dev/null 2> "$dir/err_$w.txt"
   local rc=$?
   if [ $rc -eq 124 ] || [ $rc -gt 128 ]; then
-    echo "mutant $m: $what exited $rc ($( [ $rc -eq 124 ] && echo hang || echo signal $((rc - 128)) )): $(head -c 300 "$dir/err.txt")"
-    cp "$dir/mutant.h5" "$dir/crash_$m.h5"
-    crashes=$((crashes + 1))
+    echo "mutant $m: $what exited $rc ($( [ $rc -eq 124 ] && echo hang || echo signal $((rc - 128)) )): $(head -c 300 "$dir/err_$w.txt")"
+    cp "$dir/mutant_$w.h5" "$dir/crash_$m.h5"
+    echo "$m $what" >> "$dir/crashes_$w.txt"
   fi
 }
-for m in $(seq "$first" "$mutants"); do
-  python3 - "$base" "$dir/mutant.h5" "$m" <<'PY'
+worker() {
+  local w=$1 m
+  : > "$dir/crashes_$w.txt"
+  for m in $(seq "$first" "$mutants"); do
+    [ $((m % 2)) -eq "$w" ] || continue
+    python3 - "$base" "$dir/mutant_$w.h5" "$m" <<'PY'
 import random, sys
 src, dst, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 data = bytearray(open(src, "rb").read())
@@ -50,15 +55,18 @@ else:            # a truncation, sometimes with a byte changed before it
         data[r.randrange(len(data))] ^= 1 << r.randrange(8)
 open(dst, "wb").write(bytes(data))
 PY
-  probe eval "$bin" eval "$dir/mutant.h5" --data "$dir/corpus.txt" --device cpu
-  probe sample "$bin" sample "$dir/mutant.h5" --tokens 2 --device cpu
-  probe checksum "$bin" checksum "$dir/mutant.h5"
-  probe export "$bin" export "$dir/mutant.h5" --packed --out "$dir/packed.h5"
-  if [ $((m % 4)) -eq 0 ]; then
-    rm -rf "$dir/resume" && mkdir -p "$dir/resume" && cp "$dir/mutant.h5" "$dir/resume/last.h5"
-    probe resume "$bin" train "$dir/tiny.yaml" --set run.out_dir="$dir/resume" --set run.resume=true \
-      --set train.steps=3
-  fi
-done
+    probe "$w" eval "$bin" eval "$dir/mutant_$w.h5" --data "$dir/corpus.txt" --device cpu
+    probe "$w" sample "$bin" sample "$dir/mutant_$w.h5" --tokens 2 --device cpu
+    probe "$w" checksum "$bin" checksum "$dir/mutant_$w.h5"
+    probe "$w" export "$bin" export "$dir/mutant_$w.h5" --packed --out "$dir/packed_$w.h5"
+    if [ $((m % 4)) -eq 0 ]; then
+      rm -rf "$dir/resume_$w" && mkdir -p "$dir/resume_$w" && cp "$dir/mutant_$w.h5" "$dir/resume_$w/last.h5"
+      probe "$w" resume "$bin" train "$dir/tiny.yaml" --set run.out_dir="$dir/resume_$w" \
+        --set run.resume=true --set train.steps=3
+    fi
+  done
+}
+worker 0 & worker 1 & wait
+crashes=$(cat "$dir/crashes_0.txt" "$dir/crashes_1.txt" | wc -l)
 [ $crashes -eq 0 ] || fail "$crashes command(s) crashed or hung on mutated checkpoints"
 echo "cli_fuzz_test: $mutants mutants, no crash or hang"
