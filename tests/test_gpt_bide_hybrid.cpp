@@ -110,17 +110,31 @@ GptRun train(const GPTConfig& cfg, Device device, int steps) {
   return train_gpt_steps(model, tokens, device, steps);
 }
 
+// The hybrid head of hybrid_spec() with kCode, its softmax rows its own or (tied) the rows of
+// an embedding of its own (drawn first from `init`).
+struct HybridHead {
+  std::shared_ptr<Embedding> wte;
+  std::shared_ptr<BideTokenHead> head;
+};
+HybridHead make_hybrid_head(bool tied, Generator& init) {
+  BideHeadSpec spec = hybrid_spec();
+  spec.tie_softmax = tied;
+  HybridHead h;
+  h.wte = std::make_shared<Embedding>(kVocab, kEmbd, init, 0.5);
+  h.head = std::make_shared<BideTokenHead>(kEmbd, spec, init, tied ? h.wte : nullptr);
+  h.head->set_code(kCode);
+  return h;
+}
+
 }  // namespace
 
 TEST_CASE("cpu: the hybrid head's logits and loss are one softmax over both kinds of logit") {
   for (const bool tied : {false, true}) {
     INFO("tied ", tied);
     Generator init(3), data(4);
-    BideHeadSpec spec = hybrid_spec();
-    spec.tie_softmax = tied;
-    auto wte = std::make_shared<Embedding>(kVocab, kEmbd, init, 0.5);
-    BideTokenHead head(kEmbd, spec, init, tied ? wte : nullptr);
-    head.set_code(kCode);
+    const HybridHead made = make_hybrid_head(tied, init);
+    const std::shared_ptr<Embedding>& wte = made.wte;
+    BideTokenHead& head = *made.head;
     // The softmax rows: its own matrix, or the embedding's rows of the ids coded 0..K-1.
     Tensor u;
     if (tied) {
@@ -162,11 +176,9 @@ TEST_CASE("cpu: the hybrid head's gradients match float64 finite differences") {
   for (const bool tied : {false, true}) {
     INFO("tied ", tied);
     Generator init(11), data(12);
-    BideHeadSpec spec = hybrid_spec();
-    spec.tie_softmax = tied;
-    auto wte = std::make_shared<Embedding>(kVocab, kEmbd, init, 0.5);
-    BideTokenHead head(kEmbd, spec, init, tied ? wte : nullptr);
-    head.set_code(kCode);
+    const HybridHead made = make_hybrid_head(tied, init);
+    const std::shared_ptr<Embedding>& wte = made.wte;
+    BideTokenHead& head = *made.head;
     to_f64(head);
     to_f64(*wte);
     const Tensor h = randn({6, kEmbd}, data, 0, 1, DType::f64).requires_grad_(true);
