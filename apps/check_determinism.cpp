@@ -234,9 +234,9 @@ int run_check_determinism(const Args& args) {
   const std::string mode_text = cfg.mode.on(device).str();
   if (!compare.empty()) rows.push_back(compare_determinism_record(recorded, paths[0]));
   if (!record.empty())
-    write_determinism_record(record, paths[0], args.positional[0], steps,
-                             device.is_cuda() ? cuda::device_info(device.index).name : "cpu",
-                             mode_text);
+    write_determinism_record(
+        record, paths[0], args.positional[0], steps,
+        device.is_cuda() ? cuda::describe(cuda::device_info(device.index)) : "cpu", mode_text);
   if (cfg.model_type == "gpt") {
     const auto ck = load_gpt_checkpoint(paths[0], device);
     GPT& model = *ck->model;

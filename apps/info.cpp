@@ -15,7 +15,8 @@ int run_info(const Args& args) {
   std::printf("bitgrad: built %s CUDA\n", cuda::built_with_cuda() ? "with" : "without");
   const int n = cuda_device_count();
   std::printf("CUDA devices: %d\n", n);
-  for (int i = 0; i < n; ++i) std::printf("  cuda:%d  %s\n", i, cuda::device_name(i).c_str());
+  for (int i = 0; i < n; ++i)
+    std::printf("  cuda:%d  %s\n", i, cuda::describe(cuda::device_info(i)).c_str());
   return 0;
 }
 

@@ -57,8 +57,6 @@ struct BatchInvariantGemm {
   // The product's K runs over the samples (a weight gradient, a^T g), so it has no rows to keep
   // apart: its configuration may follow the whole shape and split K, reduced in a fixed order.
   bool k_over_rows = false;
-  // Launch as if the GPU had this many SMs (0: the device's own); the partition test's knob.
-  int launch_sm_count = 0;
 };
 // BitLinear (BitNet b1.58): how the per-tensor weight scale beta is taken (W_q = clamp(rint(W /
 // beta), -1, 1)), and what normalises a row before its activations are quantised.

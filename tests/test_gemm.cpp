@@ -7,6 +7,7 @@
 #include "harness.h"
 #if BITGRAD_WITH_CUDA
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/device_runtime.h"
 #endif
 
 namespace bg::test {
@@ -80,7 +81,8 @@ TEST_CASE("cpu: the batch-invariant algorithm gives the naive algorithm's bits")
   // and both gradients, for contiguous and transposed b, f32 and f64.
   Generator gen(test_seed());
   for (DType dt : {DType::f32, DType::f64}) {
-    CAPTURE(dtype_name(dt));
+    const std::string dtype_text = dtype_name(dt);  // text, not a pointer, in reports
+    CAPTURE(dtype_text);
     const Tensor a = randn({3, 33, 70}, gen).to(dt), b = randn({3, 45, 70}, gen).to(dt),
                  w = randn({3, 33, 45}, gen).to(dt);
     ComputeMode naive;
@@ -109,7 +111,8 @@ TEST_CASE("cuda: batch-invariant products repeat bit for bit in every precision"
                b = randn({2, 130, 200}, gen, 0, 1, DType::f32, gpu),
                w = randn({2, 300, 130}, gen, 0, 1, DType::f32, gpu);
   for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16}) {
-    CAPTURE(enum_name(p));
+    const std::string precision_text = enum_name(p);
+    CAPTURE(precision_text);
     const auto first = product_and_grads(a, b, w, batch_invariant_mode(p));
     for (int rep = 0; rep < 2; ++rep)
       CHECK(product_and_grads(a, b, w, batch_invariant_mode(p)) == first);
@@ -119,10 +122,11 @@ TEST_CASE("cuda: batch-invariant products repeat bit for bit in every precision"
 TEST_CASE("cuda: the batch-invariant GEMM gives the same bits on any SM count (partition)") {
   BG_REQUIRE_CUDA();
 #if BITGRAD_WITH_CUDA
-  // The same products launched as if the GPU had 132 (an H100/H200 SXM), 114 (an H100 PCIe),
-  // 66 or 8 SMs: cuBLAS's default path picks other tiles and split-K for fewer SMs; the pinned
-  // algorithm must not. Forward-like products (rows kept apart) and weight-gradient-like ones
-  // (K over the rows, where the algorithm may split K in a fixed order), bf16 and fp32.
+  // The same products on a simulated GPU of 132 (an H100/H200 SXM), 114 (an H100 PCIe), 66 or
+  // 8 SMs (cuda::simulate_device: launched for that many SMs, and a table miss's heuristic
+  // chooses for it): cuBLAS's default path picks other tiles and split-K for fewer SMs; the
+  // pinned algorithm must not. Forward-like products (rows kept apart) and weight-gradient-like
+  // ones (K over the rows, where the algorithm may split K in a fixed order), bf16 and fp32.
   const Device gpu = Device::cuda(0);
   const StreamHandle stream = stream_for(gpu);
   Generator gen(test_seed());
@@ -133,7 +137,8 @@ TEST_CASE("cuda: the batch-invariant GEMM gives the same bits on any SM count (p
   for (DType dt : {DType::bf16, DType::f32})
     for (const Case& c : {Case{4097, 384, 1152, false}, Case{384, 16384, 384, true},
                           Case{768, 4096, 2304, true}, Case{1, 768, 3072, false}}) {
-      CAPTURE(dtype_name(dt));
+      const std::string dtype_text = dtype_name(dt);  // text, not a pointer, in reports
+      CAPTURE(dtype_text);
       CAPTURE(c.m);
       CAPTURE(c.k);
       const Tensor a = randn({1, c.m, c.k}, gen, 0, 1, DType::f32, gpu).to(dt);
@@ -143,8 +148,10 @@ TEST_CASE("cuda: the batch-invariant GEMM gives the same bits on any SM count (p
       for (int sms : {0, 132, 114, 66, 8}) {
         CAPTURE(sms);
         const Tensor out = full({1, c.m, c.n}, std::nan(""), DType::f32, gpu).to(dt);
-        const BatchInvariantGemm opt{p, c.k_over_rows, sms};
+        const BatchInvariantGemm opt{p, c.k_over_rows};
+        cuda::simulate_device({sms, 0, 0});
         cuda::matmul_batch_invariant(out.kview(), a.kview(), b.kview(), opt, stream);
+        cuda::simulate_device({});
         const std::vector<float> got = out.to(DType::f32).to(Device::cpu()).to_vector<float>();
         if (want.empty()) {
           want = got;

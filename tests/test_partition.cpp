@@ -112,4 +112,56 @@ TEST_CASE("cuda: a deterministic step and the reduction kernels give the same bi
   }
 }
 
+// The same step under devices the code is told it runs on (cuda::simulate_device: SM count, SM
+// clock, L2 size, which reports and every launch decision see, and under which the GEMM table's
+// fallback and cuBLASLt's launch run): an H100 PCIe's 114 SMs, a whole GH100's 144, a cut-down
+// 78-SM part, 16 SMs, and 16 simulated SMs on a 16-SM green context. Every output bit must equal
+// the unsimulated step's: no result may follow the GPU model.
+TEST_CASE("cuda: a deterministic bf16 step gives the same bits under simulated devices") {
+  BG_REQUIRE_CUDA();
+  struct Simulated {
+    const char* name;
+    cuda::SimulatedDevice device;
+    bool on_16_sms;
+  };
+  const std::vector<Simulated> devices = {{"114 SMs, 1755 MHz, 50 MiB L2", {114, 1755, 50}, false},
+                                          {"144 SMs, 1980 MHz, 60 MiB L2", {144, 1980, 60}, false},
+                                          {"78 SMs, 1200 MHz, 40 MiB L2", {78, 1200, 40}, false},
+                                          {"16 SMs", {16, 0, 0}, false},
+                                          {"16 SMs on a 16-SM green context", {16, 0, 0}, true}};
+  int granted = 0;
+  std::string why;
+  const StreamHandle few = cuda::stream_create_on_sms(16, &granted, &why);
+  for (const auto& [name, fused] : {std::pair<const char*, bool>{"bf16 fused", true},
+                                    std::pair<const char*, bool>{"bf16 composed", false}}) {
+    CAPTURE(name);
+    const auto real = gpt_step(MatmulPrecision::bf16, fused);
+    for (const Simulated& sim : devices) {
+      CAPTURE(sim.name);
+      if (sim.on_16_sms && !few) {
+        MESSAGE("skipped " << sim.name << ": no CUDA green context: " << why);
+        continue;
+      }
+      cuda::simulate_device(sim.device);
+      const cuda::DeviceInfo seen = cuda::device_info(0);
+      CHECK(seen.simulated);
+      CHECK(seen.sm_count == sim.device.sm_count);
+      std::vector<std::vector<float>> out;
+      if (sim.on_16_sms) {
+        ScopedStream on_few(Device::cuda(0), few);
+        out = gpt_step(MatmulPrecision::bf16, fused);
+      } else {
+        out = gpt_step(MatmulPrecision::bf16, fused);
+      }
+      cuda::simulate_device({});
+      REQUIRE(out.size() == real.size());
+      for (size_t i = 0; i < out.size(); ++i) {
+        CAPTURE(i);  // the loss, then each gradient, then each parameter
+        CHECK(out[i] == real[i]);
+      }
+    }
+  }
+  CHECK_FALSE(cuda::device_info(0).simulated);
+}
+
 }  // namespace bg::test

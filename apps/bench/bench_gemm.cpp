@@ -105,7 +105,7 @@ int run_bench_gemm(const Args& args) {
           const Tensor out = empty({pr.a.size(0), pr.b.size(1)}, dt, dev);
           const KView va = as_batch_of_one(pr.a), vb = as_batch_of_one(pr.b),
                       vo = as_batch_of_one(out);
-          const BatchInvariantGemm opt{precision, pr.k_over_rows, 0};
+          const BatchInvariantGemm opt{precision, pr.k_over_rows};
           const double tc =
               bench_time_ms(dev, [&] { cuda::matmul(vo, va, vb, precision, stream); });
           const double tp =

@@ -21,7 +21,7 @@ void run_matmul_kernel(const ComputeMode& mode, Rows rows, Device dev, const KVi
     case MatmulAlgo::naive:
       return BG_DISPATCH(dev, matmul_naive, out, a, b, stream_for(dev));
     case MatmulAlgo::batch_invariant: {
-      const BatchInvariantGemm opt{mode.precision, rows == Rows::summed_over, 0};
+      const BatchInvariantGemm opt{mode.precision, rows == Rows::summed_over};
       return BG_DISPATCH(dev, matmul_batch_invariant, out, a, b, opt, stream_for(dev));
     }
     case MatmulAlgo::lmul: {
@@ -54,8 +54,9 @@ std::string matmul_supports(const ComputeMode& mode, Device dev) {
       return "";
     case MatmulAlgo::lmul:
       if (mode.precision != MatmulPrecision::fp32)
-        return str_cat("L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; train.precision ",
-                       enum_name(mode.precision), " would round them first (use fp32)");
+        return str_cat(
+            "L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; train.precision ",
+            enum_name(mode.precision), " would round them first (use fp32)");
       if (mode.lmul_mantissa_bits < 1 || mode.lmul_mantissa_bits > 23)
         return str_cat("lmul.mantissa_bits must be in [1, 23], got ", mode.lmul_mantissa_bits);
       return "";

@@ -1,6 +1,10 @@
 // device_runtime.cu: thin wrappers over the CUDA runtime (see device_runtime.h).
 #include <cuda.h>  // driver types for the green-context entry points (not linked: see below)
 
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
 #include "cuda_common.cuh"
 #include "device_runtime.h"
 
@@ -132,14 +136,84 @@ float time_on_stream_ms(StreamHandle stream, void (*fn)(void*), void* ctx) {
   return ms;
 }
 
+namespace {
+
+// BITGRAD_SIMULATE_DEVICE's value: comma-separated key=value pairs, each a positive integer.
+SimulatedDevice parse_simulated_device(const std::string& text) {
+  const std::string var = "BITGRAD_SIMULATE_DEVICE";
+  SimulatedDevice d;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq),
+                      value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    int* field = key == "sms"         ? &d.sm_count
+                 : key == "clock_mhz" ? &d.clock_mhz
+                 : key == "l2_mb"     ? &d.l2_mb
+                                      : nullptr;
+    if (!field) kernel_fail("cuda", var + ": unknown key '" + key + "' (sms, clock_mhz, l2_mb)");
+    char* stop = nullptr;
+    const long v = value.empty() ? 0 : std::strtol(value.c_str(), &stop, 10);
+    if (value.empty() || *stop != '\0' || v <= 0 || v > 1000000)
+      kernel_fail("cuda", var + ": " + key + " needs a positive integer, got '" + value + "'");
+    *field = int(v);
+    at = end + 1;
+  }
+  if (!d.active()) kernel_fail("cuda", var + " is set but names no sms, clock_mhz or l2_mb");
+  return d;
+}
+
+std::mutex g_simulated_mu;
+bool g_simulated_read = false;
+SimulatedDevice g_simulated;
+
+}  // namespace
+
+void simulate_device(const SimulatedDevice& device) {
+  std::lock_guard<std::mutex> lock(g_simulated_mu);
+  g_simulated = device;
+  g_simulated_read = true;
+}
+
+SimulatedDevice simulated_device() {
+  std::lock_guard<std::mutex> lock(g_simulated_mu);
+  if (!g_simulated_read) {
+    const char* env = std::getenv("BITGRAD_SIMULATE_DEVICE");
+    if (env && *env) g_simulated = parse_simulated_device(env);
+    g_simulated_read = true;
+  }
+  return g_simulated;
+}
+
 DeviceInfo device_info(int device) {
   cudaDeviceProp prop{};
   BG_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  int clock_khz = 0;
+  BG_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
   DeviceInfo d;
   d.name = prop.name;
   d.sm_count = prop.multiProcessorCount;
+  d.clock_mhz = clock_khz / 1000;
+  d.l2_mb = int(prop.l2CacheSize >> 20);
   d.memory_gb = double(prop.totalGlobalMem) / (1 << 30);
+  const SimulatedDevice sim = simulated_device();
+  if (sim.active()) {
+    d.simulated = true;
+    if (sim.sm_count) d.sm_count = sim.sm_count;
+    if (sim.clock_mhz) d.clock_mhz = sim.clock_mhz;
+    if (sim.l2_mb) d.l2_mb = sim.l2_mb;
+  }
   return d;
+}
+
+std::string describe(const DeviceInfo& info) {
+  char text[160];
+  std::snprintf(text, sizeof(text), ": %d SMs, %d MHz, %d MiB L2, %.1f GiB%s", info.sm_count,
+                info.clock_mhz, info.l2_mb, info.memory_gb, info.simulated ? " (simulated)" : "");
+  return info.name + text;
 }
 
 void graph_begin_capture(StreamHandle stream) {

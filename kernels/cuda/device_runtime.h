@@ -28,12 +28,32 @@ StreamHandle stream_create_on_sms(int sm_count, int* granted, std::string* why);
 size_t device_memory_used();  // bytes in use on the current device (free/total query)
 // Milliseconds between two events recorded on `stream` around fn() (waits for the stop event).
 float time_on_stream_ms(StreamHandle stream, void (*fn)(void*), void* ctx);
+// The device that launch decisions and the deterministic mode's GEMM algorithm choice are told
+// they run on, where it differs from the real one: the test that deterministic bits never follow
+// the GPU model runs one step under several such devices on one GPU. 0 keeps the device's own
+// value. Set by simulate_device() or, for a whole command, by the environment:
+// BITGRAD_SIMULATE_DEVICE="sms=114,clock_mhz=1755,l2_mb=50" (any subset of the three keys).
+struct SimulatedDevice {
+  int sm_count = 0;
+  int clock_mhz = 0;
+  int l2_mb = 0;
+  bool active() const { return sm_count > 0 || clock_mhz > 0 || l2_mb > 0; }
+};
+void simulate_device(const SimulatedDevice& device);  // SimulatedDevice{} ends the simulation
+SimulatedDevice simulated_device();
+// A device as reports and launch decisions see it: the simulated values where one is set.
 struct DeviceInfo {
   std::string name;
   int sm_count = 0;
+  int clock_mhz = 0;
+  int l2_mb = 0;
   double memory_gb = 0;
+  bool simulated = false;
 };
 DeviceInfo device_info(int device);
+// "NVIDIA H200: 132 SMs, 1980 MHz, 60 MiB L2, 139.8 GiB", with "(simulated)" after a simulated
+// device's values.
+std::string describe(const DeviceInfo& info);
 // Where the deterministic mode's GEMM algorithms came from, counted per distinct product since
 // the process started: the built-in table's exact row, its nearest row of the same kind, or
 // cuBLASLt's heuristic (the one source whose choice can differ between GPU models).

@@ -25,6 +25,9 @@ StreamHandle stream_create_on_sms(int, int*, std::string* why) {
 size_t device_memory_used() { return 0; }
 float time_on_stream_ms(StreamHandle, void (*)(void*), void*) { no_cuda(); }
 DeviceInfo device_info(int) { no_cuda(); }
+void simulate_device(const SimulatedDevice&) {}
+SimulatedDevice simulated_device() { return {}; }
+std::string describe(const DeviceInfo&) { no_cuda(); }
 GemmAlgoSources batch_invariant_algo_sources() { return {}; }
 void graph_begin_capture(StreamHandle) { no_cuda(); }
 void* graph_end_capture(StreamHandle) { no_cuda(); }

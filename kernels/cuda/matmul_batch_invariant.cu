@@ -33,6 +33,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "blas_layout.cuh"
@@ -47,8 +48,13 @@ constexpr const char* kOp = "matmul_batch_invariant";
 // The M the algorithm is chosen for (rows of the products it serves: a training batch's tokens).
 constexpr int64_t kChosenForRows = 4096;
 // The SM count the algorithm is chosen for: an H100/H200 SXM's. Any other GPU of the
-// architecture runs the same algorithm, so the same bits.
+// architecture runs the same algorithm, so the same bits. A simulated device (device_runtime.h)
+// replaces it, so that a table miss, whose heuristic choice follows the device, shows on one GPU.
 constexpr int32_t kChosenForSms = 132;
+int32_t heuristic_sms() {
+  const int sms = simulated_device().sm_count;
+  return sms > 0 ? sms : kChosenForSms;
+}
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
 struct DeviceState {
@@ -254,6 +260,15 @@ bool same_kind(const Key& a, const Key& b) {
   return true;
 }
 
+// The last device-free tier: a row of the same types and compute type, whatever its operations,
+// batching or kind, that cuBLASLt accepts for the problem. A product whose rows are kept apart
+// takes no row that splits K.
+bool same_types(const Key& a, const Key& b, const AlgoConfig& row_config) {
+  for (int i : {9, 10, 11, 12})
+    if (a[size_t(i)] != b[size_t(i)]) return false;
+  return b[13] != 0 || row_config.splitk <= 1;
+}
+
 // How far apart two shapes of one kind are: log2 ratios of N and K (and of M when K runs over
 // the rows).
 double shape_distance(const Key& a, const Key& b) {
@@ -293,21 +308,27 @@ cublasLtMatmulAlgo_t heuristic_algo(cublasLtHandle_t handle, const Problem& q, c
 
 cublasLtMatmulAlgo_t choose_algo(cublasLtHandle_t handle, const Problem& p, bool k_over_rows) {
   const Problem q = chosen_for(p, k_over_rows);
-  Descriptors d(q, kChosenForSms);
+  Descriptors d(q, heuristic_sms());
   const Key key = key_of(p, k_over_rows);
   cublasLtMatmulAlgo_t algo{};
   if (table_enabled()) {
-    std::vector<std::pair<double, const AlgoRow*>> near;
+    // Rows of the same kind first, nearest shape first; then rows of the same types.
+    std::vector<std::pair<double, const AlgoRow*>> near, typed;
     for (const AlgoRow& row : algo_table()) {
       if (row.key == key && algo_from_config(handle, q, d, row.config, &algo)) {
         ++g_sources.table;
         log_choice(key, row.config, q, AlgoSource::table);
         return algo;
       }
-      if (same_kind(row.key, key)) near.emplace_back(shape_distance(row.key, key), &row);
+      if (same_kind(row.key, key))
+        near.emplace_back(shape_distance(row.key, key), &row);
+      else if (same_types(row.key, key, row.config))
+        typed.emplace_back(shape_distance(row.key, key), &row);
     }
-    std::stable_sort(near.begin(), near.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    auto by_distance = [](const auto& a, const auto& b) { return a.first < b.first; };
+    std::stable_sort(near.begin(), near.end(), by_distance);
+    std::stable_sort(typed.begin(), typed.end(), by_distance);
+    near.insert(near.end(), typed.begin(), typed.end());
     for (const auto& [distance, row] : near)
       if (algo_from_config(handle, q, d, row->config, &algo)) {
         ++g_sources.nearest_row;
@@ -370,8 +391,10 @@ cublasLtMatmulAlgo_t heuristic_algo(cublasLtHandle_t handle, const Problem& q, c
 
 cublasLtMatmulAlgo_t pinned_algo(cublasLtHandle_t handle, const Problem& p, bool k_over_rows) {
   static std::mutex mu;
-  static std::map<std::pair<cublasLtHandle_t, Key>, cublasLtMatmulAlgo_t> chosen;
-  const auto key = std::make_pair(handle, key_of(p, k_over_rows));
+  // The table switch and the heuristic's SM count are part of the key: tests change both.
+  static std::map<std::tuple<cublasLtHandle_t, Key, bool, int32_t>, cublasLtMatmulAlgo_t> chosen;
+  const auto key =
+      std::make_tuple(handle, key_of(p, k_over_rows), table_enabled(), heuristic_sms());
   std::lock_guard<std::mutex> lock(mu);
   auto it = chosen.find(key);
   if (it == chosen.end()) it = chosen.emplace(key, choose_algo(handle, p, k_over_rows)).first;
@@ -416,7 +439,9 @@ void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
                   : CUBLAS_COMPUTE_32F;
   DeviceState& s = state_for_current_device();
   const cublasLtMatmulAlgo_t algo = pinned_algo(s.handle, p, opt.k_over_rows);
-  Descriptors d(p, opt.launch_sm_count);
+  // Launched as if on the simulated device's SMs, where one is set: cuBLASLt's persistent kernels
+  // size their grids by it, and the bits must not follow.
+  Descriptors d(p, simulated_device().sm_count);
   const float alpha = 1.f, beta = 0.f;
   const cublasStatus_t st =
       cublasLtMatmul(s.handle, d.desc, &alpha, b.data, d.a, a.data, d.b, &beta, out.data, d.c,
