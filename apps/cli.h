@@ -59,6 +59,7 @@ void print_usage(const std::string& name);
 void print_all_usage();
 
 int run_train(const Args& args);
+int run_launch(const Args& args, const char* self);
 int run_info(const Args& args);
 int run_checksum(const Args& args);
 int run_check_determinism(const Args& args);

@@ -1,6 +1,7 @@
 // main.cpp: the bitgrad command line. Library errors arrive as exceptions and leave here as
 // one line on stderr and exit code 1.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -25,14 +26,15 @@ int main(int argc, char** argv) {
     const bg::cli::Args args = bg::cli::parse_args(argc, argv, 2);
     // --set changes a config: a command that reads none would ignore it.
     if (!args.overrides.empty() && bg::cli::is_command(cmd) && cmd != "train" &&
-        cmd != "fit-bide" && cmd != "check-determinism") {
+        cmd != "fit-bide" && cmd != "check-determinism" && cmd != "launch") {
       std::fprintf(stderr,
                    "bitgrad %s: [cli] --set applies to commands that read a config (train, "
-                   "fit-bide, check-determinism); %s reads none\n",
+                   "launch, fit-bide, check-determinism); %s reads none\n",
                    cmd.c_str(), cmd.c_str());
       return 1;
     }
     if (cmd == "train") return bg::cli::run_train(args);
+    if (cmd == "launch") return bg::cli::run_launch(args, argv[0]);
     if (cmd == "fit-bide") return bg::cli::run_fit_bide(args);
     if (cmd == "config") return bg::cli::run_config(args);
     if (cmd == "sample") return bg::cli::run_sample(args);
@@ -47,7 +49,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bitgrad: unknown command '%s' (see 'bitgrad help')\n", cmd.c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "bitgrad %s: %s\n", cmd.c_str(), e.what());
+    // A rank of a data-parallel run says which rank it is.
+    const char* rank = std::getenv("RANK");
+    const char* world = std::getenv("WORLD_SIZE");
+    if (rank && world && std::strcmp(world, "1") != 0)
+      std::fprintf(stderr, "bitgrad %s (rank %s): %s\n", cmd.c_str(), rank, e.what());
+    else
+      std::fprintf(stderr, "bitgrad %s: %s\n", cmd.c_str(), e.what());
     return 1;
   }
 }

@@ -11,6 +11,8 @@
 #include "core/allocator.h"
 #include "core/config.h"
 #include "core/device.h"
+#include "core/distributed.h"
+#include "core/sha256.h"
 #include "data/text.h"
 #include "data/token_shards.h"
 #include "kernels/cuda/device_runtime.h"
@@ -26,11 +28,22 @@ int run_train(const Args& args) {
            "usage: bitgrad train CONFIG [--set key=value ...]");
   ConfigReader reader(args.positional[0], args.overrides);
   const TrainConfig cfg = read_train_config(reader);
-  const Device device = parse_device(cfg.device);
+  // Data parallel (bitgrad launch, torchrun, mpirun): this process is one rank; on CUDA it
+  // trains on the GPU its LOCAL_RANK names. Rank 0 alone prints and writes.
+  const DistEnv dist = read_dist_env();
+  Device device = parse_device(cfg.device);
+  if (dist.world > 1 && device.is_cuda()) {
+    BG_CHECK(dist.local_rank < cuda_device_count(), "train", "LOCAL_RANK=", dist.local_rank,
+             " but this host has ", cuda_device_count(), " CUDA device(s)");
+    device = Device::cuda(dist.local_rank);
+    cuda::set_device(dist.local_rank);
+  }
+  const bool lead = dist.rank == 0;
+  if (!lead) (void)std::freopen("/dev/null", "w", stdout);
   const ComputeMode mode = cfg.mode.on(device);
   // Before any work: an unwritable output folder, or a resume with nothing to resume, would
   // otherwise surface only at the first save.
-  check_output_dir(cfg.trainer.out_dir, "train");
+  if (lead) check_output_dir(cfg.trainer.out_dir, "train");
   // No output may be one of the run's inputs (a config or data file inside out_dir).
   std::vector<std::string> inputs = {args.positional[0], cfg.data_path, cfg.train_bin, cfg.val_bin};
   if (cfg.tokenizer == "gpt2")
@@ -43,6 +56,17 @@ int run_train(const Args& args) {
            " does not exist (set run.resume: false to start from scratch)");
   std::printf("# effective config (%s)\n%s", args.positional[0].c_str(),
               reader.effective_yaml().c_str());
+  // Every rank joins before the data and the model are built: a config that differs between
+  // ranks is refused here, naming the rank.
+  const std::string yaml = reader.effective_yaml();
+  const std::unique_ptr<ProcessGroup> group =
+      make_process_group(dist, device, sha256_hex(yaml.data(), yaml.size()));
+  if (dist.world > 1)
+    std::printf(
+        "data parallel: %d ranks over %s; train.grad_accum = %lld micro-batches per step, "
+        "%lld on each rank\n",
+        dist.world, group->transport().c_str(), (long long)cfg.trainer.grad_accum,
+        (long long)(cfg.trainer.grad_accum / dist.world));
 
   // Data: nanoGPT's prepare scripts split the text, then encode each part; or llm.c shards.
   std::unique_ptr<Tokenizer> tok;
@@ -128,6 +152,7 @@ int run_train(const Args& args) {
   task.val_tokens = std::move(val_tokens);
   task.val_source = val_source;
   TrainerConfig tc = cfg.trainer;
+  tc.tree_reduce = mode.deterministic;
   tc.tokens_per_step = double(cfg.batch * tc.grad_accum * context);
   // MFU as nanoGPT estimates it (PaLM appendix B): 6 N + 12 L C T FLOPs per token, N the
   // non-embedding parameters, against the GPU's dense bf16 peak.
@@ -135,9 +160,10 @@ int run_train(const Args& args) {
     const GPTConfig& g = gpt->config();
     tc.flops_per_token = 6.0 * double(gpt->non_embedding_parameters()) +
                          12.0 * double(g.n_layer * g.n_embd * g.block_size);
-    tc.peak_tflops = peak_bf16_tflops(cuda::device_name(device.index));
+    tc.peak_tflops = peak_bf16_tflops(cuda::device_name(device.index)) * dist.world;
   }
   Trainer trainer(tc, params, task);
+  trainer.set_process_group(group.get());
   const TrainResult result = trainer.run();
   if (device.is_cuda()) {
     // The allocator's high-water mark plus what lives outside it (cuBLAS/cuBLASLt workspaces,
@@ -147,7 +173,7 @@ int run_train(const Args& args) {
                 double(cuda::device_memory_used()) / 1048576.0);
   }
   if (result.stop_signal) return 130;
-  if (!result.finished) return 0;  // run.stop_after_steps
+  if (!result.finished || !lead) return 0;  // run.stop_after_steps; rank 0 writes the outputs
   write_file_atomic(cfg.trainer.out_dir + "/config.yaml", reader.effective_yaml());
   write_file_atomic(cfg.trainer.out_dir + "/loss.svg", loss_plot(result.metrics_csv));
 

@@ -35,6 +35,14 @@ const std::vector<Command>& commands() {
        "train CONFIG [--set key=value ...]",
        "train the model a YAML config describes (char MLP or GPT); checkpoints in run.out_dir",
        {kSetFlag}},
+      {"launch",
+       "launch --gpus N | --cpus N CONFIG [--set key=value ...]",
+       "train one config data-parallel: N ranks of `bitgrad train` on this host (one per GPU, over "
+       "NCCL; or N CPU processes over sockets); the same global batch as one process, and under "
+       "train.deterministic the same checkpoint bits",
+       {{"--gpus N", "ranks on GPUs 0..N-1"},
+        {"--cpus N", "ranks as CPU processes (run.device: cpu)"},
+        kSetFlag}},
       {"check-determinism",
        "check-determinism CONFIG [--runs N] [--steps S] [--out DIR] [--record FILE] "
        "[--compare FILE] [--set key=value ...]",

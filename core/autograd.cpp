@@ -51,6 +51,8 @@ void record_folding(Tensor& output, const char* name, std::vector<Tensor> inputs
 
 namespace {
 
+thread_local std::function<void(const TensorImpl*)>* g_leaf_ready = nullptr;
+
 void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
   if (leaf->grad) {
     Tensor existing(leaf->grad);
@@ -70,6 +72,15 @@ void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
 
 }  // namespace
 
+LeafReadyScope::LeafReadyScope(std::function<void(const TensorImpl*)> ready) {
+  BG_CHECK(!g_leaf_ready, "backward", "one LeafReadyScope at a time");
+  g_leaf_ready = new std::function<void(const TensorImpl*)>(std::move(ready));
+}
+LeafReadyScope::~LeafReadyScope() {
+  delete g_leaf_ready;
+  g_leaf_ready = nullptr;
+}
+
 void Tensor::backward(const Tensor& grad) const {
   BG_CHECK(requires_grad(), "backward", "tensor does not require grad");
   Tensor seed = grad;
@@ -83,6 +94,7 @@ void Tensor::backward(const Tensor& grad) const {
   NoGradGuard no_grad;
   if (!impl()->grad_fn) {  // a leaf
     accumulate_leaf(impl(), seed);
+    if (g_leaf_ready) (*g_leaf_ready)(impl());
     return;
   }
   // Reverse topological order by iterative DFS over nodes.
@@ -101,6 +113,12 @@ void Tensor::backward(const Tensor& grad) const {
       stack.pop_back();
     }
   }
+  // With a LeafReadyScope: the last node (in backward order) that feeds each leaf.
+  std::unordered_map<const TensorImpl*, Node*> last_feeder;
+  if (g_leaf_ready)
+    for (auto it = order.rbegin(); it != order.rend(); ++it)
+      for (const Tensor& in : (*it)->inputs)
+        if (in.defined() && in.requires_grad() && !in.impl()->grad_fn) last_feeder[in.impl()] = *it;
   std::unordered_map<Node*, Tensor> grads;
   grads[impl()->grad_fn.get()] = seed;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -150,7 +168,22 @@ void Tensor::backward(const Tensor& grad) const {
     // Free saved tensors now; a second backward() through this graph is an error.
     node->backward = nullptr;
     node->backward_folding = nullptr;
+    if (g_leaf_ready)
+      for (const Tensor& in : node->inputs)
+        if (in.defined() && !in.impl()->grad_fn) {
+          auto f = last_feeder.find(in.impl());
+          if (f != last_feeder.end() && f->second == node) {
+            last_feeder.erase(f);
+            (*g_leaf_ready)(in.impl());
+          }
+        }
   }
+  // Leaves whose feeders got no gradient (a branch nothing flowed through) are final too, told
+  // in graph order (never the map's, which follows addresses: ranks must agree on the order).
+  if (g_leaf_ready)
+    for (auto it = order.rbegin(); it != order.rend() && !last_feeder.empty(); ++it)
+      for (const Tensor& in : (*it)->inputs)
+        if (in.defined() && last_feeder.erase(in.impl())) (*g_leaf_ready)(in.impl());
 }
 
 }  // namespace bg

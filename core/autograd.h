@@ -30,6 +30,18 @@ struct Node {
 
 bool grad_enabled();
 
+// While one lives, backward() calls `ready(leaf)` for each leaf (parameter) as soon as the node
+// that gives it its last gradient contribution of this backward has run: its .grad is then final
+// for this pass (the data-parallel all-reduce of a bucket of gradients starts there, overlapped
+// with the rest of the backward). One at a time, on the thread that runs backward().
+class LeafReadyScope {
+ public:
+  explicit LeafReadyScope(std::function<void(const TensorImpl*)> ready);
+  ~LeafReadyScope();
+  LeafReadyScope(const LeafReadyScope&) = delete;
+  LeafReadyScope& operator=(const LeafReadyScope&) = delete;
+};
+
 // Disables graph recording in its scope (evaluation, optimizer steps, inside backward).
 class NoGradGuard {
  public:

@@ -33,6 +33,22 @@ Tensor LanguageModelTask::batch_loss(const std::vector<int32_t>& tokens, Generat
 }
 Tensor LanguageModelTask::train_loss() { return batch_loss(train_tokens, data_gen_); }
 
+void LanguageModelTask::seek_micro_batch(int64_t index) {
+  if (!counted_) {  // one forward without gradients counts a micro-batch's draws
+    data_origin_ = data_gen_.offset;
+    dropout_origin_ = dropout_gen_.offset;
+    {
+      NoGradGuard no_grad;
+      (void)batch_loss(train_tokens, data_gen_);
+    }
+    data_per_micro_ = data_gen_.offset - data_origin_;
+    dropout_per_micro_ = dropout_gen_.offset - dropout_origin_;
+    counted_ = true;
+  }
+  data_gen_.offset = data_origin_ + uint64_t(index) * data_per_micro_;
+  dropout_gen_.offset = dropout_origin_ + uint64_t(index) * dropout_per_micro_;
+}
+
 double LanguageModelTask::validation_loss() {
   model_.train(false);
   Generator gen(cfg_.seed + 3);  // the same eval batches every time

@@ -36,6 +36,7 @@ class LanguageModelTask : public TrainTask {
   double validation_loss() override;
   void save(CheckpointWriter& ck) const override;
   void load(const CheckpointReader& ck, const std::string& path) override;
+  void seek_micro_batch(int64_t index) override;
 
  private:
   Tensor batch_loss(const std::vector<int32_t>& tokens, Generator& gen);
@@ -46,6 +47,10 @@ class LanguageModelTask : public TrainTask {
   CharMLP* mlp_;
   Device device_;
   Generator data_gen_, dropout_gen_;
+  // seek_micro_batch: the streams' offsets at the run's start, and how many counters one
+  // micro-batch takes from each (measured once: constant, as every micro-batch has one shape).
+  bool counted_ = false;
+  uint64_t data_origin_ = 0, dropout_origin_ = 0, data_per_micro_ = 0, dropout_per_micro_ = 0;
 };
 
 }  // namespace bg

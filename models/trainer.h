@@ -17,9 +17,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/checkpoint.h"
+#include "core/distributed.h"
+#include "core/grad_tree.h"
 #include "core/optim.h"
 
 namespace bg {
@@ -32,7 +35,12 @@ struct TrainerConfig {
   bool resume = false;     // continue from out_dir/last.h5
   int64_t steps = 1;       // total optimizer steps
   int64_t stop_after = 0;  // stop (saving last.h5) after this many steps of this run; 0: never
+  // Micro-batches per optimizer step, over all ranks together: each of N ranks runs
+  // grad_accum / N of them, so a config means the same global batch at any world size.
   int64_t grad_accum = 1;
+  // train.deterministic: the micro-batch gradients are summed in the fixed tree of
+  // core/grad_tree.h (each from zero), so one process and N ranks give the same bits.
+  bool tree_reduce = false;
   double grad_clip = 0;       // 0: no clipping
   int64_t eval_interval = 0;  // 0: no evaluation
   int64_t log_interval = 100;
@@ -73,6 +81,12 @@ class TrainTask {
   // Extra progress-line fields ("ema 7.2018") after the loss; step_losses holds every step's
   // loss so far when the trainer records them (record_every_loss).
   virtual std::string progress_note(const std::vector<float>& /*step_losses*/) const { return ""; }
+  // Data parallel: put the task's random streams (data and dropout) where micro-batch `index` of
+  // this run starts in a one-process run (index counts from the run's first micro-batch, the
+  // same at any world size), so each rank draws the samples one process would at that point.
+  virtual void seek_micro_batch(int64_t /*index*/) {
+    fail("train", "this task cannot run on several ranks");
+  }
 };
 
 struct TrainResult {
@@ -93,6 +107,10 @@ class Trainer {
   ~Trainer();
   // Runs after every backward pass (all micro-batches), before clipping and the optimizer.
   void after_backward(std::function<void(FlatParameters&)> hook) { hook_ = std::move(hook); }
+  // Train as one rank of `group` (data parallel; it outlives the trainer): each rank runs its
+  // share of every step's micro-batches, the gradients are summed over the ranks after the
+  // backward, and rank 0 alone evaluates, prints and writes checkpoints.
+  void set_process_group(ProcessGroup* group);
   // Trains to cfg.steps or until stopped. A non-finite loss or gradient norm, or a non-finite
   // validation loss, throws naming the step and the checkpoint that is kept.
   TrainResult run();
@@ -104,6 +122,11 @@ class Trainer {
   void save(const std::string& path);
   void resume();
   void step_once(int64_t step, double lr);
+  void backward_micro_batches(int64_t step, Tensor* loss);
+  void tree_backward(int64_t step, Tensor* loss);
+  void reduce_tree_over_ranks(const std::vector<TreeNode>& mine, const std::vector<Tensor>& sums);
+  int64_t run_micro_index(int64_t step, int64_t micro) const;
+  bool lead() const { return group_->rank() == 0; }
   std::string checkpoint_note() const;
   void stop_if_nonfinite();
   void fold_losses(int64_t upto);
@@ -115,6 +138,18 @@ class Trainer {
   std::unique_ptr<AdamW> adamw_;
   std::unique_ptr<SGD> sgd_;
   std::function<void(FlatParameters&)> hook_;
+  ProcessGroup solo_;
+  ProcessGroup* group_ = &solo_;
+  int64_t first_step_ = 0;
+  // Data parallel, default mode: the gradient buffer cut into buckets of whole parameters, each
+  // summed over the ranks as soon as the backward has finished its parameters.
+  struct GradBucket {
+    int64_t begin = 0, end = 0;
+    int params = 0;
+  };
+  std::vector<GradBucket> buckets_;
+  std::unordered_map<const TensorImpl*, size_t> bucket_of_;
+  void build_buckets();
   NonFiniteWatch loss_watch_, grad_watch_;
   TrainResult result_;
   int64_t saved_step_ = -1;  // the step of the last.h5 this run can fall back to (-1: none)

@@ -73,7 +73,11 @@ TEST_CASE("cpu: the differentiable log normaliser and logit equal the composed m
   weighted(ref.log_z, ref.logit, a, c).backward();
   CHECK(rel_err(w.grad(), w2.grad()) < 1e-12);
   CHECK(rel_err(r.grad(), r2.grad()) < 1e-12);
-  // And against central finite differences of the ops themselves (every third element).
+  // And against central finite differences of the ops themselves (every third element). The
+  // energy's ReLUs make the function kinked: where a step of eps crosses a kink, the one-sided
+  // differences disagree and a finite difference says nothing, so that element is skipped; most
+  // must be smooth.
+  int64_t checked = 0, kinked = 0;
   for (Tensor* p : {&w2, &r2}) {
     const std::vector<double> grad =
         (p == &w2 ? w.grad() : r.grad()).contiguous().to_vector<double>();
@@ -86,12 +90,20 @@ TEST_CASE("cpu: the differentiable log normaliser and logit equal the composed m
         const Tensor wq = p == &w2 ? q : w2.detach(), rq = p == &r2 ? q : r2.detach();
         return weighted(bide_log_normalizer(wq, rq, opt), bide_logit(wq, rq, y, opt), a, c).item();
       };
-      const double fd = (at(keep + eps) - at(keep - eps)) / (2 * eps);
+      const double up = at(keep + eps), mid = at(keep), down = at(keep - eps);
+      const double fd = (up - down) / (2 * eps);
       v[i] = keep;
+      if (std::fabs((up - mid) - (mid - down)) / eps > 1e-4 * std::max(1.0, std::fabs(fd))) {
+        ++kinked;
+        continue;
+      }
+      ++checked;
       CAPTURE(i);
       CHECK(grad[i] == doctest::Approx(fd).epsilon(1e-5).scale(1e-3));
     }
   }
+  CAPTURE(kinked);
+  CHECK(checked >= 9 * kinked);
 }
 
 TEST_CASE("cpu: without gradients the log normaliser records nothing") {

@@ -60,6 +60,14 @@ StreamHandle stream_create() {
 
 void stream_destroy(StreamHandle stream) noexcept { (void)cudaStreamDestroy(as_stream(stream)); }
 
+void stream_wait(StreamHandle waiter, StreamHandle waited) {
+  cudaEvent_t e;
+  BG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  BG_CUDA_CHECK(cudaEventRecord(e, as_stream(waited)));
+  BG_CUDA_CHECK(cudaStreamWaitEvent(as_stream(waiter), e, 0));
+  BG_CUDA_CHECK(cudaEventDestroy(e));
+}
+
 StreamHandle stream_create_on_sms(int sm_count, int* granted, std::string* why) {
   // The driver's green-context calls, found through the runtime so that nothing links libcuda
   // (a CPU machine runs the binaries without it). Asked for as of CUDA 12.5, the first driver

@@ -20,6 +20,8 @@ void memset_async(void* dst, int value, size_t bytes, StreamHandle stream);
 void stream_synchronize(StreamHandle stream);
 StreamHandle stream_create();
 void stream_destroy(StreamHandle stream) noexcept;
+// Work issued to `waiter` from now on starts after everything issued to `waited` so far.
+void stream_wait(StreamHandle waiter, StreamHandle waited);
 // A stream whose kernels run on only `sm_count` of the current device's SMs (a CUDA green
 // context; the count is rounded up to the driver's granularity and returned in *granted).
 // Empty, with the reason in *why, where the driver has no green contexts. The partition test

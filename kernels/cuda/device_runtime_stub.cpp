@@ -18,6 +18,7 @@ void memset_async(void*, int, size_t, StreamHandle) { no_cuda(); }
 void stream_synchronize(StreamHandle) { no_cuda(); }
 StreamHandle stream_create() { no_cuda(); }
 void stream_destroy(StreamHandle) noexcept {}
+void stream_wait(StreamHandle, StreamHandle) { no_cuda(); }
 StreamHandle stream_create_on_sms(int, int*, std::string* why) {
   *why = "bitgrad was built without CUDA support";
   return nullptr;
