@@ -74,7 +74,12 @@ const std::map<std::string, std::string>& config_key_meanings() {
       {"train.steps", "optimizer steps"},
       {"train.batch_size",
        "train: sequences per micro-batch; fit-bide: samples per distribution per step"},
-      {"train.grad_accum", "micro-batches per optimizer step"},
+      {"train.grad_accum",
+       "micro-batches per optimizer step, over all ranks of a data-parallel run (each runs "
+       "grad_accum / ranks)"},
+      {"train.shard_optimizer",
+       "data parallel: each rank keeps and updates 1/N of AdamW's state (ZeRO-1); checkpoints "
+       "hold the whole state"},
       {"train.eval_interval", "steps between validation passes (and checkpoints)"},
       {"train.eval_iters", "batches per validation pass"},
       {"train.log_interval", "steps between progress lines"},

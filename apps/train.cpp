@@ -61,12 +61,17 @@ int run_train(const Args& args) {
   const std::string yaml = reader.effective_yaml();
   const std::unique_ptr<ProcessGroup> group =
       make_process_group(dist, device, sha256_hex(yaml.data(), yaml.size()));
+  if (dist.world == 1 && cfg.trainer.shard_optimizer)
+    std::printf(
+        "train.shard_optimizer: one process keeps the whole optimizer state (it shards "
+        "over the ranks of a data-parallel run)\n");
   if (dist.world > 1)
     std::printf(
         "data parallel: %d ranks over %s; train.grad_accum = %lld micro-batches per step, "
-        "%lld on each rank\n",
+        "%lld on each rank%s\n",
         dist.world, group->transport().c_str(), (long long)cfg.trainer.grad_accum,
-        (long long)(cfg.trainer.grad_accum / dist.world));
+        (long long)(cfg.trainer.grad_accum / dist.world),
+        cfg.trainer.shard_optimizer ? "; AdamW's state sharded over the ranks" : "");
 
   // Data: nanoGPT's prepare scripts split the text, then encode each part; or llm.c shards.
   std::unique_ptr<Tokenizer> tok;

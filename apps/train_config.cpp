@@ -153,6 +153,7 @@ TrainConfig read_train_config(ConfigReader& r) {
   c.trainer.steps = r.integer("train.steps", 1000, 1, int64_t(1) << 40);
   c.batch = r.integer("train.batch_size", 64, 1, 1 << 24);
   c.trainer.grad_accum = r.integer("train.grad_accum", 1, 1, 1 << 16);
+  c.trainer.shard_optimizer = r.boolean("train.shard_optimizer", false);
   c.trainer.eval_interval = r.integer("train.eval_interval", 250, 1, int64_t(1) << 40);
   c.eval_iters = r.integer("train.eval_iters", 20, 1, 1 << 20);
   c.trainer.log_interval = r.integer("train.log_interval", 100, 1, int64_t(1) << 40);
@@ -171,6 +172,8 @@ TrainConfig read_train_config(ConfigReader& r) {
     c.trainer.momentum = r.number("optimizer.momentum", 0.9, 0.0, 1.0);
   else
     r.not_used("optimizer.momentum", "optimizer.type is adamw");
+  BG_CHECK(!(c.trainer.shard_optimizer && c.trainer.optimizer == "sgd"), "config",
+           "train.shard_optimizer shards AdamW's state; optimizer.type is sgd");
   r.finish();
   return c;
 }

@@ -1,5 +1,6 @@
 #include "optim.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "dispatch.h"
@@ -46,8 +47,16 @@ void FlatParameters::zero_grad() {
 }
 
 AdamW::AdamW(FlatParameters& params, AdamWConfig config) : params_(params), config_(config) {
-  m_ = zeros({params.numel()}, DType::f32, params.values().device());
-  v_ = zeros({params.numel()}, DType::f32, params.values().device());
+  shard(0, params.numel());
+}
+
+void AdamW::shard(int64_t begin, int64_t end) {
+  BG_CHECK(0 <= begin && begin <= end && end <= params_.numel(), "adamw", "shard [", begin, ", ",
+           end, ") outside the ", params_.numel(), " parameters");
+  shard_begin_ = begin;
+  shard_end_ = end;
+  m_ = zeros({end - begin}, DType::f32, params_.values().device());
+  v_ = zeros({end - begin}, DType::f32, params_.values().device());
 }
 
 std::vector<float> AdamW::hyper_values(int64_t t, double lr) const {
@@ -79,12 +88,15 @@ void AdamW::step(double lr, const Tensor& grad_scale) {
   const KView scale = grad_scale.defined() ? grad_scale.kview() : null_view();
   const int64_t split = params_.decay_count(), n = params_.numel();
   for (int group = 0; group < 2; ++group) {
-    const int64_t lo = group == 0 ? 0 : split, hi = group == 0 ? split : n;
-    if (hi == lo) continue;
+    // The group's elements within the shard this optimizer keeps (all of them unsharded).
+    const int64_t lo = std::max(group == 0 ? 0 : split, shard_begin_);
+    const int64_t hi = std::min(group == 0 ? split : n, shard_end_);
+    if (hi <= lo) continue;
     p.weight_decay = group == 0 ? float(config_.weight_decay) : 0.f;
+    const int64_t mlo = lo - shard_begin_, mhi = hi - shard_begin_;
     BG_DISPATCH(dev, adamw_step, params_.values().slice(0, lo, hi).kview(),
-                params_.grads().slice(0, lo, hi).kview(), m_.slice(0, lo, hi).kview(),
-                v_.slice(0, lo, hi).kview(), p, scale, stream_for(dev));
+                params_.grads().slice(0, lo, hi).kview(), m_.slice(0, mlo, mhi).kview(),
+                v_.slice(0, mlo, mhi).kview(), p, scale, stream_for(dev));
   }
 }
 

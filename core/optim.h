@@ -53,12 +53,18 @@ class AdamW {
   Tensor& exp_avg_sq() { return v_; }
   void set_steps(int64_t s) { steps_ = s; }
   void set_weight_decay(double wd) { config_.weight_decay = wd; }
+  // ZeRO-1: keep the moments of the parameters [begin, end) of the flat buffer only, and update
+  // only those (the other ranks update the rest); exp_avg()/exp_avg_sq() then hold that range.
+  void shard(int64_t begin, int64_t end);
+  int64_t shard_begin() const { return shard_begin_; }
+  int64_t shard_end() const { return shard_end_; }
 
  private:
   FlatParameters& params_;
   AdamWConfig config_;
   Tensor m_, v_;
-  Tensor hyper_;  // set for the duration of step_device
+  int64_t shard_begin_ = 0, shard_end_ = 0;  // the range m_ and v_ cover
+  Tensor hyper_;                             // set for the duration of step_device
   int64_t steps_ = 0;
 };
 

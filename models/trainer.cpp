@@ -70,8 +70,8 @@ void Trainer::save(const std::string& path) {
   CheckpointWriter ck(path);
   for (const auto& [name, t] : params_.named()) ck.tensor(name, t);
   if (adamw_) {
-    ck.tensor("optimizer/exp_avg", adamw_->exp_avg());
-    ck.tensor("optimizer/exp_avg_sq", adamw_->exp_avg_sq());
+    ck.tensor("optimizer/exp_avg", sharded() ? full_m_ : adamw_->exp_avg());
+    ck.tensor("optimizer/exp_avg_sq", sharded() ? full_v_ : adamw_->exp_avg_sq());
   } else {
     ck.tensor("optimizer/momentum_buffer", sgd_->momentum_buffer());
   }
@@ -93,9 +93,11 @@ void Trainer::resume() {
                               ? "optimizer/"
                               : "optimizer.";
   if (adamw_) {
-    adamw_->exp_avg().copy_(ck.tensor(opt + "exp_avg", DType::f32, adamw_->exp_avg().shape()));
-    adamw_->exp_avg_sq().copy_(
-        ck.tensor(opt + "exp_avg_sq", DType::f32, adamw_->exp_avg_sq().shape()));
+    // The whole state is saved; a sharded optimizer keeps its range of it.
+    const int64_t b = adamw_->shard_begin(), e = adamw_->shard_end();
+    const Shape whole = {params_.numel()};
+    adamw_->exp_avg().copy_(ck.tensor(opt + "exp_avg", DType::f32, whole).slice(0, b, e));
+    adamw_->exp_avg_sq().copy_(ck.tensor(opt + "exp_avg_sq", DType::f32, whole).slice(0, b, e));
     adamw_->set_steps(ck.int_attr("optimizer_steps"));
   } else {
     sgd_->momentum_buffer().copy_(
@@ -153,6 +155,30 @@ void Trainer::set_process_group(ProcessGroup* group) {
            (cfg_.grad_accum + n - 1) / n * n, ")");
   BG_CHECK(n == 1 || !cfg_.cuda_graph, cfg_.command.c_str(),
            "train.cuda_graph cannot capture a data-parallel step (set train.cuda_graph: false)");
+  if (sharded()) {
+    BG_CHECK(adamw_ != nullptr, cfg_.command.c_str(),
+             "train.shard_optimizer shards AdamW's state; optimizer.type is sgd");
+    const int64_t total = params_.numel(), shard = (total + n - 1) / n;
+    const int64_t begin = std::min(total, group_->rank() * shard);
+    adamw_->shard(begin, std::min(total, begin + shard));
+  }
+}
+
+// Every rank's `mine` (its shard of a flat buffer of `total` elements, padded to the common
+// shard length) laid end to end: the whole buffer, on every rank.
+Tensor Trainer::gather_shards(const Tensor& mine, int64_t total) {
+  const int64_t n = group_->size(), shard = (total + n - 1) / n;
+  const Tensor padded = zeros({shard}, DType::f32, device_);
+  if (mine.numel() > 0) padded.slice(0, 0, mine.numel()).copy_(mine);
+  const Tensor all = zeros({shard * n}, DType::f32, device_);
+  group_->all_gather(padded, all);
+  return all.slice(0, 0, total);
+}
+
+// Before a save under ZeRO-1: the whole moments, gathered on every rank (all take part).
+void Trainer::gather_optimizer_state() {
+  full_m_ = gather_shards(adamw_->exp_avg(), params_.numel()).clone();
+  full_v_ = gather_shards(adamw_->exp_avg_sq(), params_.numel()).clone();
 }
 
 // Micro-batch `micro` of this rank in step `step`, counted from this run's first micro-batch as
@@ -311,6 +337,10 @@ void Trainer::step_once(int64_t step, double lr) {
     adamw_->step(lr, scale);
   else
     sgd_->step(lr, scale);
+  if (sharded()) {  // each rank updated its range: the whole parameters, everywhere
+    const Tensor mine = params_.values().slice(0, adamw_->shard_begin(), adamw_->shard_end());
+    params_.values().copy_(gather_shards(mine, params_.numel()));
+  }
   last_loss_ = loss;
   if (cfg_.record_every_loss) loss_buf_.copy_(loss.detach().to(DType::f32).reshape({1}));
 }
@@ -394,6 +424,7 @@ TrainResult Trainer::run() {
                       double(step + 1 - line_step);
     line_step = step + 1;
     double val = NAN;
+    if (eval && checkpoints && sharded()) gather_optimizer_state();
     if (!lead()) {  // rank 0 evaluates, prints and saves; the others go on to the next step
       t_last = std::chrono::steady_clock::now();
       continue;
@@ -458,6 +489,7 @@ TrainResult Trainer::run() {
   if (stop_signal || stopped_early) {
     stop_if_nonfinite();  // a stop saves the state: never a non-finite one
     if (cfg_.record_every_loss) fold_losses(step);
+    if (checkpoints && sharded()) gather_optimizer_state();
     if (!lead()) return result_;
     if (group_->size() > 1) task_.seek_micro_batch((step - first_step) * cfg_.grad_accum);
     if (checkpoints) {

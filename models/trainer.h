@@ -41,6 +41,9 @@ struct TrainerConfig {
   // train.deterministic: the micro-batch gradients are summed in the fixed tree of
   // core/grad_tree.h (each from zero), so one process and N ranks give the same bits.
   bool tree_reduce = false;
+  // train.shard_optimizer (ZeRO-1): on N ranks each keeps and updates 1/N of AdamW's state and
+  // parameters, then the parameters are gathered; checkpoints hold the whole state.
+  bool shard_optimizer = false;
   double grad_clip = 0;       // 0: no clipping
   int64_t eval_interval = 0;  // 0: no evaluation
   int64_t log_interval = 100;
@@ -150,6 +153,11 @@ class Trainer {
   std::vector<GradBucket> buckets_;
   std::unordered_map<const TensorImpl*, size_t> bucket_of_;
   void build_buckets();
+  // ZeRO-1: this rank's range of the flat parameters, and the whole moments gathered for a save.
+  bool sharded() const { return group_->size() > 1 && cfg_.shard_optimizer; }
+  Tensor gather_shards(const Tensor& mine, int64_t total);
+  void gather_optimizer_state();
+  Tensor full_m_, full_v_;
   NonFiniteWatch loss_watch_, grad_watch_;
   TrainResult result_;
   int64_t saved_step_ = -1;  // the step of the last.h5 this run can fall back to (-1: none)

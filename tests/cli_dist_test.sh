@@ -57,6 +57,19 @@ echo "ok: 1, 2 and 3 ranks give the same checkpoint ($want)"
 [ "$(digest rr/last.h5)" = "$want" ] || fail "2 ranks resumed at 1: checkpoint differs"
 echo "ok: a checkpoint written by 2 ranks resumes in one process to the same bits"
 
+# ZeRO-1 (train.shard_optimizer): 3 ranks each keeping a third of AdamW's state give the same
+# bits; stopped on 2 sharded ranks, resumed on 3, the same again.
+"$bin" launch --cpus 3 dp.yaml --set run.out_dir=z3 --set train.shard_optimizer=true > z3.log 2>&1 ||
+  { cat z3.log; fail "3 sharded ranks"; }
+grep -q "AdamW's state sharded over the ranks" z3.log || fail "sharded: no line saying so"
+[ "$(digest z3/last.h5)" = "$want" ] || fail "3 sharded ranks: checkpoint differs from one process's"
+"$bin" launch --cpus 2 dp.yaml --set run.out_dir=zr --set train.shard_optimizer=true \
+  --set run.stop_after_steps=2 > zr.log 2>&1 || { cat zr.log; fail "2 sharded ranks, stop after 2"; }
+"$bin" launch --cpus 3 dp.yaml --set run.out_dir=zr --set train.shard_optimizer=true \
+  --set run.resume=true > zr2.log 2>&1 || { cat zr2.log; fail "sharded resume on 3 ranks"; }
+[ "$(digest zr/last.h5)" = "$want" ] || fail "sharded 2 ranks resumed on 3: checkpoint differs"
+echo "ok: AdamW's state sharded over 2 and 3 ranks gives the same bits, and resumes across them"
+
 # The default mode trains on 2 ranks and its checkpoint samples.
 "$bin" launch --cpus 2 dp.yaml --set run.out_dir=rd --set train.deterministic=false > rd.log 2>&1 ||
   { cat rd.log; fail "default mode, 2 ranks"; }
@@ -67,6 +80,8 @@ echo "ok: the default mode trains on 2 ranks"
 one_line_error "cannot be shared by 4 ranks" "$bin" launch --cpus 4 dp.yaml --set run.out_dir=bad
 [ ! -e bad/last.h5 ] || fail "a refused run wrote a checkpoint"
 one_line_error "usage: bitgrad launch" "$bin" launch dp.yaml
+one_line_error "shards AdamW's state; optimizer.type is sgd" "$bin" launch --cpus 2 dp.yaml \
+  --set run.out_dir=bad --set train.shard_optimizer=true --set optimizer.type=sgd
 if ! "$bin" info | grep -q "cuda:0"; then
   one_line_error "--gpus 2 but this host has 0 CUDA device(s)" "$bin" launch --gpus 2 dp.yaml
 fi
