@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli.h"
+#include "core/distributed.h"
 #include "core/error.h"
 
 int main(int argc, char** argv) {
@@ -32,6 +33,18 @@ int main(int argc, char** argv) {
                    "launch, fit-bide, check-determinism); %s reads none\n",
                    cmd.c_str(), cmd.c_str());
       return 1;
+    }
+    // One rank of several runs `train` alone: fit-bide and check-determinism would each run
+    // whole and write the same outputs N times.
+    if (cmd == "fit-bide" || cmd == "check-determinism") {
+      const bg::DistEnv dist = bg::read_dist_env();
+      if (dist.world > 1) {
+        std::fprintf(stderr,
+                     "bitgrad %s: [dist] runs in one process, but this is rank %d of %d "
+                     "(WORLD_SIZE is set); only train runs as a rank\n",
+                     cmd.c_str(), dist.rank, dist.world);
+        return 1;
+      }
     }
     if (cmd == "train") return bg::cli::run_train(args);
     if (cmd == "launch") return bg::cli::run_launch(args, argv[0]);

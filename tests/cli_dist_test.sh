@@ -82,6 +82,7 @@ one_line_error "cannot be shared by 4 ranks" "$bin" launch --cpus 4 dp.yaml --se
 one_line_error "usage: bitgrad launch" "$bin" launch dp.yaml
 one_line_error "shards AdamW's state; optimizer.type is sgd" "$bin" launch --cpus 2 dp.yaml \
   --set run.out_dir=bad --set train.shard_optimizer=true --set optimizer.type=sgd
+WORLD_SIZE=2 RANK=1 one_line_error "only train runs as a rank" "$bin" check-determinism dp.yaml
 if ! "$bin" info | grep -q "cuda:0"; then
   one_line_error "--gpus 2 but this host has 0 CUDA device(s)" "$bin" launch --gpus 2 dp.yaml
 fi
