@@ -10,8 +10,9 @@
 //   - SIGINT/SIGTERM (save and stop after the current step) and the NaN/Inf stop naming the step;
 //   - CUDA-graph capture of the whole step where the task allows it;
 //   - the progress line (step, loss, lr, ms/step, tok/s, MFU, ETA) and metrics.csv;
-//   - one hook after the backward pass and before the optimizer step (the place for a
-//     data-parallel gradient all-reduce).
+//   - one hook after the backward pass and before the optimizer step;
+//   - data parallel (set_process_group; trainer_parallel.cpp): each rank's share of a step's
+//     micro-batches, the gradient sum over the ranks, ZeRO-1; rank 0 evaluates and writes.
 #pragma once
 #include <cmath>
 #include <functional>
