@@ -121,9 +121,13 @@ int run_launch(const Args& args, const char* self) {
   bool told = false;
   bool forwarded = false;
   std::vector<bool> done(size_t(world), false);
+  // A stopped rank (SIGSTOP, a debugger) acts on a signal only once it runs again.
   auto stop_all = [&](int sig) {
     for (int r = 0; r < world; ++r)
-      if (!done[size_t(r)]) ::kill(pids[size_t(r)], sig);
+      if (!done[size_t(r)]) {
+        ::kill(pids[size_t(r)], sig);
+        if (sig != SIGKILL) ::kill(pids[size_t(r)], SIGCONT);
+      }
   };
   auto kill_deadline = std::chrono::steady_clock::time_point::max();
   // A rank that fails makes the others fail too (its connection closes): the cause is the rank
