@@ -4,15 +4,10 @@
 # batch (baby GPT 50 steps, GPT-2 124M 20 steps, both with train.grad_accum 2); (2) speed: one
 # GPU against two at the same per-GPU batch, default and deterministic mode (baby GPT and
 # GPT-2 124M); (3) a rank killed mid-run ends the launch in bounded time. NCCL comes from
-# PyTorch's wheel where no system NCCL is found. Under $OUT: summary.txt, runs.tgz (every log).
+# PyTorch's wheel where no system NCCL is found (device_env.sh). Under $OUT: summary.txt, runs.tgz (every log).
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 bin=.bundle/bitgrad
-export NCCL_NVLS_ENABLE=0  # the machines' rule: no NVLink multicast
-if [ -z "${BITGRAD_NCCL_LIB:-}" ]; then
-  lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
-  [ -n "$lib" ] && [ -f "$lib" ] && export BITGRAD_NCCL_LIB=$lib
-fi
 logs=/tmp/dp_logs && rm -rf $logs && mkdir -p $logs
 summary="$out/summary.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt" > "$summary"

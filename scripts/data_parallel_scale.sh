@@ -7,11 +7,6 @@ set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 bin=.bundle/bitgrad
 G=${GPUS:-4}
-export NCCL_NVLS_ENABLE=0
-if [ -z "${BITGRAD_NCCL_LIB:-}" ]; then
-  lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
-  [ -n "$lib" ] && [ -f "$lib" ] && export BITGRAD_NCCL_LIB=$lib
-fi
 logs=/tmp/scale_logs && rm -rf $logs && mkdir -p $logs
 summary="$out/scale.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$summary"

@@ -8,3 +8,10 @@ if [ -f .bundle.tgz ]; then  # always the bundle that travelled with this call
   rm -rf .bundle && mkdir -p .bundle && tar xzf .bundle.tgz -C .bundle
 fi
 export LD_LIBRARY_PATH=$PWD/.bundle/lib:${LD_LIBRARY_PATH:-}
+# Multi-GPU runs: never NVLink multicast (the machines' rule), and NCCL from PyTorch's wheel
+# where the loader finds none (bitgrad loads it by BITGRAD_NCCL_LIB).
+export NCCL_NVLS_ENABLE=0
+if [ -z "${BITGRAD_NCCL_LIB:-}" ]; then
+  lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  [ -n "$lib" ] && [ -f "$lib" ] && export BITGRAD_NCCL_LIB=$lib
+fi
