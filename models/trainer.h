@@ -128,7 +128,7 @@ class Trainer {
   void step_once(int64_t step, double lr);
   void backward_micro_batches(int64_t step, Tensor* loss);
   void tree_backward(int64_t step, Tensor* loss);
-  void reduce_tree_over_ranks(const std::vector<TreeNode>& mine, const std::vector<Tensor>& sums);
+  void reduce_tree_over_ranks(const std::vector<Tensor>& sums);
   int64_t run_micro_index(int64_t step, int64_t micro) const;
   bool lead() const { return group_->rank() == 0; }
   std::string checkpoint_note() const;

@@ -133,14 +133,13 @@ void Trainer::tree_backward(int64_t step, Tensor* loss) {
         tree_root(cfg_.grad_accum, acc.layout(), [&](size_t i) { return sums[i]; }));
     return;
   }
-  reduce_tree_over_ranks(acc.layout(), sums);
+  reduce_tree_over_ranks(sums);
 }
 
 // Each rank owns a shard of the gradient: every rank's node sums are sent, shard by shard, to the
 // shards' owners; each owner finishes the tree on its shard; the shards are then gathered. The
 // additions are elementwise, so a shard's bits are the whole tensor's at those elements.
-void Trainer::reduce_tree_over_ranks(const std::vector<TreeNode>& mine,
-                                     const std::vector<Tensor>& sums) {
+void Trainer::reduce_tree_over_ranks(const std::vector<Tensor>& sums) {
   const int n = group_->size(), me = group_->rank();
   const int64_t leaves = cfg_.grad_accum, per_rank = leaves / n;
   const int64_t total = params_.grads().numel(), shard = (total + n - 1) / n;
@@ -168,7 +167,6 @@ void Trainer::reduce_tree_over_ranks(const std::vector<TreeNode>& mine,
   for (int q = 0; q < n; ++q)
     if (q != me)
       for (const Tensor& node : sums) sends.push_back({q, shard_of(node, q)});
-  (void)mine;
   group_->exchange(sends, recvs);
   const Tensor root = tree_root(leaves, all_nodes, [&](size_t i) { return values[i]; });
   const Tensor gathered = zeros({shard * n}, DType::f32, device_);
