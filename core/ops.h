@@ -62,6 +62,10 @@ Tensor max(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 Tensor var(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false, int correction = 1);
 // Sums a broadcast result back down to `shape` (the gradient of broadcasting).
 Tensor sum_to(const Tensor& x, const Shape& shape);
+// The sums over every row of x (..., C): C values in f32 (f64 for f64) whatever x's float
+// dtype, never rounded to x's f16/bf16 (a bias gradient from a bf16 output gradient). No
+// autograd record: for backward functions.
+Tensor column_sums(const Tensor& x);
 
 // (..., M, K) @ (..., K, N); batch dims broadcast; transposed views cost no copy. `mode` says
 // how (precision, algorithm; its backward products run the same way); mode.on(device) is what a
@@ -73,8 +77,11 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 std::string matmul_supports(const ComputeMode& mode, Device device);
 Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode = ComputeMode(),
               Consumer consumer = Consumer::any);
-// x (..., in) @ weight (out, in)^T + bias (out): PyTorch's layout. A narrowed product
-// (consumer == matmul) takes no bias: it would round before the bias add.
+// x (..., in) @ weight (out, in)^T + bias (out): PyTorch's layout. Where the algorithm has a
+// bias epilogue (standard, batch_invariant) the bias is added to the f32 accumulators before
+// the one rounding to the output's dtype, so consumer == matmul may narrow a biased product
+// (the bias rounded to bf16 first, as cuBLASLt and PyTorch's autocast do); the reference
+// algorithms add it separately and keep the output's natural dtype.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               const ComputeMode& mode = ComputeMode(), Consumer consumer = Consumer::any);
 

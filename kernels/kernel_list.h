@@ -37,15 +37,19 @@ void binary_forward(BinaryOp op, const KView& out, const KView& a, const KView& 
 // binary: out = cond ? a : b; cond is u8; all views of out's shape.
 void where_forward(const KView& out, const KView& cond, const KView& a, const KView& b,
                    StreamHandle stream);
-// reduce: in contiguous (O, R, I) -> out contiguous (O, I).
+// reduce: in contiguous (O, R, I) -> out contiguous (O, I), in in's dtype; on CUDA a sum of an
+// f16/bf16 in may have an f32 out (its partials are f32: no rounding to in's dtype).
 void reduce(ReduceOp op, const KView& out, const KView& in, int64_t outer, int64_t extent,
             int64_t inner, Scratch& scratch, StreamHandle stream);
-// matmul: MatmulAlgo::standard. out (batch, M, N) = a (batch, M, K) @ b (batch, K, N); a and
-// b share a dtype; on CUDA out may be f32 or bf16 for bf16 operands. CUDA: cuBLAS, `precision`
-// tf32 for f32 operands on tensor cores; CPU: Eigen, exactly in the operands' dtype (core
-// never hands it a precision other than fp32).
-void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision precision,
-            StreamHandle stream);
+// matmul: MatmulAlgo::standard. out (batch, M, N) = a (batch, M, K) @ b (batch, K, N) (+ bias);
+// a and b share a dtype; on CUDA out may be f32 or bf16 for bf16 operands. bias (data ==
+// nullptr: none; batch 1 only): N contiguous values of out's dtype, 16-byte aligned, added to
+// every row's accumulator before the one rounding to out's dtype (the GEMM's epilogue), so an
+// f32 out has the bits of the product plus a separate add. CUDA: cuBLAS (cuBLASLt's bias
+// epilogue when there is a bias), `precision` tf32 for f32 operands on tensor cores; CPU:
+// Eigen, exactly in the operands' dtype (core never hands it a precision other than fp32).
+void matmul(const KView& out, const KView& a, const KView& b, const KView& bias,
+            MatmulPrecision precision, StreamHandle stream);
 // matmul: MatmulAlgo::naive, the reference algorithm: each output one fused multiply-add chain
 // over k in order from zero (f32; f64 on the CPU for f64), any strides; both backends give the
 // same bits.
@@ -60,8 +64,9 @@ void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulPar
 // with one algorithm pinned per shape-without-M (no split-K); a must be row-major with rows of
 // length K and every operand 16-byte aligned (core arranges both). CPU: each output the naive
 // algorithm's fused multiply-add chain over k in order (the same bits as matmul_naive), run a
-// row at a time across the columns.
-void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
+// row at a time across the columns. bias as for matmul (the pinned algorithm with the bias
+// epilogue: a row still depends on its own row of a alone).
+void matmul_batch_invariant(const KView& out, const KView& a, const KView& b, const KView& bias,
                             const BatchInvariantGemm& opt, StreamHandle stream);
 // softmax: rows of the last dim, contiguous.
 void softmax_forward(const KView& y, const KView& x, const SoftmaxOptions& opt,

@@ -11,9 +11,8 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen, double i
 }
 
 Tensor Linear::forward(const Tensor& x, Consumer consumer) const {
-  // A bias is added in f32: the product stays f32 then, whoever reads it.
-  return linear(x, weight, bias, compute_mode().at(site()),
-                bias.defined() ? Consumer::any : consumer);
+  // linear() adds a bias in the product's epilogue, before a narrowed output's one rounding.
+  return linear(x, weight, bias, compute_mode().at(site()), consumer);
 }
 
 std::shared_ptr<LinearLayer> make_linear(const LinearSpec& spec, int64_t in, int64_t out, bool bias,

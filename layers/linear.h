@@ -24,9 +24,9 @@ struct LinearSpec {
 // layout and names (weight (out, in), bias (out)) so checkpoints map onto nanoGPT's state_dict.
 class LinearLayer : public Module {
  public:
-  // consumer == Consumer::matmul: y is read only by matmuls (or the attention kernel) of the
-  // same mode, so a bias-free layer may store it narrowed (stored_dtype); with a bias it is
-  // stored as usual (the bias add is f32).
+  // consumer == Consumer::matmul: y is read only by matmuls (or the attention kernel, or GELU
+  // under autocast) of the same mode, so the layer may store it narrowed (stored_dtype), a bias
+  // added before the one rounding (linear()).
   virtual Tensor forward(const Tensor& x, Consumer consumer = Consumer::any) const = 0;
   virtual LinearKind kind() const = 0;
   // Where the layer sits (lmul.scope picks sites): its products run in compute_mode().at(site).

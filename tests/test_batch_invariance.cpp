@@ -126,6 +126,16 @@ void check_batch_invariant_matmul(Device dev, MatmulPrecision precision) {
     const Tensor w = randn({d.n, d.k}, wg, 0, 0.05, DType::f32, dev);  // (out, in), as Linear's
     check_rows("matmul batch_invariant", dev, DType::f32, d.k, d.n,
                through_autograd([&](const Tensor& x) { return linear(x, w, Tensor(), mode); }));
+    // A biased projection stored for its consumer (bf16 under bf16 precision on CUDA): the bias
+    // in the epilogue, before the one rounding.
+    const Tensor bias = randn({d.n}, wg, 0, 0.5, DType::f32, dev);
+    check_rows("linear with a bias, stored for a matmul", dev, DType::f32, d.k, d.n,
+               [&](const Tensor& x0, const Tensor& g) {
+                 const Tensor x = x0.detach().requires_grad_(true);
+                 const Tensor y = linear(x, w, bias, mode, Consumer::matmul);
+                 y.backward(g.to(y.dtype()));
+                 return std::make_pair(y.detach(), x.grad());
+               });
   }
 }
 

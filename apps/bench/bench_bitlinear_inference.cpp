@@ -123,11 +123,11 @@ std::string bench_bitlinear_inference(int reps) {
     };
     const KView none{};
     const double t_fp16 = graph_us(dev, sets_f16, reps, [&](int i) {
-      cuda::matmul(as3(y16, false), as3(x16, false), as3(w16[size_t(i)], true),
+      cuda::matmul(as3(y16, false), as3(x16, false), as3(w16[size_t(i)], true), none,
                    MatmulPrecision::bf16, stream);
     });
     const double t_bf16 = graph_us(dev, sets_f16, reps, [&](int i) {
-      cuda::matmul(as3(yb16, false), as3(xb16, false), as3(wb16[size_t(i)], true),
+      cuda::matmul(as3(yb16, false), as3(xb16, false), as3(wb16[size_t(i)], true), none,
                    MatmulPrecision::bf16, stream);
     });
     const double t_w2a8 = graph_us(dev, sets_w2, reps, [&](int i) {

@@ -107,9 +107,9 @@ int run_bench_gemm(const Args& args) {
                       vo = as_batch_of_one(out);
           const BatchInvariantGemm opt{precision, pr.k_over_rows};
           const double tc =
-              bench_time_ms(dev, [&] { cuda::matmul(vo, va, vb, precision, stream); });
-          const double tp =
-              bench_time_ms(dev, [&] { cuda::matmul_batch_invariant(vo, va, vb, opt, stream); });
+              bench_time_ms(dev, [&] { cuda::matmul(vo, va, vb, KView{}, precision, stream); });
+          const double tp = bench_time_ms(
+              dev, [&] { cuda::matmul_batch_invariant(vo, va, vb, KView{}, opt, stream); });
           if (it >= 3) {
             t_cublas.push_back(tc * 1e3);
             t_pinned.push_back(tp * 1e3);

@@ -12,17 +12,26 @@ namespace {
 // runs over the rows, and the batch-invariant algorithm may split it (in a fixed order).
 enum class Rows : uint8_t { kept_apart, summed_over };
 
+// The algorithms whose kernels add a bias in the GEMM's epilogue (kernel_list.h); the others
+// (the reference algorithms) leave it to a separate add.
+bool bias_in_epilogue(const ComputeMode& mode) {
+  return mode.algo == MatmulAlgo::standard || mode.algo == MatmulAlgo::batch_invariant;
+}
+
 // The one place a matmul algorithm picks its kernels: (batch, M, K) @ (batch, K, N) views.
+// bias (data == nullptr: none) only for the algorithms bias_in_epilogue names.
 void run_matmul_kernel(const ComputeMode& mode, Rows rows, Device dev, const KView& out,
-                       const KView& a, const KView& b) {
+                       const KView& a, const KView& b, const KView& bias) {
+  BG_CHECK(!bias.data || bias_in_epilogue(mode), "matmul", "the ", enum_name(mode.algo),
+           " algorithm adds no bias in its epilogue");
   switch (mode.algo) {
     case MatmulAlgo::standard:
-      return BG_DISPATCH(dev, matmul, out, a, b, mode.precision, stream_for(dev));
+      return BG_DISPATCH(dev, matmul, out, a, b, bias, mode.precision, stream_for(dev));
     case MatmulAlgo::naive:
       return BG_DISPATCH(dev, matmul_naive, out, a, b, stream_for(dev));
     case MatmulAlgo::batch_invariant: {
       const BatchInvariantGemm opt{mode.precision, rows == Rows::summed_over};
-      return BG_DISPATCH(dev, matmul_batch_invariant, out, a, b, opt, stream_for(dev));
+      return BG_DISPATCH(dev, matmul_batch_invariant, out, a, b, bias, opt, stream_for(dev));
     }
     case MatmulAlgo::lmul: {
       ScratchArena scratch(dev);
@@ -135,9 +144,10 @@ KView aligned_copy(const Tensor& t, const Shape& batch_shape, Tensor* keep) {
 }
 
 // The product of a and b with no autograd record: operands in `operand` dtype (cast when they
-// are not), the result in `out_dtype` (f32 for bf16 operands keeps the f32 accumulation).
+// are not), the result in `out_dtype` (f32 for bf16 operands keeps the f32 accumulation); a
+// defined `bias` (N values, out_dtype, 2-D operands) is added in the epilogue.
 Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType operand, DType out_dtype,
-               const ComputeMode& mode, Rows rows) {
+               const ComputeMode& mode, Rows rows, const Tensor& bias = Tensor()) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});
@@ -159,8 +169,16 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
   Shape out_shape = batch;
   out_shape.insert(out_shape.end(), {m, n});
   Tensor out = empty(out_shape, out_dtype, a.device());
-  KView vo;
+  KView vo, vbias;
   collapse_batch(out, batch, &vo);
+  Tensor bias_c;
+  if (bias.defined()) {
+    // The kernels take contiguous, 16-byte-aligned values of the output's dtype.
+    bias_c = bias.detach().to(out_dtype).contiguous();
+    if (reinterpret_cast<uintptr_t>(bias_c.data_ptr()) % 16 != 0)
+      bias_c = empty(bias_c.shape(), out_dtype, bias_c.device()).copy_(bias_c);
+    vbias = bias_c.kview();
+  }
   if (mode.algo == MatmulAlgo::batch_invariant && a.is_cuda()) {
     // Rare shapes (odd sizes, misaligned views) take a copy; the values are the same.
     Tensor a_copy, b_copy, out_padded;
@@ -168,11 +186,11 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
     if (!pinned_ready(vb, false)) vb = aligned_copy(bc, batch, &b_copy);
     if (!pinned_ready(vo, false)) {
       vo = aligned_copy(out, batch, &out_padded);
-      run_matmul_kernel(mode, rows, a.device(), vo, va, vb);
+      run_matmul_kernel(mode, rows, a.device(), vo, va, vb, vbias);
       return out_padded.reshape(out_shape).contiguous();
     }
   }
-  run_matmul_kernel(mode, rows, a.device(), vo, va, vb);
+  run_matmul_kernel(mode, rows, a.device(), vo, va, vb, vbias);
   return out;
 }
 
@@ -188,8 +206,10 @@ Tensor to_bf16(const Tensor& t) {
   return t.detach().to(DType::bf16);
 }
 
+// a @ b (+ bias, added in the product's epilogue: N values, 2-D operands, an algorithm that
+// bias_in_epilogue names).
 Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer,
-                   Rows rows) {
+                   Rows rows, const Tensor& bias = Tensor()) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
@@ -229,32 +249,48 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
     // copies and rounds the incoming gradient once for both of its products. Each gradient has
     // its operand's dtype: f32 for f32 operands (the weights), bf16 for an operand that arrived
     // as bf16 (as under PyTorch's autocast; its producer's backward reads bf16 then).
+    // A bias is added to the f32 accumulators in the output's dtype: f32, or rounded to bf16
+    // for a bf16 output (cuBLASLt takes no f32 bias there; PyTorch's autocast rounds it too).
     const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
     const DType out_dtype = stored_dtype(run, consumer, DType::f32, a.device());
-    Tensor out = product(a16, b16, batch, DType::bf16, out_dtype, run, rows);
+    Tensor out = product(a16, b16, batch, DType::bf16, out_dtype, run, rows, bias);
     const Shape a_shape = a.shape(), b_shape = b.shape();
     const DType da = a.dtype(), db = b.dtype();
-    record(out, "matmul", {a, b}, [a16, b16, a_shape, b_shape, da, db, run](const Tensor& g) {
-      const Tensor g16 = g.detach().to(DType::bf16);
-      const Tensor bt = b16.transpose(-1, -2), at = a16.transpose(-1, -2);
-      const Shape gb = batch_of(g16);
-      return std::vector<Tensor>{
-          sum_to(product(g16, bt, gb, DType::bf16, da, run, Rows::kept_apart), a_shape),
-          sum_to(product(at, g16, gb, DType::bf16, db, run, Rows::summed_over), b_shape)};
-    });
+    const bool has_bias = bias.defined();
+    std::vector<Tensor> inputs{a, b};
+    if (has_bias) inputs.push_back(bias);
+    record(out, "matmul", inputs,
+           [a16, b16, a_shape, b_shape, da, db, run, has_bias](const Tensor& g) {
+             const Tensor g16 = g.detach().to(DType::bf16);
+             const Tensor bt = b16.transpose(-1, -2), at = a16.transpose(-1, -2);
+             const Shape gb = batch_of(g16);
+             std::vector<Tensor> grads{
+                 sum_to(product(g16, bt, gb, DType::bf16, da, run, Rows::kept_apart), a_shape),
+                 sum_to(product(at, g16, gb, DType::bf16, db, run, Rows::summed_over), b_shape)};
+             // The bias gradient from the incoming gradient as it came (bf16 for a bf16
+             // output), summed in f32 and kept f32.
+             if (has_bias) grads.push_back(column_sums(g));
+             return grads;
+           });
     return out;
   }
   // Without bf16 precision the product keeps the operands' dtype, whoever reads it.
   const DType operand = compute_dtype(a);
-  Tensor out = compute_output(product(a, b, batch, operand, operand, run, rows), a.dtype());
+  Tensor out = compute_output(product(a, b, batch, operand, operand, run, rows, bias), a.dtype());
   const Tensor ad = a.detach(), bd = b.detach();
   const ComputeMode grad_mode = mode.backward();
-  record(out, "matmul", {a, b}, [ad, bd, grad_mode](const Tensor& g) {
+  const bool has_bias = bias.defined();
+  const Shape bias_shape = has_bias ? bias.shape() : Shape{};
+  std::vector<Tensor> inputs{a, b};
+  if (has_bias) inputs.push_back(bias);
+  record(out, "matmul", inputs, [ad, bd, grad_mode, has_bias, bias_shape](const Tensor& g) {
     const Consumer any = Consumer::any;
     const ComputeMode& gm = grad_mode;
-    return std::vector<Tensor>{
+    std::vector<Tensor> grads{
         sum_to(matmul_rows(g, bd.transpose(-1, -2), gm, any, Rows::kept_apart), ad.shape()),
         sum_to(matmul_rows(ad.transpose(-1, -2), g, gm, any, Rows::summed_over), bd.shape())};
+    if (has_bias) grads.push_back(sum_to(g, bias_shape));
+    return grads;
   });
   return out;
 }
@@ -290,16 +326,20 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
            " does not match weight ", shape_str(weight.shape()));
   Shape out_shape = x.shape();
   out_shape.back() = weight.size(0);
-  // Flatten to 2-D so the weight gradient is one GEMM, not a batched GEMM plus a reduction.
-  BG_CHECK(consumer == Consumer::any || !bias.defined(), "linear",
-           "a narrowed output with a bias would round before the bias add");
-  Tensor y = matmul(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1), mode, consumer);
   if (bias.defined()) {
     BG_CHECK(bias.ndim() == 1 && bias.size(0) == weight.size(0), "linear", "bias ",
              shape_str(bias.shape()), " does not match weight ", shape_str(weight.shape()));
-    y = y + bias;
+    check_same_device(bias, weight, "linear");
   }
-  return y.reshape(out_shape);
+  // Flatten to 2-D so the weight gradient is one GEMM, not a batched GEMM plus a reduction.
+  const Tensor x2 = x.reshape({-1, weight.size(1)}), wt = weight.transpose(0, 1);
+  if (!bias.defined()) return matmul(x2, wt, mode, consumer).reshape(out_shape);
+  // The bias in the GEMM's epilogue where the algorithm has one: one pass over the output, and
+  // a narrowed output rounded once, after the bias. The reference algorithms add it separately
+  // (their output then stays in its natural dtype: rounding first would round twice).
+  if (bias_in_epilogue(mode) && bias.dtype() == weight.dtype())
+    return matmul_rows(x2, wt, mode, consumer, Rows::kept_apart, bias).reshape(out_shape);
+  return (matmul(x2, wt, mode, Consumer::any) + bias).reshape(out_shape);
 }
 
 }  // namespace bg

@@ -119,6 +119,21 @@ Tensor var(const Tensor& x, std::vector<int> dims_in, bool keepdim, int correcti
   return mul_scalar(sum(centered * centered, dims, keepdim), 1.0 / double(count - correction));
 }
 
+Tensor column_sums(const Tensor& x) {
+  check_float(x, "column_sums", "input");
+  BG_CHECK(x.ndim() >= 1, "column_sums", "expects (..., C), got a scalar");
+  const int64_t c = x.size(-1), rows = c == 0 ? 0 : x.numel() / c;
+  // CUDA reduces f16/bf16 into f32 in the kernel; the CPU widens them first (compute_input).
+  const Tensor xc = x.is_cuda() ? x.contiguous() : compute_input(x);
+  const DType out_dtype = xc.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  Tensor out = empty({c}, out_dtype, x.device());
+  if (rows == 0) return out.fill_(0.0);
+  ScratchArena scratch(x.device());
+  BG_DISPATCH(x.device(), reduce, ReduceOp::sum, out.kview(), xc.kview(), 1, rows, c, scratch,
+              stream_for(x.device()));
+  return out;
+}
+
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   BG_CHECK(int(shape.size()) <= x.ndim(), "sum_to", "cannot sum ", shape_str(x.shape()), " to ",

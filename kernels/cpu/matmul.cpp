@@ -7,8 +7,21 @@
 #include "cpu_kernels.h"
 
 namespace bg::cpu {
+namespace {
 
-void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision, StreamHandle) {
+// The bias contract (kernel_list.h): N values of out's dtype, batch 1.
+void check_bias(const KView& bias, const KView& out, const char* op) {
+  if (!bias.data) return;
+  if (bias.dtype != out.dtype || bias.ndim != 1 || bias.shape[0] != out.shape[2] ||
+      bias.strides[0] != 1 || out.shape[0] != 1)
+    kernel_fail(op, "the bias must be N values of the output's dtype, for one matrix");
+}
+
+}  // namespace
+
+void matmul(const KView& out, const KView& a, const KView& b, const KView& bias, MatmulPrecision,
+            StreamHandle) {
+  check_bias(bias, out, "matmul");
   dispatch_float(a.dtype, "matmul", [&](auto zero) {
     using T = decltype(zero);
     using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -26,6 +39,10 @@ void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision, S
       } else {
         mc.noalias() = ma * mb;
       }
+      // The epilogue: each product rounded to T, then the bias added in T (one more rounding,
+      // as a separate add would).
+      if (bias.data)
+        mc.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(ptr<T>(bias), n);
     }
   });
 }
@@ -61,9 +78,20 @@ namespace bg::cpu {
 // multiply-adds over k in order from zero), which no M or batch count can change. With a
 // unit-stride b row the chains of a whole output row advance together, k outer, so the compiler
 // vectorises across the columns; otherwise each chain runs on its own along b's column.
-void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
+void matmul_batch_invariant(const KView& out, const KView& a, const KView& b, const KView& bias,
                             const BatchInvariantGemm&, StreamHandle stream) {
-  if (b.strides[2] != 1 || b.shape[2] == 1) return matmul_naive(out, a, b, stream);
+  check_bias(bias, out, "matmul_batch_invariant");
+  if (b.strides[2] != 1 || b.shape[2] == 1) {
+    matmul_naive(out, a, b, stream);
+    if (bias.data)
+      dispatch_float(out.dtype, "matmul_batch_invariant", [&](auto zero) {
+        using T = decltype(zero);
+        for (int64_t i = 0; i < out.shape[1]; ++i)
+          for (int64_t j = 0; j < out.shape[2]; ++j)
+            ptr<T>(out)[i * out.strides[1] + j * out.strides[2]] += ptr<T>(bias)[j];
+      });
+    return;
+  }
   dispatch_float(a.dtype, "matmul_batch_invariant", [&](auto zero) {
     using T = decltype(zero);
     const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
@@ -80,7 +108,9 @@ void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
           for (int64_t j = 0; j < n; ++j) acc_row[j] = std::fma(x, pb[j], acc_row[j]);
         }
         T* po = ptr<T>(out) + z * out.strides[0] + i * out.strides[1];
-        for (int64_t j = 0; j < n; ++j) po[j * out.strides[2]] = acc[size_t(j)];
+        const T* pbias = bias.data ? ptr<T>(bias) : nullptr;
+        for (int64_t j = 0; j < n; ++j)
+          po[j * out.strides[2]] = pbias ? acc[size_t(j)] + pbias[j] : acc[size_t(j)];
       }
   });
 }

@@ -1,10 +1,15 @@
 // matmul.cu: batched GEMM through cuBLAS (f32/f16/bf16 in, f32 accumulate). Row-major
 // operands are handed to column-major cuBLAS as their transposes, so a transposed view is a
-// transpose flag, never a copy. cuBLAS is deterministic for a fixed shape on one stream.
+// transpose flag, never a copy. A product with a bias runs on cuBLASLt, the bias in its
+// epilogue (one pass over the output instead of two more). Both are deterministic for a fixed
+// shape on one stream.
 #include <cublas_v2.h>
 
-#include "blas_layout.cuh"
-#include "cuda_common.cuh"
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "cublaslt_problem.cuh"
 #include "cuda_kernels.h"
 
 namespace bg::cuda {
@@ -18,13 +23,62 @@ cublasHandle_t handle_for_current_device() {
   return handles[dev];
 }
 
+// cuBLASLt's heuristic choice for a biased product, made once per shape and layout.
+cublasLtMatmulAlgo_t biased_algo(cublasLtHandle_t handle, const LtProblem& p,
+                                 const LtDescriptors& d) {
+  using Key = std::tuple<cublasLtHandle_t, int, int, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, int, int, int, int>;
+  static std::mutex mu;
+  static std::map<Key, cublasLtMatmulAlgo_t> chosen;
+  const Key key{handle,        int(p.op_a),   int(p.op_b),   p.m,    p.n,
+                p.k,           p.ld_a,        p.ld_b,        p.ld_c, int(p.type_a),
+                int(p.type_b), int(p.type_c), int(p.compute)};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = chosen.find(key);
+  if (it != chosen.end()) return it->second;
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_cublas(cublasLtMatmulPreferenceCreate(&pref), "matmul", "MatmulPreferenceCreate");
+  const uint64_t workspace = kCublasLtWorkspaceBytes;
+  check_cublas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &workspace, sizeof(workspace)),
+               "matmul", "MatmulPreferenceSetAttribute");
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle, d.desc, d.a, d.b, d.c, d.c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+    kernel_fail("matmul",
+                "cuBLASLt offers no algorithm with a bias epilogue for M=" + std::to_string(p.m) +
+                    " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k) + " (status " +
+                    std::to_string(int(st)) + ")");
+  return chosen.emplace(key, result.algo).first->second;
+}
+
+void biased_matmul(const KView& out, const KView& a, const KView& b, const KView& bias,
+                   MatmulPrecision precision, StreamHandle stream) {
+  LtProblem p{};
+  if (!lt_problem(out, a, b, bias, precision, "matmul", &p))
+    kernel_fail("matmul", "operands need one unit-stride dimension (core makes them contiguous)");
+  CublasLtState& s = cublaslt_state();
+  const LtDescriptors d(p, 0);
+  const cublasLtMatmulAlgo_t algo = biased_algo(s.handle, p, d);
+  const float alpha = 1.f, beta = 0.f;
+  check_cublas(
+      cublasLtMatmul(s.handle, d.desc, &alpha, b.data, d.a, a.data, d.b, &beta, out.data, d.c,
+                     out.data, d.c, &algo, s.workspace, kCublasLtWorkspaceBytes, as_stream(stream)),
+      "matmul", "cublasLtMatmul");
+}
+
 }  // namespace
 
-void matmul(const KView& out, const KView& a, const KView& b, MatmulPrecision precision,
-            StreamHandle stream) {
+void matmul(const KView& out, const KView& a, const KView& b, const KView& bias,
+            MatmulPrecision precision, StreamHandle stream) {
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   if (batch * m * n == 0) return;
-  if (k == 0) return fill(out, 0.0, stream);
+  check_bias(bias, out, "matmul");
+  if (k == 0) return bias.data ? copy(out, bias_rows(bias, out), stream) : fill(out, 0.0, stream);
+  if (bias.data) return biased_matmul(out, a, b, bias, precision, stream);
   cublasOperation_t op_b, op_a, op_c;
   int64_t ld_b, ld_a, ld_c;
   // C^T (n x m) = B^T (n x k) * A^T (k x m) in column-major terms.

@@ -23,8 +23,6 @@
 // Invariance is a property of the cuBLASLt build, not a promise of its documentation: the
 // tests check it (tests/test_gemm.cpp: rows of M = 1, 7, 64, 4097 products bitwise equal, and
 // the same bits under two SM-count launch targets).
-#include <cublasLt.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -36,8 +34,7 @@
 #include <tuple>
 #include <vector>
 
-#include "blas_layout.cuh"
-#include "cuda_common.cuh"
+#include "cublaslt_problem.cuh"
 #include "cuda_kernels.h"
 #include "device_runtime.h"
 
@@ -55,84 +52,9 @@ int32_t heuristic_sms() {
   const int sms = simulated_device().sm_count;
   return sms > 0 ? sms : kChosenForSms;
 }
-constexpr size_t kWorkspaceBytes = size_t(32) << 20;
-
-struct DeviceState {
-  cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
-};
-
-DeviceState& state_for_current_device() {
-  static std::mutex mu;
-  static DeviceState states[64];
-  int dev = 0;
-  BG_CUDA_CHECK(cudaGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(mu);
-  DeviceState& s = states[dev];
-  if (!s.handle) {
-    check_cublas(cublasLtCreate(&s.handle), kOp, "cublasLtCreate");
-    BG_CUDA_CHECK(cudaMalloc(&s.workspace, kWorkspaceBytes));
-  }
-  return s;
-}
-
-// One product in cuBLASLt's column-major terms (blas_layout.cuh): C (n x m) = op(A) op(B), A our
-// b, B our a.
-struct Problem {
-  cublasOperation_t op_a, op_b;  // cuBLASLt's transa (our b), transb (our a)
-  int64_t m, n, k, ld_a, ld_b, ld_c, batch, stride_a, stride_b, stride_c;
-  cudaDataType_t type_a, type_b, type_c;
-  cublasComputeType_t compute;
-};
-
-// RAII for the descriptors of one problem.
-struct Descriptors {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-
-  Descriptors(const Problem& p, int32_t sm_count) {
-    check_cublas(cublasLtMatmulDescCreate(&desc, p.compute, CUDA_R_32F), kOp, "MatmulDescCreate");
-    set_desc(CUBLASLT_MATMUL_DESC_TRANSA, p.op_a);
-    set_desc(CUBLASLT_MATMUL_DESC_TRANSB, p.op_b);
-    if (sm_count > 0) set_desc(CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, sm_count);
-    a = layout(p.type_a, p.op_a == CUBLAS_OP_N ? p.n : p.k, p.op_a == CUBLAS_OP_N ? p.k : p.n,
-               p.ld_a, p.batch, p.stride_a);
-    b = layout(p.type_b, p.op_b == CUBLAS_OP_N ? p.k : p.m, p.op_b == CUBLAS_OP_N ? p.m : p.k,
-               p.ld_b, p.batch, p.stride_b);
-    c = layout(p.type_c, p.n, p.m, p.ld_c, p.batch, p.stride_c);
-  }
-  ~Descriptors() {
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-  }
-  Descriptors(const Descriptors&) = delete;
-  Descriptors& operator=(const Descriptors&) = delete;
-
- private:
-  template <typename V>
-  void set_desc(cublasLtMatmulDescAttributes_t attr, V value) {
-    check_cublas(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)), kOp,
-                 "MatmulDescSetAttribute");
-  }
-  static cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
-                                       int64_t batch, int64_t stride) {
-    cublasLtMatrixLayout_t l = nullptr;
-    check_cublas(cublasLtMatrixLayoutCreate(&l, type, uint64_t(rows), uint64_t(cols), ld), kOp,
-                 "MatrixLayoutCreate");
-    if (batch > 1) {
-      const int32_t count = int32_t(batch);
-      check_cublas(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                                    sizeof(count)),
-                   kOp, "MatrixLayoutSetAttribute");
-      check_cublas(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                                    &stride, sizeof(stride)),
-                   kOp, "MatrixLayoutSetAttribute");
-    }
-    return l;
-  }
-};
+using Problem = LtProblem;
+using Descriptors = LtDescriptors;
+constexpr size_t kWorkspaceBytes = kCublasLtWorkspaceBytes;
 
 // What an algorithm is chosen from: everything but M (and the batch count and the M-dependent
 // batch strides) for products over rows; the whole problem for a K over rows.
@@ -391,10 +313,12 @@ cublasLtMatmulAlgo_t heuristic_algo(cublasLtHandle_t handle, const Problem& q, c
 
 cublasLtMatmulAlgo_t pinned_algo(cublasLtHandle_t handle, const Problem& p, bool k_over_rows) {
   static std::mutex mu;
-  // The table switch and the heuristic's SM count are part of the key: tests change both.
-  static std::map<std::tuple<cublasLtHandle_t, Key, bool, int32_t>, cublasLtMatmulAlgo_t> chosen;
-  const auto key =
-      std::make_tuple(handle, key_of(p, k_over_rows), table_enabled(), heuristic_sms());
+  // The table switch and the heuristic's SM count are part of the key: tests change both. So is
+  // the bias epilogue, which an algorithm must support (the same table row serves both).
+  static std::map<std::tuple<cublasLtHandle_t, Key, bool, int32_t, bool>, cublasLtMatmulAlgo_t>
+      chosen;
+  const auto key = std::make_tuple(handle, key_of(p, k_over_rows), table_enabled(), heuristic_sms(),
+                                   p.bias != nullptr);
   std::lock_guard<std::mutex> lock(mu);
   auto it = chosen.find(key);
   if (it == chosen.end()) it = chosen.emplace(key, choose_algo(handle, p, k_over_rows)).first;
@@ -407,16 +331,17 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 GemmAlgoSources batch_invariant_algo_sources() { return g_sources; }
 
-void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
+void matmul_batch_invariant(const KView& out, const KView& a, const KView& b, const KView& bias,
                             const BatchInvariantGemm& opt, StreamHandle stream) {
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   if (batch * m * n == 0) return;
-  if (k == 0) return fill(out, 0.0, stream);
+  check_bias(bias, out, kOp);
+  if (k == 0) {
+    if (bias.data) return copy(out, bias_rows(bias, out), stream);
+    return fill(out, 0.0, stream);
+  }
   Problem p{};
-  cublasOperation_t op_c;
-  if (!as_column_major(k, n, b.strides[1], b.strides[2], &p.op_a, &p.ld_a) ||
-      !as_column_major(m, k, a.strides[1], a.strides[2], &p.op_b, &p.ld_b) ||
-      !as_column_major(m, n, out.strides[1], out.strides[2], &op_c, &p.ld_c) || op_c != CUBLAS_OP_N)
+  if (!lt_problem(out, a, b, bias, opt.precision, kOp, &p))
     kernel_fail(kOp, "operands need one unit-stride dimension (core makes them contiguous)");
   // Rows kept apart need a's rows and out's rows as rows: a transposed a would put M into the
   // leading dimension, which the algorithm is chosen from.
@@ -424,20 +349,7 @@ void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
     kernel_fail(kOp, "a must be row-major with rows of length K (core makes it contiguous)");
   if (!aligned16(a.data) || !aligned16(b.data) || !aligned16(out.data))
     kernel_fail(kOp, "operands must be 16-byte aligned (core copies them)");
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.batch = batch;
-  p.stride_a = b.strides[0];
-  p.stride_b = a.strides[0];
-  p.stride_c = out.strides[0];
-  p.type_a = cuda_type(b.dtype, kOp);
-  p.type_b = cuda_type(a.dtype, kOp);
-  p.type_c = cuda_type(out.dtype, kOp);
-  p.compute = a.dtype == DType::f32 && opt.precision == MatmulPrecision::tf32
-                  ? CUBLAS_COMPUTE_32F_FAST_TF32
-                  : CUBLAS_COMPUTE_32F;
-  DeviceState& s = state_for_current_device();
+  CublasLtState& s = cublaslt_state();
   const cublasLtMatmulAlgo_t algo = pinned_algo(s.handle, p, opt.k_over_rows);
   // Launched as if on the simulated device's SMs, where one is set: cuBLASLt's persistent kernels
   // size their grids by it, and the bits must not follow.

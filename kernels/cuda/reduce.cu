@@ -64,15 +64,15 @@ void launch_pass(Tout* out, const Tin* in, int64_t outer, int64_t extent, int64_
   BG_CUDA_LAUNCH_CHECK();
 }
 
-template <bool kMax, typename T>
-void reduce_typed(T* out, const T* in, int64_t outer, int64_t extent, int64_t inner,
+template <bool kMax, typename T, typename Tout = T>
+void reduce_typed(Tout* out, const T* in, int64_t outer, int64_t extent, int64_t inner,
                   Scratch& scratch, cudaStream_t s) {
   if (extent == 0) {
     kernel_fail("reduce", "cannot reduce an empty extent on the GPU");
   }
   const int64_t seg_len = inner == 1 ? kRowSegment : kColSegment;
   int64_t segments = (extent + seg_len - 1) / seg_len;
-  if (segments == 1) return launch_pass<kMax, T, T>(out, in, outer, extent, inner, 1, s);
+  if (segments == 1) return launch_pass<kMax, T, Tout>(out, in, outer, extent, inner, 1, s);
   // First pass into f32 partials (O, segments, I), then reduce the partials.
   float* partial =
       static_cast<float*>(scratch.get(sizeof(float) * size_t(outer * segments * inner)));
@@ -80,7 +80,7 @@ void reduce_typed(T* out, const T* in, int64_t outer, int64_t extent, int64_t in
   int64_t len = segments;
   while (true) {
     const int64_t next = (len + seg_len - 1) / seg_len;
-    if (next == 1) return launch_pass<kMax, float, T>(out, partial, outer, len, inner, 1, s);
+    if (next == 1) return launch_pass<kMax, float, Tout>(out, partial, outer, len, inner, 1, s);
     float* nxt = static_cast<float*>(scratch.get(sizeof(float) * size_t(outer * next * inner)));
     launch_pass<kMax, float, float>(nxt, partial, outer, len, inner, next, s);
     partial = nxt;
@@ -93,6 +93,17 @@ void reduce_typed(T* out, const T* in, int64_t outer, int64_t extent, int64_t in
 void reduce(ReduceOp op, const KView& out, const KView& in, int64_t outer, int64_t extent,
             int64_t inner, Scratch& scratch, StreamHandle stream) {
   if (outer * inner == 0) return;
+  if (out.dtype != in.dtype) {
+    // An f16/bf16 input summed into an f32 output (kernel_list.h): the partials are f32 anyway.
+    if (out.dtype != DType::f32 || op != ReduceOp::sum ||
+        (in.dtype != DType::bf16 && in.dtype != DType::f16))
+      kernel_fail("reduce", "the output takes the input's dtype, or f32 for an f16/bf16 sum");
+    return dispatch_float(in.dtype, "reduce", [&](auto zero) {
+      using T = decltype(zero);
+      reduce_typed<false, T, float>(static_cast<float*>(out.data), static_cast<const T*>(in.data),
+                                    outer, extent, inner, scratch, as_stream(stream));
+    });
+  }
   dispatch_float(in.dtype, "reduce", [&](auto zero) {
     using T = decltype(zero);
     auto* o = static_cast<T*>(out.data);

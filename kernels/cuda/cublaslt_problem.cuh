@@ -1,0 +1,150 @@
+// cublaslt_problem.cuh: one cuBLASLt product described once, for matmul.cu (the standard
+// algorithm's biased products) and matmul_batch_invariant.cu (every pinned product): the
+// per-device handle and workspace, the problem in cuBLASLt's column-major terms
+// (blas_layout.cuh), and the descriptors built from it, the bias epilogue included.
+#pragma once
+#include <cublasLt.h>
+
+#include <mutex>
+#include <string>
+
+#include "blas_layout.cuh"
+#include "cuda_common.cuh"
+
+namespace bg::cuda {
+
+constexpr size_t kCublasLtWorkspaceBytes = size_t(32) << 20;
+
+struct CublasLtState {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+};
+
+// The current device's handle and workspace, made on first use.
+inline CublasLtState& cublaslt_state() {
+  static std::mutex mu;
+  static CublasLtState states[64];
+  int dev = 0;
+  BG_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  CublasLtState& s = states[dev];
+  if (!s.handle) {
+    check_cublas(cublasLtCreate(&s.handle), "matmul", "cublasLtCreate");
+    BG_CUDA_CHECK(cudaMalloc(&s.workspace, kCublasLtWorkspaceBytes));
+  }
+  return s;
+}
+
+// One product in cuBLASLt's column-major terms: C (n x m) = op(A) op(B), A our b, B our a; the
+// bias (our N values, cuBLASLt's n rows of C) enters the epilogue when `bias` is set.
+struct LtProblem {
+  cublasOperation_t op_a, op_b;  // cuBLASLt's transa (our b), transb (our a)
+  int64_t m, n, k, ld_a, ld_b, ld_c, batch, stride_a, stride_b, stride_c;
+  cudaDataType_t type_a, type_b, type_c;
+  cublasComputeType_t compute;
+  const void* bias = nullptr;  // of type_c (cuBLASLt takes no f32 bias for a bf16 output)
+};
+
+// The problem for out (batch, M, N) = a (batch, M, K) @ b (batch, K, N) (+ bias) views; false
+// when an operand has no unit-stride dimension.
+inline bool lt_problem(const KView& out, const KView& a, const KView& b, const KView& bias,
+                       MatmulPrecision precision, const char* op, LtProblem* p) {
+  cublasOperation_t op_c;
+  if (!as_column_major(a.shape[2], out.shape[2], b.strides[1], b.strides[2], &p->op_a, &p->ld_a) ||
+      !as_column_major(out.shape[1], a.shape[2], a.strides[1], a.strides[2], &p->op_b, &p->ld_b) ||
+      !as_column_major(out.shape[1], out.shape[2], out.strides[1], out.strides[2], &op_c,
+                       &p->ld_c) ||
+      op_c != CUBLAS_OP_N)
+    return false;
+  p->m = out.shape[1];
+  p->n = out.shape[2];
+  p->k = a.shape[2];
+  p->batch = out.shape[0];
+  p->stride_a = b.strides[0];
+  p->stride_b = a.strides[0];
+  p->stride_c = out.strides[0];
+  p->type_a = cuda_type(b.dtype, op);
+  p->type_b = cuda_type(a.dtype, op);
+  p->type_c = cuda_type(out.dtype, op);
+  p->compute = a.dtype == DType::f32 && precision == MatmulPrecision::tf32
+                   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                   : CUBLAS_COMPUTE_32F;
+  p->bias = bias.data;
+  return true;
+}
+
+// The bias contract (kernel_list.h): N contiguous values of out's dtype, 16-byte aligned, for
+// one matrix.
+inline void check_bias(const KView& bias, const KView& out, const char* op) {
+  if (!bias.data) return;
+  if (bias.dtype != out.dtype || bias.ndim != 1 || bias.shape[0] != out.shape[2] ||
+      bias.strides[0] != 1 || out.shape[0] != 1 || reinterpret_cast<uintptr_t>(bias.data) % 16)
+    kernel_fail(op, "the bias must be N aligned values of the output's dtype, for one matrix");
+}
+
+// The bias as out's shape, each row the bias (stride 0): what out holds when K is 0.
+inline KView bias_rows(const KView& bias, const KView& out) {
+  KView v = bias;
+  v.ndim = 3;
+  for (int i = 0; i < 3; ++i) v.shape[i] = out.shape[i];
+  v.strides[0] = v.strides[1] = 0;
+  v.strides[2] = 1;
+  return v;
+}
+
+// RAII for the descriptors of one problem; sm_count > 0 sets cuBLASLt's SM-count target.
+struct LtDescriptors {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+
+  LtDescriptors(const LtProblem& p, int32_t sm_count) {
+    check_cublas(cublasLtMatmulDescCreate(&desc, p.compute, CUDA_R_32F), "matmul",
+                 "MatmulDescCreate");
+    set_desc(CUBLASLT_MATMUL_DESC_TRANSA, p.op_a);
+    set_desc(CUBLASLT_MATMUL_DESC_TRANSB, p.op_b);
+    if (sm_count > 0) set_desc(CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, sm_count);
+    if (p.bias) {
+      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_BIAS));
+      set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias);
+      set_desc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, int32_t(p.type_c));
+    }
+    a = layout(p.type_a, p.op_a == CUBLAS_OP_N ? p.n : p.k, p.op_a == CUBLAS_OP_N ? p.k : p.n,
+               p.ld_a, p.batch, p.stride_a);
+    b = layout(p.type_b, p.op_b == CUBLAS_OP_N ? p.k : p.m, p.op_b == CUBLAS_OP_N ? p.m : p.k,
+               p.ld_b, p.batch, p.stride_b);
+    c = layout(p.type_c, p.n, p.m, p.ld_c, p.batch, p.stride_c);
+  }
+  ~LtDescriptors() {
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+  LtDescriptors(const LtDescriptors&) = delete;
+  LtDescriptors& operator=(const LtDescriptors&) = delete;
+
+ private:
+  template <typename V>
+  void set_desc(cublasLtMatmulDescAttributes_t attr, V value) {
+    check_cublas(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)), "matmul",
+                 "MatmulDescSetAttribute");
+  }
+  static cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
+                                       int64_t batch, int64_t stride) {
+    cublasLtMatrixLayout_t l = nullptr;
+    check_cublas(cublasLtMatrixLayoutCreate(&l, type, uint64_t(rows), uint64_t(cols), ld), "matmul",
+                 "MatrixLayoutCreate");
+    if (batch > 1) {
+      const int32_t count = int32_t(batch);
+      check_cublas(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                    sizeof(count)),
+                   "matmul", "MatrixLayoutSetAttribute");
+      check_cublas(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                    &stride, sizeof(stride)),
+                   "matmul", "MatrixLayoutSetAttribute");
+    }
+    return l;
+  }
+};
+
+}  // namespace bg::cuda
