@@ -5,6 +5,7 @@
 #include "train.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "cli.h"
@@ -158,6 +159,17 @@ int run_train(const Args& args) {
   task.val_source = val_source;
   TrainerConfig tc = cfg.trainer;
   tc.tree_reduce = mode.deterministic;
+  // BITGRAD_PROFILE_STEPS=FIRST:COUNT: the steps a profiler records (scripts/gpt2_breakdown.sh).
+  if (const char* p = std::getenv("BITGRAD_PROFILE_STEPS"); p && *p) {
+    const std::string text = p;
+    const size_t colon = text.find(':');
+    BG_CHECK(colon != std::string::npos, "train", "BITGRAD_PROFILE_STEPS is '", text,
+             "', expected FIRST:COUNT (steps from 0)");
+    tc.profile_first =
+        parse_integer(text.substr(0, colon), "BITGRAD_PROFILE_STEPS's FIRST", 0, tc.steps - 1);
+    tc.profile_count =
+        parse_integer(text.substr(colon + 1), "BITGRAD_PROFILE_STEPS's COUNT", 1, tc.steps);
+  }
   tc.tokens_per_step = double(cfg.batch * tc.grad_accum * context);
   // MFU as nanoGPT estimates it (PaLM appendix B): 6 N + 12 L C T FLOPs per token, N the
   // non-embedding parameters, against the GPU's dense bf16 peak.

@@ -72,6 +72,12 @@ void synchronize(const Device& d) {
   if (d.is_cuda()) cuda::stream_synchronize(stream_for(d));
 }
 
+void profiler_capture(const Device& d, bool on) {
+  if (!d.is_cuda()) return;
+  synchronize(d);
+  cuda::profiler_capture(on);
+}
+
 double peak_bf16_tflops(const std::string& name) {
   struct Peak {
     const char* key;

@@ -32,6 +32,9 @@ int cuda_device_count();
 // the caching allocator's reuse safe and cuBLAS deterministic. CPU work ignores it.
 StreamHandle stream_for(const Device& d);
 void synchronize(const Device& d);
+// Opens (on) or closes the profiler's capture range after the device's queued work: the steps
+// `ncu --profile-from-start off` records (BITGRAD_PROFILE_STEPS, trainer.h). CPU: nothing.
+void profiler_capture(const Device& d, bool on);
 
 // Issues `device`'s work on `stream` while it lives (the partition test runs a training step on
 // a stream of a few SMs). Both streams are synchronised at each switch, so blocks the caching

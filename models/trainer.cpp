@@ -226,6 +226,7 @@ TrainResult Trainer::run() {
       graph.reset();
     }
     task_.before_step(step);
+    if (cfg_.profile_count > 0 && step == cfg_.profile_first) profiler_capture(device_, true);
     if (cfg_.cuda_graph) hyper_.copy_(schedule_table_.slice(0, step, step + 1).reshape({3}));
     if (cfg_.cuda_graph && step - first_step >= 2) {  // two eager steps warm caches first
       if (!graph) graph = std::make_unique<CudaGraph>(device_, [&] { step_once(step, lr); });
@@ -233,6 +234,8 @@ TrainResult Trainer::run() {
     } else {
       step_once(step, lr);
     }
+    if (cfg_.profile_count > 0 && step + 1 == cfg_.profile_first + cfg_.profile_count)
+      profiler_capture(device_, false);
     if (cfg_.record_every_loss) device_losses_.slice(0, step, step + 1).copy_(loss_buf_);
     const bool log = (step + 1) % cfg_.log_interval == 0 || step == 0 || step + 1 == cfg_.steps;
     const bool eval =

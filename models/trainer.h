@@ -36,6 +36,9 @@ struct TrainerConfig {
   bool resume = false;     // continue from out_dir/last.h5
   int64_t steps = 1;       // total optimizer steps
   int64_t stop_after = 0;  // stop (saving last.h5) after this many steps of this run; 0: never
+  // Steps [profile_first, profile_first + profile_count) run inside the profiler's capture range
+  // (profiler_capture: what `ncu --profile-from-start off` records); count 0: none.
+  int64_t profile_first = 0, profile_count = 0;
   // Micro-batches per optimizer step, over all ranks together: each of N ranks runs
   // grad_accum / N of them, so a config means the same global batch at any world size.
   int64_t grad_accum = 1;

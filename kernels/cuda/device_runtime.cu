@@ -1,5 +1,6 @@
 // device_runtime.cu: thin wrappers over the CUDA runtime (see device_runtime.h).
 #include <cuda.h>  // driver types for the green-context entry points (not linked: see below)
+#include <cuda_profiler_api.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -245,5 +246,7 @@ void graph_launch(void* exec, StreamHandle stream) {
 void graph_destroy(void* exec) noexcept {
   (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
 }
+
+void profiler_capture(bool on) { BG_CUDA_CHECK(on ? cudaProfilerStart() : cudaProfilerStop()); }
 
 }  // namespace bg::cuda

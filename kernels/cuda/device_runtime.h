@@ -68,5 +68,8 @@ void graph_begin_capture(StreamHandle stream);
 void* graph_end_capture(StreamHandle stream);  // returns an executable graph
 void graph_launch(void* exec, StreamHandle stream);
 void graph_destroy(void* exec) noexcept;
+// The profiler's capture range (cudaProfilerStart/Stop): what `ncu --profile-from-start off`
+// records. No effect without a profiler attached.
+void profiler_capture(bool on);
 
 }  // namespace bg::cuda

@@ -34,5 +34,6 @@ void graph_begin_capture(StreamHandle) { no_cuda(); }
 void* graph_end_capture(StreamHandle) { no_cuda(); }
 void graph_launch(void*, StreamHandle) { no_cuda(); }
 void graph_destroy(void*) noexcept {}
+void profiler_capture(bool) {}
 
 }  // namespace bg::cuda
