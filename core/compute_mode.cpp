@@ -179,7 +179,7 @@ ComputeMode ComputeMode::on(Device device) const {
 }
 
 DType stored_dtype(const ComputeMode& mode, Consumer consumer, DType natural, Device device) {
-  return consumer == Consumer::matmul && device.is_cuda() && natural == DType::f32 &&
+  return consumer != Consumer::any && device.is_cuda() && natural == DType::f32 &&
                  mode.precision == MatmulPrecision::bf16
              ? DType::bf16
              : natural;

@@ -110,13 +110,17 @@ std::string compute_mode_difference(const ComputeMode& a, const ComputeMode& b);
 // trainer, bit for bit), an L-Mul run's multiplies; otherwise fp32 matmuls.
 ComputeMode inference_mode(const ComputeMode& trained);
 
-// Who reads an op's output: anything, or only matmuls (and the attention kernel) of a mode.
-enum class Consumer : uint8_t { any, matmul };
+// Who reads an op's output: anything; only matmuls (and the attention kernel) of a mode; or only
+// a loss that widens its input to f32 (an LM head's logits, read by the cross-entropy).
+enum class Consumer : uint8_t { any, matmul, loss };
 
 // The one rule for narrowed storage. An op whose output x-like tensor (dtype `natural`, on
 // `device`) is read only by matmuls of `mode` stores it in the dtype those matmuls round their
 // operands to (bf16 for f32 under bf16 precision on CUDA): the same bits they would read after
-// their own cast, with one pass and half the bytes fewer. Otherwise `natural`.
+// their own cast, with one pass and half the bytes fewer. Logits read only by the loss are
+// stored the same way under bf16 precision (as PyTorch's autocast and llm.c keep them): the
+// loss and its gradient then move half the bytes of the (tokens x vocabulary) tensor.
+// Otherwise `natural`.
 DType stored_dtype(const ComputeMode& mode, Consumer consumer, DType natural, Device device);
 
 }  // namespace bg

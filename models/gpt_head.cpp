@@ -22,7 +22,8 @@ Tensor TiedSoftmaxHead::logits(const Tensor& h) const {
   const ComputeMode mode = compute_mode().at(MatmulSite::lm_head);
   if (packed_.w2.defined()) return bitlinear_packed(h, packed_, Tensor(), bitlinear_, mode);
   if (kind_ == HeadKind::bitlinear) return bitlinear(h, wte_->weight, Tensor(), bitlinear_, mode);
-  return linear(h, wte_->weight, Tensor(), mode);
+  // Under bf16 precision the logits are stored in bf16 for the loss (stored_dtype).
+  return linear(h, wte_->weight, Tensor(), mode, Consumer::loss);
 }
 
 void TiedSoftmaxHead::use_packed(PackedTernary packed) {

@@ -2,7 +2,8 @@
 // batch-invariant algorithms). The op harness checks finite differences and CUDA against the
 // CPU at odd sizes with strided inputs; these cases check what the epilogue promises beyond
 // that: an f32 output has the bits of the product plus a separate add, a narrowed (bf16)
-// output is rounded once after the bias, the bias gradient of a bf16 output gradient is summed
+// output is rounded once after the bias (within a rounding of a reference whose K order may
+// differ), the bias gradient of a bf16 output gradient is summed
 // and kept in f32, and a biased row is batch-invariant under train.deterministic.
 #include <cmath>
 
@@ -120,14 +121,13 @@ TEST_CASE(
       equal += got[i] == want[i];
       within_one_ulp += std::fabs(got[i] - want[i]) <= std::ldexp(std::fabs(want[i]), -7);
     }
-    if (deterministic) {
-      // The pinned algorithm's K loop is the bias-free product's: every value equal.
-      CHECK(equal == int64_t(got.size()));
-    } else {
-      // cuBLASLt (biased) and cuBLAS (bias-free) may sum K in other orders: a rounding apart.
-      CHECK(within_one_ulp == int64_t(got.size()));
-      CHECK(equal >= int64_t(got.size()) * 95 / 100);
-    }
+    // The reference's product may come from another algorithm than the biased one (cuBLAS
+    // against cuBLASLt, or another table row: the output dtype is part of the pinned key), so
+    // its K order may differ: every value within a bf16 rounding, nearly all equal. (Rounding
+    // before the bias as well would leave far more values a rounding apart.)
+    CHECK(within_one_ulp == int64_t(got.size()));
+    CHECK(equal >= int64_t(got.size()) * 95 / 100);
+    MESSAGE(equal << " of " << got.size() << " values equal the reference");
     // The bias gradient: the bf16 output gradient's column sums in f32, against f64 sums.
     const std::vector<float> g16 = host(g.to(DType::bf16)), db = host(narrow.db);
     for (int64_t j = 0; j < n; ++j) {

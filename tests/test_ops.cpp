@@ -365,6 +365,15 @@ OpCase ce_case(const char* name, std::string reduction) {
   return c;
 }
 OpCase ce_mean_case() { return ce_case("cross_entropy mean", "mean"); }
+// Rows the CUDA kernels move as 16-byte packs: a vocabulary divisible by 8 (every dtype), and one
+// divisible by 4 only (f32 packs, f16/bf16 one by one); several packs per thread.
+OpCase ce_packed_case(int64_t vocab, const char* name) {
+  OpCase c = ce_case(name, "mean");
+  c.inputs = {{{3, 5, vocab}}, {{3, 5}, Kind::target, vocab}};
+  return c;
+}
+OpCase ce_packed8_case() { return ce_packed_case(2056, "cross_entropy, vocabulary 2056"); }
+OpCase ce_packed4_case() { return ce_packed_case(4100, "cross_entropy, vocabulary 4100"); }
 OpCase ce_sum_case() { return ce_case("cross_entropy sum", "sum"); }
 OpCase ce_none_case() { return ce_case("cross_entropy none", "none"); }
 
@@ -627,6 +636,8 @@ BG_OP_TEST("log_softmax strided", log_softmax_case)
 BG_OP_TEST("cross_entropy mean", ce_mean_case)
 BG_OP_TEST("cross_entropy sum", ce_sum_case)
 BG_OP_TEST("cross_entropy none", ce_none_case)
+BG_OP_TEST("cross_entropy, vocabulary 2056", ce_packed8_case)
+BG_OP_TEST("cross_entropy, vocabulary 4100", ce_packed4_case)
 BG_OP_TEST("embedding", embedding_case)
 BG_OP_TEST("embedding large vocab", embedding_large_case)
 BG_OP_TEST("dropout", dropout_case)
