@@ -13,13 +13,10 @@ summary="$out/summary.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt" > "$summary"
 echo "NCCL: ${BITGRAD_NCCL_LIB:-system}" | tee -a "$summary"
 $bin prepare datasets/tinyshakespeare.txt --out /tmp/shards --gpt2-dir datasets/gpt2 > /dev/null
-digest() { $bin checksum "$1" 2>&1 | grep -v '^#' | sha256sum | cut -c1-16; }
-# The median ms/step of a run's progress lines after the first two (warm-up).
-ms() { grep -oE '[0-9.]+ ms/step' "$1" | awk 'NR>2{print $1}' | sort -n | awk '{a[NR]=$1} END{print (NR? a[int((NR+1)/2)] : "nan")}'; }
 run() {  # run NAME CMD...
   local name=$1; shift
   "$@" > $logs/$name.log 2>&1
-  echo "$name: rc=$? $(ms $logs/$name.log) ms/step" | tee -a "$summary"
+  echo "$name: rc=$? $(median_step_ms $logs/$name.log) ms/step" | tee -a "$summary"
 }
 baby=(configs/shakespeare_char.yaml --set train.eval_iters=1 --set schedule.warmup_steps=10)
 gpt2=(configs/gpt2_124m.yaml --set data.train_bin=/tmp/shards/train.bin

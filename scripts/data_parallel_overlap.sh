@@ -11,11 +11,10 @@ logs=/tmp/ov_logs && rm -rf $logs && mkdir -p $logs
 summary="$out/overlap.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$summary"
 [ -f /tmp/shards/train.bin ] || $bin prepare datasets/tinyshakespeare.txt --out /tmp/shards --gpt2-dir datasets/gpt2 > /dev/null
-ms() { grep -oE '[0-9.]+ ms/step' "$1" | awk 'NR>2{print $1}' | sort -n | awk '{a[NR]=$1} END{print (NR? a[int((NR+1)/2)] : "nan")}'; }
 run() {  # run NAME CMD...
   local name=$1; shift
   "$@" > $logs/$name.log 2>&1
-  echo "$name: rc=$? $(ms $logs/$name.log) ms/step" | tee -a "$summary"
+  echo "$name: rc=$? $(median_step_ms $logs/$name.log) ms/step" | tee -a "$summary"
 }
 common=(--set train.eval_iters=1 --set schedule.warmup_steps=10 --set train.log_interval=25 --set run.out_dir=/tmp/ov)
 baby=(configs/shakespeare_char.yaml "${common[@]}" --set train.steps=400 --set train.eval_interval=400)

@@ -11,9 +11,7 @@ logs=/tmp/scale_logs && rm -rf $logs && mkdir -p $logs
 summary="$out/scale.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$summary"
 $bin prepare datasets/tinyshakespeare.txt --out /tmp/shards --gpt2-dir datasets/gpt2 > /dev/null
-digest() { $bin checksum "$1" 2>&1 | grep -v '^#' | sha256sum | cut -c1-16; }
-ms() { grep -oE '[0-9.]+ ms/step' "$1" | awk 'NR>2{print $1}' | sort -n | awk '{a[NR]=$1} END{print (NR? a[int((NR+1)/2)] : "nan")}'; }
-run() { local name=$1; shift; "$@" > $logs/$name.log 2>&1; echo "$name: rc=$? $(ms $logs/$name.log) ms/step" | tee -a "$summary"; }
+run() { local name=$1; shift; "$@" > $logs/$name.log 2>&1; echo "$name: rc=$? $(median_step_ms $logs/$name.log) ms/step" | tee -a "$summary"; }
 common=(--set train.eval_iters=1 --set schedule.warmup_steps=10 --set train.log_interval=10)
 baby=(configs/shakespeare_char.yaml "${common[@]}")
 gpt2=(configs/gpt2_124m.yaml "${common[@]}" --set data.train_bin=/tmp/shards/train.bin --set data.val_bin=/tmp/shards/val.bin)

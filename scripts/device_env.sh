@@ -15,3 +15,11 @@ if [ -z "${BITGRAD_NCCL_LIB:-}" ]; then
   lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
   [ -n "$lib" ] && [ -f "$lib" ] && export BITGRAD_NCCL_LIB=$lib
 fi
+# Helpers the measuring scripts share. digest FILE: one 16-hex fingerprint of every dataset of a
+# checkpoint (bitgrad checksum's lines, hashed). median_step_ms LOG [SKIP]: the median ms/step of a
+# run's progress lines after the first SKIP (default 2: warm-up); "nan" without any.
+digest() { "${bin:-.bundle/bitgrad}" checksum "$1" 2>&1 | grep -v '^#' | sha256sum | cut -c1-16; }
+median_step_ms() {
+  grep -oE '[0-9.]+ ms/step' "$1" | awk -v skip="${2:-2}" 'NR>skip{print $1}' | sort -n |
+    awk '{a[NR]=$1} END{print (NR? a[int((NR+1)/2)] : "nan")}'
+}

@@ -9,7 +9,6 @@ bin=.bundle/bitgrad
 logs=/tmp/quality_logs && rm -rf $logs && mkdir -p $logs
 summary=$out/quality.txt
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $summary
-digest() { $bin checksum "$1" 2>&1 | grep -v '^#' | sha256sum | cut -c1-16; }
 for run in 1 2; do
   $bin train configs/shakespeare_char.yaml --set train.eval_interval=100000 --set train.eval_iters=1 \
     --set run.stop_after_steps=500 --set run.out_dir=/tmp/repro_$run > $logs/repro_$run.log 2>&1
