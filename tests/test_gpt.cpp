@@ -17,14 +17,15 @@ namespace bg::test {
 namespace {
 
 // Head dim 8 (fused attention off unless asked: the CUDA kernel is built for head dim 64).
-GPTConfig tiny_config(int64_t vocab, bool bias, bool fused = false, int64_t n_embd = 16) {
+GPTConfig tiny_config(int64_t vocab, bool bias, bool fused = false, int64_t n_embd = 16,
+                      double dropout = 0.1) {
   GPTConfig c;
   c.vocab_size = vocab;
   c.block_size = 12;
   c.n_layer = 2;
   c.n_head = 2;
   c.n_embd = n_embd;
-  c.dropout = 0.1;
+  c.dropout = dropout;
   c.bias = bias;
   c.fused_attention = fused;
   return c;
@@ -113,11 +114,11 @@ namespace {
 
 // `steps` AdamW steps of a 2-layer GPT on the tiny corpus (dropout on); grads after the last.
 GptRun train_gpt(Device device, int steps, bool fused = false, int64_t n_embd = 16,
-                 const ComputeMode& mode = ComputeMode()) {
+                 const ComputeMode& mode = ComputeMode(), bool bias = false, double dropout = 0.1) {
   const std::string text = gpt_corpus();
   const CharTokenizer vocab(text);
   Generator init(5);
-  GPT model(tiny_config(vocab.vocab_size(), false, fused, n_embd), init);
+  GPT model(tiny_config(vocab.vocab_size(), bias, fused, n_embd, dropout), init);
   return train_gpt_steps(model, vocab.encode(text), device, steps, mode);
 }
 
@@ -152,37 +153,47 @@ TEST_CASE("cuda: a 2-layer gpt agrees with the CPU on the loss and every gradien
 
 TEST_CASE("cuda: a 2-layer gpt with fused attention agrees with the CPU and repeats bit for bit") {
   BG_REQUIRE_CUDA();
-  // Head dim 64; the fused kernel multiplies bf16 operands, so the CUDA run is in bf16 mode
-  // (every matmul on bf16 operands) against the CPU's fp32, with the same masks.
+  // Head dim 64; the CUDA run is in bf16 mode (every matmul on bf16 operands, activations and
+  // logits stored in bf16, a biased projection's bias in its GEMM's epilogue) against the CPU's
+  // fp32, with the same dropout masks (the fused kernels' own; composed attention draws others).
   const ComputeMode bf16 = precision_mode(MatmulPrecision::bf16);
-  const GptRun c = train_gpt(Device::cpu(), 1, true, 128),
-               g = train_gpt(Device::cuda(0), 1, true, 128, bf16);
-  CHECK(g.losses[0] == doctest::Approx(c.losses[0]).epsilon(1e-3));
-  const Tensor gc = from_vector(c.grads, {int64_t(c.grads.size())});
-  const Tensor gg = from_vector(g.grads, {int64_t(g.grads.size())});
-  CHECK(rel_err(gg, gc) < 1e-2);
-  const GptRun c10 = train_gpt(Device::cpu(), 10, true, 128);
-  const GptRun g10 = train_gpt(Device::cuda(0), 10, true, 128, bf16);
-  const GptRun g10b = train_gpt(Device::cuda(0), 10, true, 128, bf16);
-  for (size_t i = 0; i < 10; ++i)
-    CHECK(g10.losses[i] == doctest::Approx(c10.losses[i]).epsilon(1e-2));
-  CHECK(g10.losses == g10b.losses);
-  CHECK(std::memcmp(g10.params.data(), g10b.params.data(), g10.params.size() * sizeof(float)) == 0);
+  for (bool bias : {false, true}) {
+    CAPTURE(bias);
+    const GptRun c = train_gpt(Device::cpu(), 1, true, 128, ComputeMode(), bias),
+                 g = train_gpt(Device::cuda(0), 1, true, 128, bf16, bias);
+    CHECK(g.losses[0] == doctest::Approx(c.losses[0]).epsilon(1e-3));
+    const Tensor gc = from_vector(c.grads, {int64_t(c.grads.size())});
+    const Tensor gg = from_vector(g.grads, {int64_t(g.grads.size())});
+    CHECK(rel_err(gg, gc) < 1e-2);
+    const GptRun c10 = train_gpt(Device::cpu(), 10, true, 128, ComputeMode(), bias);
+    const GptRun g10 = train_gpt(Device::cuda(0), 10, true, 128, bf16, bias);
+    const GptRun g10b = train_gpt(Device::cuda(0), 10, true, 128, bf16, bias);
+    for (size_t i = 0; i < 10; ++i)
+      CHECK(g10.losses[i] == doctest::Approx(c10.losses[i]).epsilon(1e-2));
+    CHECK(g10.losses == g10b.losses);
+    CHECK(std::memcmp(g10.params.data(), g10b.params.data(), g10.params.size() * sizeof(float)) ==
+          0);
+  }
 }
 
 TEST_CASE("cuda: a bf16-precision gpt with fused attention tracks fp32 and repeats bit for bit") {
   BG_REQUIRE_CUDA();
-  // bf16 precision stores layernorm/GELU outputs, qkv and the attention output in bf16 (the
-  // operands their consumers round to anyway); the losses stay within bf16 rounding of an fp32
-  // run's (composed attention: the fused kernel refuses fp32).
+  // bf16 precision stores layernorm/GELU outputs, qkv, the attention output and the logits in
+  // bf16 (the operands their consumers round to anyway) and adds a biased projection's bias in
+  // its GEMM's epilogue; the losses stay within bf16 rounding of an fp32 run's. Composed
+  // attention for fp32 (the fused kernel refuses it) and no dropout, whose masks the two
+  // attentions draw differently.
   const ComputeMode bf16 = precision_mode(MatmulPrecision::bf16);
-  const GptRun f32 = train_gpt(Device::cuda(0), 10, false, 128);
-  const GptRun a = train_gpt(Device::cuda(0), 10, true, 128, bf16);
-  const GptRun b = train_gpt(Device::cuda(0), 10, true, 128, bf16);
-  for (size_t i = 0; i < 10; ++i)
-    CHECK(a.losses[i] == doctest::Approx(f32.losses[i]).epsilon(2e-2));
-  CHECK(a.losses == b.losses);
-  CHECK(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)) == 0);
+  for (bool bias : {false, true}) {
+    CAPTURE(bias);
+    const GptRun f32 = train_gpt(Device::cuda(0), 10, false, 128, ComputeMode(), bias, 0.0);
+    const GptRun a = train_gpt(Device::cuda(0), 10, true, 128, bf16, bias, 0.0);
+    const GptRun b = train_gpt(Device::cuda(0), 10, true, 128, bf16, bias, 0.0);
+    for (size_t i = 0; i < 10; ++i)
+      CHECK(a.losses[i] == doctest::Approx(f32.losses[i]).epsilon(2e-2));
+    CHECK(a.losses == b.losses);
+    CHECK(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)) == 0);
+  }
   // The mode reaches every matmul: a mode no matmul can honour is refused by the first one.
   ComputeMode refused;
   refused.deterministic = true;
