@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make_device_bundle.sh: builds bitgrad for sm_90 and packs the binaries plus the non-system
-# shared libraries they need (HDF5, yaml-cpp and their dependencies) into .bundle/, for a GPU
+# make_device_bundle.sh: builds bitgrad for sm_90a (H100, H200) and packs the binaries plus the
+# non-system shared libraries they need (HDF5, yaml-cpp and their dependencies) into .bundle/, for a GPU
 # machine that has the CUDA runtime and cuBLAS but not Debian's -dev libraries, and gzips it to
 # .bundle.tgz (what travels to the device: the carry limit is 64 MiB). Run there as:
 #   mkdir -p .bundle && tar xzf .bundle.tgz -C .bundle
@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a >/dev/null
 cmake --build "$build" -j"$(nproc)" --target bitgrad bitgrad_tests
 rm -rf .bundle && mkdir -p .bundle/lib
 for exe in bitgrad bitgrad_tests; do

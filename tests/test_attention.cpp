@@ -8,6 +8,7 @@
 
 #include "harness.h"
 #include "kernels/attention_dropout.h"
+#include "kernels/cuda/device_runtime.h"
 #include "reference.h"
 
 namespace bg::test {
@@ -107,6 +108,14 @@ TEST_CASE("cpu: fused_causal_attention rejects bad shapes") {
 
 namespace {
 
+// Pins the fused attention's CUDA kernels for one scope.
+struct PinAttentionKernels {
+  explicit PinAttentionKernels(cuda::AttentionKernels kernels) {
+    cuda::set_attention_kernels(kernels);
+  }
+  ~PinAttentionKernels() { cuda::set_attention_kernels(cuda::AttentionKernels::best); }
+};
+
 struct AttentionRun {
   Tensor y, dqkv;
 };
@@ -179,9 +188,11 @@ TEST_CASE("cuda: fused_causal_attention half inputs and strided qkv") {
 
 TEST_CASE("cuda: fused_causal_attention bf16 tiles copied asynchronously equal synchronous loads") {
   BG_REQUIRE_CUDA();
-  // bf16 rows that start 16-byte aligned take the cp.async path (two buffers); rows 8 bytes off
-  // take the synchronous one. Both stage the same bf16 values, so outputs and gradients agree
-  // bit for bit. T = 200: four tiles, both buffers reused, a ragged last tile; with dropout.
+  // The portable kernels: bf16 rows that start 16-byte aligned take the cp.async path (two
+  // buffers); rows 8 bytes off take the synchronous one. Both stage the same bf16 values, so
+  // outputs and gradients agree bit for bit. T = 200: four tiles, both buffers reused, a ragged
+  // last tile; with dropout.
+  const PinAttentionKernels portable(cuda::AttentionKernels::portable);
   const Device gpu = Device::cuda(0);
   Generator gen(test_seed());
   const int64_t b = 2, t = 200, heads = 2, c3 = 3 * heads * 64;
@@ -218,6 +229,54 @@ TEST_CASE("cuda: fused_causal_attention reruns are bit-identical") {
   const AttentionRun whole = run_fused(qkv, w, 4, 0.0, Device::cuda(0), DType::f32);
   const AttentionRun one =
       run_fused(qkv.slice(0, 1, 2), w.slice(0, 1, 2), 4, 0.0, Device::cuda(0), DType::f32);
+  CHECK(rel_err(one.y, whole.y.slice(0, 1, 2)) == 0.0);
+  CHECK(rel_err(one.dqkv, whole.dqkv.slice(0, 1, 2)) == 0.0);
+}
+
+// The Hopper (wgmma) kernels run for bf16 rows that start 16-byte aligned (a contiguous packed
+// qkv) on a compute capability 9.0 GPU; elsewhere these cases report themselves skipped.
+#define BG_REQUIRE_HOPPER_ATTENTION()                                              \
+  BG_REQUIRE_CUDA();                                                               \
+  if (!cuda::hopper_attention_available())                                         \
+  return skip_case(                                                                \
+      "the Hopper attention kernels need a compute capability 9.0 GPU and sm_90a " \
+      "code")
+
+TEST_CASE("cuda: the Hopper attention kernels match the CPU across tile counts, with dropout") {
+  BG_REQUIRE_HOPPER_ATTENTION();
+  // bf16 inputs: the same tolerance as the portable kernels' bf16 case. T = 1 (the softmax is
+  // constant), 37 (one ragged tile), 64, 130 and 255 (three and four tiles, both buffers reused).
+  for (int64_t t : {1, 37, 64, 130, 255})
+    check_cuda_against_cpu({2, t, 3 * 3 * 64}, 3, 0.0, DType::bf16, 3e-2);
+  for (int64_t t : {45, 200}) check_cuda_against_cpu({2, t, 3 * 2 * 64}, 2, 0.2, DType::bf16, 3e-2);
+}
+
+TEST_CASE(
+    "cuda: the Hopper attention kernels agree with the portable ones and repeat bit for bit") {
+  BG_REQUIRE_HOPPER_ATTENTION();
+  // Both families see the same bf16 operands; they differ in the order the tensor cores sum and
+  // in where P and dS are rounded to bf16, so they agree to bf16 rounding, not bit for bit.
+  Generator gen(test_seed());
+  const Tensor qkv = randn({3, 150, 3 * 4 * 64}, gen, 0, 1, DType::f64);
+  const Tensor w = randn({3, 150, 4 * 64}, gen, 0, 1, DType::f64);
+  for (double p : {0.0, 0.2}) {
+    CAPTURE(p);
+    const AttentionRun a = run_fused(qkv, w, 4, p, Device::cuda(0), DType::bf16);
+    const AttentionRun b = run_fused(qkv, w, 4, p, Device::cuda(0), DType::bf16);
+    CHECK(rel_err(a.y, b.y) == 0.0);
+    CHECK(rel_err(a.dqkv, b.dqkv) == 0.0);
+    AttentionRun portable;
+    {
+      const PinAttentionKernels pin(cuda::AttentionKernels::portable);
+      portable = run_fused(qkv, w, 4, p, Device::cuda(0), DType::bf16);
+    }
+    CHECK(rel_err(a.y, portable.y) < 1e-2);
+    CHECK(rel_err(a.dqkv, portable.dqkv) < 1e-2);
+  }
+  // A sample's output does not depend on the rest of the batch.
+  const AttentionRun whole = run_fused(qkv, w, 4, 0.0, Device::cuda(0), DType::bf16);
+  const AttentionRun one =
+      run_fused(qkv.slice(0, 1, 2), w.slice(0, 1, 2), 4, 0.0, Device::cuda(0), DType::bf16);
   CHECK(rel_err(one.y, whole.y.slice(0, 1, 2)) == 0.0);
   CHECK(rel_err(one.dqkv, whole.dqkv.slice(0, 1, 2)) == 0.0);
 }

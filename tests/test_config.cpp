@@ -122,13 +122,11 @@ TEST_CASE("cpu: config refuses what would otherwise fall back to a default silen
                     doctest::Contains("nested deeper than 32 levels"));
   std::string lol = "a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";
   for (char c = 'b'; c <= 'f'; ++c)
-    lol += std::string(1, c) + ": &" + c + " [" +
-           [&] {
-             std::string l;
-             for (int i = 0; i < 10; ++i) l += std::string(i ? ", *" : "*") + char(c - 1);
-             return l;
-           }() +
-           "]\n";
+    lol += std::string(1, c) + ": &" + c + " [" + [&] {
+      std::string l;
+      for (int i = 0; i < 10; ++i) l += std::string(i ? ", *" : "*") + char(c - 1);
+      return l;
+    }() + "]\n";
   CHECK_THROWS_WITH(ConfigReader(write_tmp(lol), {}), doctest::Contains("more than 100000 values"));
   CHECK_THROWS_WITH(ConfigReader(write_tmp(std::string(kMaxConfigBytes + 1, '#')), {}),
                     doctest::Contains("larger than 1048576 bytes"));

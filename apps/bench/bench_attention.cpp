@@ -3,13 +3,16 @@
 // 1024), fused_causal_attention against the composed ops (TF32 matmuls + causal_softmax +
 // dropout + head transposes, what the model ran before): median milliseconds of the forward
 // (training mode) and of the backward, with the tensor-core floor of the causal FLOPs. The fused
-// kernel runs on f32 qkv (fp32/tf32 training, and GPT-2's biased c_attn) and on bf16 qkv (bf16
-// training without biases: its tiles copy asynchronously).
+// kernel runs on f32 qkv (fp32/tf32 training) and on bf16 qkv (bf16 training: its tiles copy
+// asynchronously), the bf16 case twice on a Hopper GPU: the wgmma kernels the model runs there
+// ("fused-wgmma") and the portable mma.sync ones ("fused-mma").
 // qkv rotates through two sets, each past the L2 cache. Writes JSON.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "bench_common.h"
 #include "core/ops.h"
@@ -21,7 +24,7 @@ namespace {
 constexpr double kBf16TensorFlops = 728e12;  // measured H200 bf16 GEMM ceiling (REFERENCES.md)
 
 struct Variant {
-  const char* impl;
+  const char* impl;  // composed, fused-mma (portable kernels) or fused-wgmma (Hopper kernels)
   DType inputs;
 };
 
@@ -58,7 +61,7 @@ int run_bench_attention(const Args& args) {
   json << "{\n  \"benchmark\": \"attention\",\n  \"device\": \"" << info.name
        << "\",\n  \"head_dim\": " << head_dim << ", \"reps\": " << reps
        << ", \"bf16_tensor_tflops\": " << kBf16TensorFlops / 1e12 << ",\n  \"results\": [\n";
-  std::printf("%-6s %5s %5s %5s %5s %-9s %-5s %9s %9s %9s %9s %8s\n", "shape", "B", "H", "T",
+  std::printf("%-6s %5s %5s %5s %5s %-11s %-5s %9s %9s %9s %9s %8s\n", "shape", "B", "H", "T",
               "drop", "impl", "in", "fwd_ms", "bwd_ms", "fwd_floor", "bwd_floor", "TFLOP/s");
   ComputeMode bf16;  // the fused kernel's products are bf16
   bf16.precision = MatmulPrecision::bf16;
@@ -77,9 +80,14 @@ int run_bench_attention(const Args& args) {
     const double fwd_flops =
         4.0 * double(s.batch * s.heads * head_dim) * double(s.t) * double(s.t + 1) / 2.0;
     const double fwd_floor = 1e3 * fwd_flops / kBf16TensorFlops, bwd_floor = 2.5 * fwd_floor;
-    for (const Variant& variant : {Variant{"fused", DType::f32}, Variant{"fused", DType::bf16},
-                                   Variant{"composed", DType::f32}}) {
-      const bool fused = std::string(variant.impl) == "fused";
+    std::vector<Variant> variants = {{"fused-mma", DType::f32}, {"fused-mma", DType::bf16}};
+    if (cuda::hopper_attention_available()) variants.push_back({"fused-wgmma", DType::bf16});
+    variants.push_back({"composed", DType::f32});
+    for (const Variant& variant : variants) {
+      const bool fused = std::string(variant.impl) != "composed";
+      cuda::set_attention_kernels(std::string(variant.impl) == "fused-mma"
+                                      ? cuda::AttentionKernels::portable
+                                      : cuda::AttentionKernels::best);
       std::vector<Tensor> qkv_in, dy_in;
       for (size_t i = 0; i < qkv.size(); ++i) {
         qkv_in.push_back(qkv[i].to(variant.inputs));
@@ -104,7 +112,7 @@ int run_bench_attention(const Args& args) {
       const double f = median(fwd), b = median(bwd);
       const double tflops = 3.5 * fwd_flops / ((f + b) * 1e-3) / 1e12;
       const char* in = dtype_name(variant.inputs);
-      std::printf("%-6s %5lld %5lld %5lld %5.2f %-9s %-5s %9.3f %9.3f %9.3f %9.3f %8.1f\n", s.name,
+      std::printf("%-6s %5lld %5lld %5lld %5.2f %-11s %-5s %9.3f %9.3f %9.3f %9.3f %8.1f\n", s.name,
                   (long long)s.batch, (long long)s.heads, (long long)s.t, s.dropout, variant.impl,
                   in, f, b, fwd_floor, bwd_floor, tflops);
       json << (first ? "" : ",\n") << "    {\"shape\": \"" << s.name << "\", \"batch\": " << s.batch
@@ -116,6 +124,7 @@ int run_bench_attention(const Args& args) {
       first = false;
     }
   }
+  cuda::set_attention_kernels(cuda::AttentionKernels::best);
   json << "\n  ]\n}\n";
   write_bench_json(args, json.str());
   return 0;

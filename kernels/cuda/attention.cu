@@ -1,7 +1,9 @@
 // attention.cu: fused causal attention, flash-style (Dao, "FlashAttention-2", 2023): the T x T
-// scores never reach memory. A block of 4 warps owns a tile of 64 rows; each warp owns 16 of
-// them and runs mma.sync m16n8k16 (bf16 operands, f32 accumulation) on tiles staged in shared
-// memory, converted to bf16 as they are loaded (so q/k/v may be f32, f16 or bf16 and strided).
+// scores never reach memory. The portable kernels (sm_80 and later): a block of 4 warps owns a
+// tile of 64 rows; each warp owns 16 of them and runs mma.sync m16n8k16 (bf16 operands, f32
+// accumulation) on tiles staged in shared memory, converted to bf16 as they are loaded (so
+// q/k/v may be f32, f16 or bf16 and strided). On a Hopper GPU, bf16 rows that start 16-byte
+// aligned go to the wgmma kernels of attention_wgmma.cu instead (same tiles, same order).
 //
 // forward:  per query tile, over key tiles 0..diagonal: online softmax (running max and sum in
 //           f32, base-2 exponentials with log2(e) folded into the scale), P (dropped) @ V.
@@ -9,56 +11,22 @@
 //           key tile (recomputes P and dP for each query tile, stages P and dS in shared
 //           memory for the transposed products). Each output element is written by exactly one
 //           thread after a fixed-order loop: no atomics, bit-identical reruns.
-#include <cuda_bf16.h>
-
 #include <type_traits>
 
-#include "../attention_dropout.h"
-#include "cuda_common.cuh"
+#include "attention_common.cuh"
 #include "cuda_kernels.h"
+#include "device_runtime.h"
 
 namespace bg::cuda {
 namespace {
 
-constexpr int kHeadDim = 64;    // the one head size the kernels are built for (GPT-2's)
-constexpr int kTile = 64;       // rows of a query or key tile
+using namespace attn;
+
 constexpr int kLd = kTile + 8;  // shared row stride in bf16: +16 bytes keeps ldmatrix conflict-free
-constexpr int kThreads = 128;
+constexpr int kTileElems = kTile * kLd;
 // Backward kernels capped at 170 registers so three blocks share an SM (248 without the cap:
 // two); ptxas spills a few words to L1 for it.
 constexpr int kBackwardBlocksPerSm = 3;
-constexpr int kTileElems = kTile * kLd;
-constexpr float kLog2e = 1.4426950408889634f;
-
-using bf16 = __nv_bfloat16;
-
-// Row t of head (b, h): element pointer math on a (B, H, T, D) view.
-template <typename T>
-struct HeadsView {
-  T* data;
-  int64_t sb, sh, st;
-  __device__ T* row(int b, int h, int t) const {
-    return data + int64_t(b) * sb + int64_t(h) * sh + int64_t(t) * st;
-  }
-};
-
-template <typename T>
-HeadsView<T> heads(const KView& v) {
-  return HeadsView<T>{static_cast<T*>(v.data), v.strides[0], v.strides[1], v.strides[2]};
-}
-
-struct AttnShape {
-  int heads, t;      // H and T; blockIdx.y enumerates B * H
-  float scale_log2;  // softmax scale * log2(e)
-  float scale;
-  float keep_scale;  // drop.keep_scale in f32
-  AttentionDropout drop;
-};
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const bf16* p) {
   const uint32_t a = uint32_t(__cvta_generic_to_shared(p));
@@ -177,16 +145,6 @@ struct TilePipe {
   }
 };
 
-__device__ __forceinline__ void store2(float* p, float a, float b) {
-  *reinterpret_cast<float2*>(p) = make_float2(a, b);
-}
-__device__ __forceinline__ void store2(bf16* p, float a, float b) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
-}
-__device__ __forceinline__ void store2(__half* p, float a, float b) {
-  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
-}
-
 // A fragments (16 rows from m0, all 64 columns) of a row-major [m][k] tile.
 __device__ __forceinline__ void load_a(uint32_t a[4][4], const bf16* tile, int m0, int lane) {
 #pragma unroll
@@ -216,64 +174,6 @@ __device__ __forceinline__ void mma_tile(float acc[8][4], const uint32_t a[4][4]
     }
 }
 
-// An accumulator (16 x 64, f32) as A fragments (bf16) for the next product.
-__device__ __forceinline__ void acc_to_a(uint32_t a[4][4], const float acc[8][4]) {
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-    a[kk][0] = pack_bf16(acc[2 * kk][0], acc[2 * kk][1]);
-    a[kk][1] = pack_bf16(acc[2 * kk][2], acc[2 * kk][3]);
-    a[kk][2] = pack_bf16(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
-    a[kk][3] = pack_bf16(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
-  }
-}
-
-__device__ __forceinline__ void zero(float acc[8][4]) {
-#pragma unroll
-  for (int n = 0; n < 8; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
-}
-
-// Dropout factors of this thread's 16 values of one row in a key tile (columns
-// kv0 + 8n + 2 (lane % 4) + {0, 1}): two Philox calls, see attention_dropout.h.
-__device__ __forceinline__ void dropout_row(float z[8][2], const AttentionDropout& d,
-                                            float keep_scale, int64_t row, int t, int kv0,
-                                            int lane) {
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const Philox4 r =
-        philox4x32(attention_dropout_counter(d, row, t, kv0 + half * 32 + 2 * (lane & 3)), d.seed);
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      z[half * 4 + w][0] = (r.v[w] & 0xFFFFu) < d.keep_threshold ? keep_scale : 0.f;
-      z[half * 4 + w][1] = (r.v[w] >> 16) < d.keep_threshold ? keep_scale : 0.f;
-    }
-  }
-}
-
-// Dropout factors of both of this thread's rows (r0 and r0 + 8) in key tile kt.
-__device__ __forceinline__ void dropout_rows(float z[2][8][2], const AttnShape& s, int bh, int r0,
-                                             int kt, int lane) {
-  for (int i = 0; i < 2; ++i)
-    dropout_row(z[i], s.drop, s.keep_scale, int64_t(bh) * s.t + r0 + 8 * i, s.t, kt * kTile, lane);
-}
-
-// Output rows of this thread: r0 = first of the warp's 16 + lane / 4, and r0 + 8.
-template <typename T>
-__device__ __forceinline__ void store_rows(const HeadsView<T>& out, int b, int h, int r0, int t,
-                                           const float acc[8][4], float mul0, float mul1,
-                                           int lane) {
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int r = r0 + 8 * i;
-    if (r >= t) continue;
-    const float mul = i ? mul1 : mul0;
-    T* p = out.row(b, h, r) + 2 * (lane & 3);
-#pragma unroll
-    for (int n = 0; n < 8; ++n) store2(p + 8 * n, acc[n][2 * i] * mul, acc[n][2 * i + 1] * mul);
-  }
-}
-
 template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_kernel(HeadsView<T> y, float* lse, HeadsView<const T> q, HeadsView<const T> k,
@@ -301,51 +201,12 @@ __global__ void __launch_bounds__(kThreads)
     float p[8][4];
     zero(p);
     mma_tile<true>(p, qa, sk, lane);
-    float z[2][8][2];
-    if (s.drop.active()) dropout_rows(z, s, bh, r0, kt, lane);
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int col = kt * kTile + 8 * n + 2 * (lane & 3) + e;
-          float& x = p[n][2 * i + e];
-          x = col > r0 + 8 * i ? -INFINITY : x * s.scale_log2;
-          mx = fmaxf(mx, x);
-        }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m[i], mx);  // finite: column kt * 64 <= every row of the tile
-      const float correction = exp2f(m[i] - m_new);
-      m[i] = m_new;
-      l[i] *= correction;
-#pragma unroll
-      for (int n = 0; n < 8; ++n) {
-        o[n][2 * i] *= correction;
-        o[n][2 * i + 1] *= correction;
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& x = p[n][2 * i + e];
-          x = exp2f(x - m_new);
-          l[i] += x;  // the softmax sums undropped probabilities
-          if (s.drop.active()) x *= z[i][n][e];
-        }
-      }
-    }
+    softmax_step(p, o, m, l, s, bh, r0, kt, kt == qt, lane);
     uint32_t pa[4][4];
     acc_to_a(pa, p);
     mma_tile<false>(o, pa, sv, lane);
   }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    const int r = r0 + 8 * i;
-    if ((lane & 3) == 0 && r < s.t) lse[int64_t(bh) * s.t + r] = (m[i] + log2f(l[i])) / kLog2e;
-  }
-  store_rows(y, b, h, r0, s.t, o, 1.f / l[0], 1.f / l[1], lane);
+  finish_forward(y, lse, o, m, l, bh, b, h, r0, s.t, lane);
 }
 
 // delta[row] = sum_d dy * y, one warp per row (64 = 2 values per lane). dy is rounded to bf16
@@ -365,44 +226,19 @@ __global__ void attention_delta_kernel(float* delta, HeadsView<const T> y, Heads
   if (lane == 0) delta[row] = sum;
 }
 
-// P and dS of this thread's 16 x 64 tile of (query rows r0/r0+8, key tile kt), the key and
-// value tiles in shared memory: p gets P * z (the dropped probabilities that multiplied V),
-// ds gets dS = P (z dy.v - delta) (the softmax gradient of the scaled scores).
-__device__ __forceinline__ void probs_and_grads(float p[8][4], float ds[8][4],
-                                                const uint32_t qa[4][4], const uint32_t ga[4][4],
-                                                const bf16* sk, const bf16* sv, const float lse2[2],
-                                                const float delta[2], int bh, int r0, int kt,
-                                                const AttnShape& s, int lane) {
+// Scores (p) and dy v^T (ds) of this thread's 16 x 64 tile of (query rows r0/r0+8, key tile
+// kt), the key and value tiles in shared memory, turned into P * z and dS (probs_and_grads).
+__device__ __forceinline__ void mma_probs_and_grads(float p[8][4], float ds[8][4],
+                                                    const uint32_t qa[4][4],
+                                                    const uint32_t ga[4][4], const bf16* sk,
+                                                    const bf16* sv, const float lse2[2],
+                                                    const float delta[2], int bh, int r0, int kt,
+                                                    bool diagonal, const AttnShape& s, int lane) {
   zero(p);
   zero(ds);
   mma_tile<true>(p, qa, sk, lane);   // scores
   mma_tile<true>(ds, ga, sv, lane);  // dy v^T
-  float z[2][8][2];
-  if (s.drop.active()) dropout_rows(z, s, bh, r0, kt, lane);
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int n = 0; n < 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = kt * kTile + 8 * n + 2 * (lane & 3) + e;
-        const float zf = s.drop.active() ? z[i][n][e] : 1.f;
-        float& x = p[n][2 * i + e];
-        x = col > r0 + 8 * i ? 0.f : exp2f(x * s.scale_log2 - lse2[i]);
-        float& g = ds[n][2 * i + e];
-        g = x * (g * zf - delta[i]);
-        x *= zf;
-      }
-}
-
-// Per-row softmax statistics in base 2; rows past T get lse = +inf (P = 0) and delta = 0.
-__device__ __forceinline__ void row_stats(float lse2[2], float dl[2], const float* lse,
-                                          const float* delta, int bh, int r0, int t) {
-  for (int i = 0; i < 2; ++i) {
-    const int r = r0 + 8 * i;
-    lse2[i] = r < t ? lse[int64_t(bh) * t + r] * kLog2e : INFINITY;
-    dl[i] = r < t ? delta[int64_t(bh) * t + r] : 0.f;
-  }
+  probs_and_grads(p, ds, lse2, delta, bh, r0, kt, diagonal, s, lane);
 }
 
 // Shared bytes of the backward kernels: q and dy tiles plus the pipe (dQ); k, v, P and dS tiles
@@ -446,7 +282,7 @@ __global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
     kv.land(kt, kt < qt);
     __syncthreads();
     float p[8][4], ds[8][4];
-    probs_and_grads(p, ds, qa, ga, sk, sv, lse2, dl, bh, r0, kt, s, lane);
+    mma_probs_and_grads(p, ds, qa, ga, sk, sv, lse2, dl, bh, r0, kt, kt == qt, s, lane);
     uint32_t dsa[4][4];
     acc_to_a(dsa, ds);
     mma_tile<false>(acc, dsa, sk, lane);  // dS K
@@ -514,7 +350,7 @@ __global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
     load_a(qa, sq, warp * 16, lane);
     load_a(ga, sg, warp * 16, lane);
     float p[8][4], ds[8][4];
-    probs_and_grads(p, ds, qa, ga, sk, sv, lse2, dl, bh, r0, kt, s, lane);
+    mma_probs_and_grads(p, ds, qa, ga, sk, sv, lse2, dl, bh, r0, kt, qt == kt, s, lane);
     stash(sp, warp * 16, p, lane);
     stash(sds, warp * 16, ds, lane);
     __syncthreads();
@@ -568,6 +404,11 @@ void dispatch_tiles(DType dtype, bool async, F&& f) {
   });
 }
 
+// Whether bf16 rows that start 16-byte aligned go to the Hopper kernels.
+bool runs_wgmma() {
+  return attention_kernels() == AttentionKernels::best && hopper_attention_available();
+}
+
 AttnShape make_shape(const KView& q, double scale, const AttentionDropout& drop) {
   return AttnShape{int(q.shape[1]), int(q.shape[2]),        float(scale) * kLog2e,
                    float(scale),    float(drop.keep_scale), drop};
@@ -582,8 +423,14 @@ void attention_forward(const KView& y, const KView& lse, const KView& q, const K
   if (lse.dtype != DType::f32 || !lse.contiguous()) kernel_fail("attention", "lse must be f32");
   if (q.numel() == 0) return;
   const AttnShape s = make_shape(q, scale, drop);
-  const dim3 grid(unsigned((s.t + kTile - 1) / kTile), unsigned(q.shape[0] * q.shape[1]));
-  dispatch_tiles(q.dtype, async_copyable({&q, &k, &v}), [&](auto zero, auto async) {
+  const int heads_total = int(q.shape[0] * q.shape[1]);
+  const bool async = async_copyable({&y, &q, &k, &v});
+  if (async && runs_wgmma())
+    return forward_wgmma(heads<bf16>(y), static_cast<float*>(lse.data), heads<const bf16>(q),
+                         heads<const bf16>(k), heads<const bf16>(v), s, heads_total,
+                         as_stream(stream));
+  const dim3 grid(unsigned((s.t + kTile - 1) / kTile), unsigned(heads_total));
+  dispatch_tiles(q.dtype, async, [&](auto zero, auto async) {
     using T = decltype(zero);
     attention_forward_kernel<T, decltype(async)::value><<<grid, kThreads, 0, as_stream(stream)>>>(
         heads<T>(y), static_cast<float*>(lse.data), heads<const T>(q), heads<const T>(k),
@@ -606,11 +453,19 @@ void attention_backward(const KView& dq, const KView& dk, const KView& dv, const
   const cudaStream_t st = as_stream(stream);
   float* delta_p = static_cast<float*>(delta.data);
   const float* lse_p = static_cast<const float*>(lse.data);
+  const bool hopper = async_copyable({&dq, &dk, &dv, &q, &k, &v, &dy}) && runs_wgmma();
   dispatch_tiles(q.dtype, async_copyable({&q, &k, &v, &dy}), [&](auto zero, auto async) {
     using T = decltype(zero);
     constexpr bool kAsync = decltype(async)::value;
     attention_delta_kernel<T><<<unsigned((rows + 7) / 8), 256, 0, st>>>(
         delta_p, heads<const T>(y), heads<const T>(dy), s.heads, s.t, rows);
+    if constexpr (kAsync) {
+      if (hopper)
+        return backward_wgmma(heads<bf16>(dq), heads<bf16>(dk), heads<bf16>(dv),
+                              heads<const bf16>(q), heads<const bf16>(k), heads<const bf16>(v),
+                              heads<const bf16>(dy), lse_p, delta_p, s,
+                              int(q.shape[0] * q.shape[1]), st);
+    }
     // The opt-in is set on every launch (a host-side call) so it holds on whichever device is
     // current.
     constexpr int dq_smem = dq_smem_bytes<kAsync>(), dkdv_smem = dkdv_smem_bytes<kAsync>();

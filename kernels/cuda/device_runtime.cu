@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <utility>
 
 #include "cuda_common.cuh"
 #include "device_runtime.h"
@@ -248,5 +249,56 @@ void graph_destroy(void* exec) noexcept {
 }
 
 void profiler_capture(bool on) { BG_CUDA_CHECK(on ? cudaProfilerStart() : cudaProfilerStop()); }
+
+namespace {
+
+constexpr const char* kAttentionKernelsVar = "BITGRAD_ATTENTION_KERNELS";
+
+// The values BITGRAD_ATTENTION_KERNELS takes.
+constexpr std::pair<AttentionKernels, const char*> kAttentionKernelsNames[] = {
+    {AttentionKernels::best, "best"}, {AttentionKernels::portable, "portable"}};
+
+std::mutex g_attention_mu;
+bool g_attention_read = false;
+AttentionKernels g_attention_kernels = AttentionKernels::best;
+
+}  // namespace
+
+void set_attention_kernels(AttentionKernels kernels) {
+  std::lock_guard<std::mutex> lock(g_attention_mu);
+  g_attention_kernels = kernels;
+  g_attention_read = true;
+}
+
+AttentionKernels attention_kernels() {
+  std::lock_guard<std::mutex> lock(g_attention_mu);
+  if (!g_attention_read) {
+    g_attention_read = true;
+    const char* env = std::getenv(kAttentionKernelsVar);
+    if (env && *env) {
+      bool known = false;
+      for (const auto& [value, name] : kAttentionKernelsNames)
+        if (std::string(env) == name) g_attention_kernels = value, known = true;
+      if (!known)
+        kernel_fail("cuda", std::string(kAttentionKernelsVar) + ": unknown value '" + env +
+                                "' (best, portable)");
+    }
+  }
+  return g_attention_kernels;
+}
+
+// The compute capability, not the SM count or clocks: two GPU models of one architecture (H100
+// and H200) run the same kernels and give the same bits.
+bool hopper_attention_available() {
+#if defined(BITGRAD_HAS_SM90A)
+  int device = 0, major = 0, minor = 0;
+  BG_CUDA_CHECK(cudaGetDevice(&device));
+  BG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  BG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
+#else
+  return false;
+#endif
+}
 
 }  // namespace bg::cuda

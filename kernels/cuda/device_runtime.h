@@ -63,6 +63,17 @@ struct GemmAlgoSources {
   int64_t table = 0, nearest_row = 0, heuristic = 0;
 };
 GemmAlgoSources batch_invariant_algo_sources();
+// The fused attention's CUDA kernels. `best`: the Hopper ones (wgmma; built when the CUDA
+// architectures include 90a) on a compute capability 9.0 GPU for bf16 rows that start 16-byte
+// aligned, the portable mma.sync ones (sm_80 and later) otherwise. `portable`: those everywhere.
+// Both are deterministic and batch-invariant; their bits differ. Tests and `bitgrad bench
+// attention` pin one to compare the two; a command takes BITGRAD_ATTENTION_KERNELS=portable (or
+// best) from the environment, e.g. to run the kernels every other GPU runs.
+enum class AttentionKernels { best, portable };
+void set_attention_kernels(AttentionKernels kernels);
+AttentionKernels attention_kernels();
+// Whether this build has the Hopper kernels and the current device runs them.
+bool hopper_attention_available();
 // CUDA graphs: capture everything issued on `stream` between begin and end, then replay it.
 void graph_begin_capture(StreamHandle stream);
 void* graph_end_capture(StreamHandle stream);  // returns an executable graph
