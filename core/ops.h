@@ -77,13 +77,15 @@ Tensor column_sums(const Tensor& x);
 std::string matmul_supports(const ComputeMode& mode, Device device);
 Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode = ComputeMode(),
               Consumer consumer = Consumer::any);
-// x (..., in) @ weight (out, in)^T + bias (out): PyTorch's layout. Where the algorithm has a
-// bias epilogue (standard, batch_invariant) the bias is added to the f32 accumulators before
-// the one rounding to the output's dtype, so consumer == matmul may narrow a biased product
-// (the bias rounded to bf16 first, as cuBLASLt and PyTorch's autocast do); the reference
-// algorithms add it separately and keep the output's natural dtype.
+// x (..., in) @ weight (out, in)^T + bias (out) (+ residual, the output's shape): PyTorch's
+// layout. Where the algorithm has an epilogue (standard, batch_invariant) the bias and the
+// residual are added to the f32 accumulators before the one rounding to the output's dtype, so
+// consumer == matmul may narrow a biased product (the bias rounded to bf16 first, as cuBLASLt
+// and PyTorch's autocast do) and a projection onto the residual stream writes the stream in one
+// pass; the reference algorithms add them separately and keep the output's natural dtype.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
-              const ComputeMode& mode = ComputeMode(), Consumer consumer = Consumer::any);
+              const ComputeMode& mode = ComputeMode(), Consumer consumer = Consumer::any,
+              const Tensor& residual = Tensor());
 
 // a @ b for a backward's own products, with no autograd record: 2-D operands rounded to bf16
 // under bf16 precision on CUDA (left as they are otherwise), the result f32 (f64 for f64

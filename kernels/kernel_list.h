@@ -41,14 +41,15 @@ void where_forward(const KView& out, const KView& cond, const KView& a, const KV
 // f16/bf16 in may have an f32 out (its partials are f32: no rounding to in's dtype).
 void reduce(ReduceOp op, const KView& out, const KView& in, int64_t outer, int64_t extent,
             int64_t inner, Scratch& scratch, StreamHandle stream);
-// matmul: MatmulAlgo::standard. out (batch, M, N) = a (batch, M, K) @ b (batch, K, N) (+ bias);
-// a and b share a dtype; on CUDA out may be f32 or bf16 for bf16 operands. bias (data ==
-// nullptr: none; batch 1 only): N contiguous values of out's dtype, 16-byte aligned, added to
-// every row's accumulator before the one rounding to out's dtype (the GEMM's epilogue), so an
-// f32 out has the bits of the product plus a separate add. CUDA: cuBLAS (cuBLASLt's bias
-// epilogue when there is a bias), `precision` tf32 for f32 operands on tensor cores; CPU:
-// Eigen, exactly in the operands' dtype (core never hands it a precision other than fp32).
-void matmul(const KView& out, const KView& a, const KView& b, const KView& bias,
+// matmul: MatmulAlgo::standard. out (batch, M, N) = a (batch, M, K) @ b (batch, K, N) (+ bias)
+// (+ residual); a and b share a dtype; on CUDA out may be f32 or bf16 for bf16 operands. The
+// epilogue's bias (batch 1 only) is added to every row's accumulator before the one rounding to
+// out's dtype, so an f32 out without a residual has the bits of the product plus a separate add.
+// Its residual (K > 0; the residual stream a projection adds onto) enters the same f32 sums,
+// in cuBLASLt's order (CUDA; the CPU adds it last). CUDA: cuBLAS (cuBLASLt where the epilogue
+// adds anything), `precision` tf32 for f32 operands on tensor cores; CPU: Eigen, exactly in the
+// operands' dtype (core never hands it a precision other than fp32).
+void matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilogue& epilogue,
             MatmulPrecision precision, StreamHandle stream);
 // matmul: MatmulAlgo::naive, the reference algorithm: each output one fused multiply-add chain
 // over k in order from zero (f32; f64 on the CPU for f64), any strides; both backends give the
@@ -64,10 +65,11 @@ void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulPar
 // with one algorithm pinned per shape-without-M (no split-K); a must be row-major with rows of
 // length K and every operand 16-byte aligned (core arranges both). CPU: each output the naive
 // algorithm's fused multiply-add chain over k in order (the same bits as matmul_naive), run a
-// row at a time across the columns. bias as for matmul (the pinned algorithm with the bias
-// epilogue: a row still depends on its own row of a alone).
-void matmul_batch_invariant(const KView& out, const KView& a, const KView& b, const KView& bias,
-                            const BatchInvariantGemm& opt, StreamHandle stream);
+// row at a time across the columns. The epilogue as for matmul (the pinned algorithm with the
+// bias and residual in its epilogue: a row still depends on its own rows of a and the residual).
+void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
+                            const MatmulEpilogue& epilogue, const BatchInvariantGemm& opt,
+                            StreamHandle stream);
 // softmax: rows of the last dim, contiguous.
 void softmax_forward(const KView& y, const KView& x, const SoftmaxOptions& opt,
                      StreamHandle stream);

@@ -136,6 +136,14 @@ struct KView {
   }
 };
 
+// What a GEMM adds to its accumulators in its epilogue, before the one rounding to the output's
+// dtype (kernel_list.h's matmul and matmul_batch_invariant). A view with data == nullptr adds
+// nothing.
+struct MatmulEpilogue {
+  KView bias;      // N contiguous values of out's dtype, 16-byte aligned; one matrix
+  KView residual;  // out's shape, dtype and strides, 16-byte aligned: out = residual + a @ b
+};
+
 // Temporary memory on the launch's device for a kernel launcher. It stays valid until the
 // launcher returns; later reuse is safe because work on one stream runs in order.
 struct Scratch {

@@ -26,14 +26,14 @@ Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen, const Tenso
     const Tensor qkv = c_attn->forward(x, Consumer::matmul);
     const Tensor y = fused_causal_attention(qkv, n_head_, dropout_, training(), gen,
                                             compute_mode().at(MatmulSite::attention));
-    return dropout_then_add(c_proj->forward(y), dropout_, training(), gen, residual);
+    return project_then_add(*c_proj, y, dropout_, training(), gen, residual);
   }
   const auto qkv = split(c_attn->forward(x), {n_embd_, n_embd_, n_embd_}, 2);
   auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
   const Tensor y = causal_self_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), dropout_,
                                          training(), gen, compute_mode().at(MatmulSite::attention));
-  return dropout_then_add(c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_})), dropout_,
-                          training(), gen, residual);
+  return project_then_add(*c_proj, y.transpose(1, 2).reshape({b, t, n_embd_}), dropout_, training(),
+                          gen, residual);
 }
 
 Tensor CausalSelfAttention::forward_cached(const Tensor& x, const Tensor& k_cache,

@@ -15,6 +15,10 @@ Tensor Linear::forward(const Tensor& x, Consumer consumer) const {
   return linear(x, weight, bias, compute_mode().at(site()), consumer);
 }
 
+Tensor Linear::forward_onto(const Tensor& x, const Tensor& residual) const {
+  return linear(x, weight, bias, compute_mode().at(site()), Consumer::any, residual);
+}
+
 std::shared_ptr<LinearLayer> make_linear(const LinearSpec& spec, int64_t in, int64_t out, bool bias,
                                          Generator& gen, double init_std, MatmulSite site) {
   std::shared_ptr<LinearLayer> layer;

@@ -28,6 +28,11 @@ class LinearLayer : public Module {
   // under autocast) of the same mode, so the layer may store it narrowed (stored_dtype), a bias
   // added before the one rounding (linear()).
   virtual Tensor forward(const Tensor& x, Consumer consumer = Consumer::any) const = 0;
+  // residual + forward(x): a projection onto the residual stream. The dense layer adds it in its
+  // GEMM's epilogue (one pass writes the stream); others add it after.
+  virtual Tensor forward_onto(const Tensor& x, const Tensor& residual) const {
+    return residual + forward(x);
+  }
   virtual LinearKind kind() const = 0;
   // Where the layer sits (lmul.scope picks sites): its products run in compute_mode().at(site).
   MatmulSite site() const { return site_; }
@@ -43,6 +48,7 @@ class Linear : public LinearLayer {
   // Weight N(0, init_std), bias zero.
   Linear(int64_t in, int64_t out, bool bias, Generator& gen, double init_std = 0.02);
   Tensor forward(const Tensor& x, Consumer consumer = Consumer::any) const override;
+  Tensor forward_onto(const Tensor& x, const Tensor& residual) const override;
   LinearKind kind() const override { return LinearKind::dense; }
   Tensor weight, bias;
 };

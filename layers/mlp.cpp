@@ -17,7 +17,7 @@ Tensor MLP::forward(const Tensor& x, Generator& gen, const Tensor& residual) con
   // GELU's input and output each feed one matmul: stored in the dtype those matmuls read.
   const Tensor h = c_fc->forward(x, Consumer::matmul);
   const Tensor act = gelu_ == GeluForm::erf ? gelu_erf(h, compute_mode()) : gelu(h, compute_mode());
-  return dropout_then_add(c_proj->forward(act), dropout_, training(), gen, residual);
+  return project_then_add(*c_proj, act, dropout_, training(), gen, residual);
 }
 
 }  // namespace bg

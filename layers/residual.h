@@ -1,5 +1,7 @@
-// residual.h: the dropout that ends attention and the MLP, fused with the residual add.
+// residual.h: the end of attention and of the MLP: the output projection, its dropout and the
+// residual add, fused as far as the mode allows.
 #pragma once
+#include "linear.h"
 #include "module.h"
 
 namespace bg {
@@ -10,6 +12,14 @@ inline Tensor dropout_then_add(const Tensor& y, double p, bool training, Generat
                                const Tensor& residual) {
   return residual.defined() ? dropout_add(residual, y, p, training, gen)
                             : dropout(y, p, training, gen);
+}
+
+// residual + dropout(proj(y)) (dropout(proj(y)) without a residual). Where no dropout applies,
+// the projection adds the residual in its GEMM's epilogue instead of a pass of its own.
+inline Tensor project_then_add(const LinearLayer& proj, const Tensor& y, double p, bool training,
+                               Generator& gen, const Tensor& residual) {
+  if (residual.defined() && (p == 0.0 || !training)) return proj.forward_onto(y, residual);
+  return dropout_then_add(proj.forward(y), p, training, gen, residual);
 }
 
 }  // namespace bg

@@ -4,23 +4,27 @@
 # trainer's BITGRAD_PROFILE_STEPS capture range; clocks and caches left as they run), and
 # scripts/kernel_breakdown.py sums them per class against the unprofiled ms/step. BINS names
 # the binaries to compare, "label=path[:ms_per_step] ..." (default current=.bundle/bitgrad).
-# On the GPU machine (ncu there; nsys is not); writes $OUT/breakdown_<label>.json.
+# MODEL=baby profiles the Baby GPT's step instead (configs/shakespeare_char.yaml, bf16, batch
+# 64 x 256). On the GPU machine (ncu there; nsys is not); writes $OUT/breakdown_<label>.json
+# (breakdown_baby_<label>.json).
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -x "$ncu" ] || { echo "gpt2_breakdown: no ncu on this machine"; exit 1; }
 [ -f /tmp/shards/train.bin ] || .bundle/bitgrad prepare datasets/tinyshakespeare.txt --out /tmp/shards --gpt2-dir datasets/gpt2 > /dev/null
+model=(configs/gpt2_124m.yaml --set data.train_bin=/tmp/shards/train.bin --set data.val_bin=/tmp/shards/val.bin)
+prefix=breakdown
+[ "${MODEL:-gpt2}" = baby ] && model=(configs/shakespeare_char.yaml) && prefix=breakdown_baby
 for pair in ${BINS:-current=.bundle/bitgrad}; do
   label=${pair%%=*} rest=${pair#*=}
   bin=${rest%%:*} step_ms=""; [ "$rest" != "$bin" ] && step_ms=${rest#*:}
   BITGRAD_PROFILE_STEPS=10:2 "$ncu" --profile-from-start off --clock-control none \
     --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
     --log-file /tmp/ncu_$label.csv \
-    $bin train configs/gpt2_124m.yaml --set data.train_bin=/tmp/shards/train.bin \
-    --set data.val_bin=/tmp/shards/val.bin --set train.eval_iters=1 \
-    --set train.eval_interval=100000 --set schedule.warmup_steps=10 \
+    $bin train "${model[@]}" --set train.eval_iters=1 --set train.eval_interval=100000 \
+    --set schedule.warmup_steps=10 \
     --set run.out_dir=/tmp/prof_run_$label --set run.stop_after_steps=13 \
-    > "$out/breakdown_${label}_run.log" 2>&1
-  python3 scripts/kernel_breakdown.py /tmp/ncu_$label.csv 2 $step_ms > "$out/breakdown_$label.json"
-  echo "== $label"; head -24 "$out/breakdown_$label.json"
+    > "$out/${prefix}_${label}_run.log" 2>&1
+  python3 scripts/kernel_breakdown.py /tmp/ncu_$label.csv 2 $step_ms > "$out/${prefix}_$label.json"
+  echo "== $label"; head -24 "$out/${prefix}_$label.json"
 done

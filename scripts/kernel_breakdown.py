@@ -13,7 +13,7 @@ import re
 import sys
 
 CLASSES = [  # first match wins
-    ("attention", r"attention_"),
+    ("attention", r"attention_|attn::"),
     ("GEMM", r"gemm|sm90_xmma|nvjet|cutlass|cublas|xmma|splitKreduce"),
     ("layernorm", r"layernorm"),
     ("GELU and other unary", r"unary_"),

@@ -150,7 +150,8 @@ TEST_CASE("cuda: the batch-invariant GEMM gives the same bits on any SM count (p
         const Tensor out = full({1, c.m, c.n}, std::nan(""), DType::f32, gpu).to(dt);
         const BatchInvariantGemm opt{p, c.k_over_rows};
         cuda::simulate_device({sms, 0, 0});
-        cuda::matmul_batch_invariant(out.kview(), a.kview(), b.kview(), KView{}, opt, stream);
+        cuda::matmul_batch_invariant(out.kview(), a.kview(), b.kview(), MatmulEpilogue{}, opt,
+                                     stream);
         cuda::simulate_device({});
         const std::vector<float> got = out.to(DType::f32).to(Device::cpu()).to_vector<float>();
         if (want.empty()) {

@@ -121,7 +121,8 @@ std::string bench_bitlinear_inference(int reps) {
       v.strides[0] = 0;
       return v;
     };
-    const KView none{};
+    const MatmulEpilogue none{};
+    const KView no_bias{};
     const double t_fp16 = graph_us(dev, sets_f16, reps, [&](int i) {
       cuda::matmul(as3(y16, false), as3(x16, false), as3(w16[size_t(i)], true), none,
                    MatmulPrecision::bf16, stream);
@@ -132,11 +133,11 @@ std::string bench_bitlinear_inference(int reps) {
     });
     const double t_w2a8 = graph_us(dev, sets_w2, reps, [&](int i) {
       cuda::w2a8_linear(y.kview(), x8.q.kview(), w2[size_t(i)].w2.kview(), x8.step.kview(),
-                        w2[size_t(i)].beta.kview(), none, stream);
+                        w2[size_t(i)].beta.kview(), no_bias, stream);
     });
     const double t_plane = graph_us(dev, sets_w2, reps, [&](int i) {
       cuda::bitplane_linear(y.kview(), xp.planes.kview(), wp[size_t(i)].planes.kview(),
-                            x2.step.kview(), w2[size_t(i)].beta.kview(), none, stream);
+                            x2.step.kview(), w2[size_t(i)].beta.kview(), no_bias, stream);
     });
     const double act_bytes = double(s.m) * double(s.k), out_bytes = 4.0 * double(s.m * s.n);
     auto report = [&](const char* kernel, double us, double weight_bytes, double in_bytes,

@@ -70,7 +70,7 @@ int run_bench_lmul(const Args& args) {
       const size_t i = size_t(r % sets);
       const KView va = as[i].kview(), vb = bs[i].kview(), vo = out.kview();
       const double s = bench_time_ms(
-          dev, [&] { cuda::matmul(vo, va, vb, KView{}, MatmulPrecision::fp32, stream); });
+          dev, [&] { cuda::matmul(vo, va, vb, MatmulEpilogue{}, MatmulPrecision::fp32, stream); });
       ScratchArena scratch(dev);  // the split-K workspace of a weight gradient
       const double l =
           bench_time_ms(dev, [&] { cuda::matmul_lmul(vo, va, vb, params, scratch, stream); });

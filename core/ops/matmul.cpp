@@ -19,19 +19,19 @@ bool bias_in_epilogue(const ComputeMode& mode) {
 }
 
 // The one place a matmul algorithm picks its kernels: (batch, M, K) @ (batch, K, N) views.
-// bias (data == nullptr: none) only for the algorithms bias_in_epilogue names.
+// An epilogue (a bias, a residual) only for the algorithms bias_in_epilogue names.
 void run_matmul_kernel(const ComputeMode& mode, Rows rows, Device dev, const KView& out,
-                       const KView& a, const KView& b, const KView& bias) {
-  BG_CHECK(!bias.data || bias_in_epilogue(mode), "matmul", "the ", enum_name(mode.algo),
-           " algorithm adds no bias in its epilogue");
+                       const KView& a, const KView& b, const MatmulEpilogue& epilogue) {
+  BG_CHECK((!epilogue.bias.data && !epilogue.residual.data) || bias_in_epilogue(mode), "matmul",
+           "the ", enum_name(mode.algo), " algorithm adds nothing in its epilogue");
   switch (mode.algo) {
     case MatmulAlgo::standard:
-      return BG_DISPATCH(dev, matmul, out, a, b, bias, mode.precision, stream_for(dev));
+      return BG_DISPATCH(dev, matmul, out, a, b, epilogue, mode.precision, stream_for(dev));
     case MatmulAlgo::naive:
       return BG_DISPATCH(dev, matmul_naive, out, a, b, stream_for(dev));
     case MatmulAlgo::batch_invariant: {
       const BatchInvariantGemm opt{mode.precision, rows == Rows::summed_over};
-      return BG_DISPATCH(dev, matmul_batch_invariant, out, a, b, bias, opt, stream_for(dev));
+      return BG_DISPATCH(dev, matmul_batch_invariant, out, a, b, epilogue, opt, stream_for(dev));
     }
     case MatmulAlgo::lmul: {
       ScratchArena scratch(dev);
@@ -145,9 +145,11 @@ KView aligned_copy(const Tensor& t, const Shape& batch_shape, Tensor* keep) {
 
 // The product of a and b with no autograd record: operands in `operand` dtype (cast when they
 // are not), the result in `out_dtype` (f32 for bf16 operands keeps the f32 accumulation); a
-// defined `bias` (N values, out_dtype, 2-D operands) is added in the epilogue.
+// defined `bias` (N values, out_dtype, 2-D operands) is added in the epilogue, and so is a
+// defined `residual` (the result's shape and dtype, 2-D operands).
 Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType operand, DType out_dtype,
-               const ComputeMode& mode, Rows rows, const Tensor& bias = Tensor()) {
+               const ComputeMode& mode, Rows rows, const Tensor& bias = Tensor(),
+               const Tensor& residual = Tensor()) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});
@@ -169,15 +171,27 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
   Shape out_shape = batch;
   out_shape.insert(out_shape.end(), {m, n});
   Tensor out = empty(out_shape, out_dtype, a.device());
-  KView vo, vbias;
+  KView vo;
   collapse_batch(out, batch, &vo);
-  Tensor bias_c;
+  MatmulEpilogue epilogue;
+  // The kernels take a contiguous, 16-byte-aligned bias and residual of the output's dtype.
+  auto aligned = [&](const Tensor& t) {
+    Tensor c = t.detach().to(out_dtype).contiguous();
+    if (reinterpret_cast<uintptr_t>(c.data_ptr()) % 16 != 0)
+      c = empty(c.shape(), out_dtype, c.device()).copy_(c);
+    return c;
+  };
+  Tensor bias_c, residual_c;
   if (bias.defined()) {
-    // The kernels take contiguous, 16-byte-aligned values of the output's dtype.
-    bias_c = bias.detach().to(out_dtype).contiguous();
-    if (reinterpret_cast<uintptr_t>(bias_c.data_ptr()) % 16 != 0)
-      bias_c = empty(bias_c.shape(), out_dtype, bias_c.device()).copy_(bias_c);
-    vbias = bias_c.kview();
+    bias_c = aligned(bias);
+    epilogue.bias = bias_c.kview();
+  }
+  if (residual.defined()) {
+    BG_CHECK(batch.empty() && residual.shape() == out.shape(), "matmul",
+             "a residual needs 2-D operands and the product's shape");
+    residual_c = aligned(residual);
+    epilogue.residual = residual_c.kview();
+    collapse_batch(residual_c, batch, &epilogue.residual);
   }
   if (mode.algo == MatmulAlgo::batch_invariant && a.is_cuda()) {
     // Rare shapes (odd sizes, misaligned views) take a copy; the values are the same.
@@ -186,11 +200,11 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
     if (!pinned_ready(vb, false)) vb = aligned_copy(bc, batch, &b_copy);
     if (!pinned_ready(vo, false)) {
       vo = aligned_copy(out, batch, &out_padded);
-      run_matmul_kernel(mode, rows, a.device(), vo, va, vb, vbias);
+      run_matmul_kernel(mode, rows, a.device(), vo, va, vb, epilogue);
       return out_padded.reshape(out_shape).contiguous();
     }
   }
-  run_matmul_kernel(mode, rows, a.device(), vo, va, vb, vbias);
+  run_matmul_kernel(mode, rows, a.device(), vo, va, vb, epilogue);
   return out;
 }
 
@@ -206,14 +220,22 @@ Tensor to_bf16(const Tensor& t) {
   return t.detach().to(DType::bf16);
 }
 
-// a @ b (+ bias, added in the product's epilogue: N values, 2-D operands, an algorithm that
-// bias_in_epilogue names).
+// a @ b (+ bias) (+ residual), both added in the product's epilogue (2-D operands, an algorithm
+// that bias_in_epilogue names): the bias N values, the residual of the product's shape. A
+// residual whose dtype is not the product's is refused.
 Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer,
-                   Rows rows, const Tensor& bias = Tensor()) {
+                   Rows rows, const Tensor& bias = Tensor(), const Tensor& residual = Tensor()) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
   check_mode(mode, a.device());
+  // A residual the epilogue cannot take (another dtype than the product's) is added after it.
+  auto add_residual_after = [&] {
+    Tensor out = matmul_rows(a, b, mode, consumer, rows, bias);
+    BG_CHECK(out.dtype() == residual.dtype(), "linear", "the residual is ",
+             dtype_name(residual.dtype()), " but the product is ", dtype_name(out.dtype()));
+    return out + residual;
+  };
   // bf16 precision rounds f32 operands to bf16, so one may arrive as bf16 already (a producer
   // that stored it for this matmul, as stored_dtype says).
   const bool bf16_mix = a.is_cuda() && mode.precision == MatmulPrecision::bf16 &&
@@ -251,16 +273,18 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
     // as bf16 (as under PyTorch's autocast; its producer's backward reads bf16 then).
     // A bias is added to the f32 accumulators in the output's dtype: f32, or rounded to bf16
     // for a bf16 output (cuBLASLt takes no f32 bias there; PyTorch's autocast rounds it too).
-    const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
     const DType out_dtype = stored_dtype(run, consumer, DType::f32, a.device());
-    Tensor out = product(a16, b16, batch, DType::bf16, out_dtype, run, rows, bias);
+    if (residual.defined() && residual.dtype() != out_dtype) return add_residual_after();
+    const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
+    Tensor out = product(a16, b16, batch, DType::bf16, out_dtype, run, rows, bias, residual);
     const Shape a_shape = a.shape(), b_shape = b.shape();
     const DType da = a.dtype(), db = b.dtype();
-    const bool has_bias = bias.defined();
+    const bool has_bias = bias.defined(), has_residual = residual.defined();
     std::vector<Tensor> inputs{a, b};
     if (has_bias) inputs.push_back(bias);
+    if (has_residual) inputs.push_back(residual);
     record(out, "matmul", inputs,
-           [a16, b16, a_shape, b_shape, da, db, run, has_bias](const Tensor& g) {
+           [a16, b16, a_shape, b_shape, da, db, run, has_bias, has_residual](const Tensor& g) {
              const Tensor g16 = g.detach().to(DType::bf16);
              const Tensor bt = b16.transpose(-1, -2), at = a16.transpose(-1, -2);
              const Shape gb = batch_of(g16);
@@ -270,28 +294,36 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
              // The bias gradient from the incoming gradient as it came (bf16 for a bf16
              // output), summed in f32 and kept f32.
              if (has_bias) grads.push_back(column_sums(g));
+             if (has_residual) grads.push_back(g);  // out = residual + ...: passed through
              return grads;
            });
     return out;
   }
   // Without bf16 precision the product keeps the operands' dtype, whoever reads it.
   const DType operand = compute_dtype(a);
-  Tensor out = compute_output(product(a, b, batch, operand, operand, run, rows, bias), a.dtype());
+  if (residual.defined() && (residual.dtype() != operand || operand != a.dtype()))
+    return add_residual_after();
+  Tensor out =
+      compute_output(product(a, b, batch, operand, operand, run, rows, bias, residual), a.dtype());
   const Tensor ad = a.detach(), bd = b.detach();
   const ComputeMode grad_mode = mode.backward();
-  const bool has_bias = bias.defined();
+  const bool has_bias = bias.defined(), has_residual = residual.defined();
   const Shape bias_shape = has_bias ? bias.shape() : Shape{};
   std::vector<Tensor> inputs{a, b};
   if (has_bias) inputs.push_back(bias);
-  record(out, "matmul", inputs, [ad, bd, grad_mode, has_bias, bias_shape](const Tensor& g) {
-    const Consumer any = Consumer::any;
-    const ComputeMode& gm = grad_mode;
-    std::vector<Tensor> grads{
-        sum_to(matmul_rows(g, bd.transpose(-1, -2), gm, any, Rows::kept_apart), ad.shape()),
-        sum_to(matmul_rows(ad.transpose(-1, -2), g, gm, any, Rows::summed_over), bd.shape())};
-    if (has_bias) grads.push_back(sum_to(g, bias_shape));
-    return grads;
-  });
+  if (has_residual) inputs.push_back(residual);
+  record(
+      out, "matmul", inputs,
+      [ad, bd, grad_mode, has_bias, has_residual, bias_shape](const Tensor& g) {
+        const Consumer any = Consumer::any;
+        const ComputeMode& gm = grad_mode;
+        std::vector<Tensor> grads{
+            sum_to(matmul_rows(g, bd.transpose(-1, -2), gm, any, Rows::kept_apart), ad.shape()),
+            sum_to(matmul_rows(ad.transpose(-1, -2), g, gm, any, Rows::summed_over), bd.shape())};
+        if (has_bias) grads.push_back(sum_to(g, bias_shape));
+        if (has_residual) grads.push_back(g);
+        return grads;
+      });
   return out;
 }
 
@@ -319,7 +351,7 @@ Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mod
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const ComputeMode& mode,
-              Consumer consumer) {
+              Consumer consumer, const Tensor& residual) {
   BG_CHECK(weight.ndim() == 2, "linear", "weight must be (out, in), got ",
            shape_str(weight.shape()));
   BG_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.shape()),
@@ -331,15 +363,29 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
              shape_str(bias.shape()), " does not match weight ", shape_str(weight.shape()));
     check_same_device(bias, weight, "linear");
   }
+  if (residual.defined()) {
+    BG_CHECK(residual.shape() == out_shape, "linear", "residual ", shape_str(residual.shape()),
+             " does not match the output ", shape_str(out_shape));
+    check_same_device(residual, weight, "linear");
+  }
   // Flatten to 2-D so the weight gradient is one GEMM, not a batched GEMM plus a reduction.
   const Tensor x2 = x.reshape({-1, weight.size(1)}), wt = weight.transpose(0, 1);
-  if (!bias.defined()) return matmul(x2, wt, mode, consumer).reshape(out_shape);
-  // The bias in the GEMM's epilogue where the algorithm has one: one pass over the output, and
-  // a narrowed output rounded once, after the bias. The reference algorithms add it separately
-  // (their output then stays in its natural dtype: rounding first would round twice).
-  if (bias_in_epilogue(mode) && bias.dtype() == weight.dtype())
-    return matmul_rows(x2, wt, mode, consumer, Rows::kept_apart, bias).reshape(out_shape);
-  return (matmul(x2, wt, mode, Consumer::any) + bias).reshape(out_shape);
+  // The bias and the residual in the GEMM's epilogue where the algorithm has one: one pass over
+  // the output, and a narrowed output rounded once, after the bias. The reference algorithms add
+  // them separately (their output then stays in its natural dtype: rounding first would round
+  // twice); so does a product with K = 0 its residual.
+  const bool epilogue = bias_in_epilogue(mode);
+  const Tensor fused_bias =
+      epilogue && bias.defined() && bias.dtype() == weight.dtype() ? bias : Tensor();
+  const Tensor fused_residual = epilogue && residual.defined() && x2.size(1) > 0
+                                    ? residual.reshape({-1, weight.size(0)})
+                                    : Tensor();
+  Tensor out =
+      matmul_rows(x2, wt, mode, bias.defined() && !fused_bias.defined() ? Consumer::any : consumer,
+                  Rows::kept_apart, fused_bias, fused_residual);
+  if (bias.defined() && !fused_bias.defined()) out = out + bias;
+  out = out.reshape(out_shape);
+  return residual.defined() && !fused_residual.defined() ? residual + out : out;
 }
 
 }  // namespace bg

@@ -9,19 +9,42 @@
 namespace bg::cpu {
 namespace {
 
-// The bias contract (kernel_list.h): N values of out's dtype, batch 1.
-void check_bias(const KView& bias, const KView& out, const char* op) {
-  if (!bias.data) return;
-  if (bias.dtype != out.dtype || bias.ndim != 1 || bias.shape[0] != out.shape[2] ||
-      bias.strides[0] != 1 || out.shape[0] != 1)
+// The epilogue's contract (kernel_list.h): a bias of N values of out's dtype, batch 1; a
+// residual of out's shape, dtype and strides, K > 0.
+void check_epilogue(const MatmulEpilogue& ep, const KView& out, int64_t k, const char* op) {
+  const KView& bias = ep.bias;
+  if (bias.data && (bias.dtype != out.dtype || bias.ndim != 1 || bias.shape[0] != out.shape[2] ||
+                    bias.strides[0] != 1 || out.shape[0] != 1))
     kernel_fail(op, "the bias must be N values of the output's dtype, for one matrix");
+  const KView& res = ep.residual;
+  if (!res.data) return;
+  bool same = res.dtype == out.dtype && res.ndim == out.ndim && k > 0;
+  for (int d = 0; same && d < out.ndim; ++d)
+    same = res.shape[d] == out.shape[d] && res.strides[d] == out.strides[d];
+  if (!same)
+    kernel_fail(op, "the residual must have the output's shape, dtype and strides (K > 0)");
+}
+
+// out += residual, element by element in T (the epilogue's last add on the CPU).
+void add_residual(const KView& out, const KView& res) {
+  if (!res.data) return;
+  dispatch_float(out.dtype, "matmul", [&](auto zero) {
+    using T = decltype(zero);
+    for (int64_t z = 0; z < out.shape[0]; ++z)
+      for (int64_t i = 0; i < out.shape[1]; ++i)
+        for (int64_t j = 0; j < out.shape[2]; ++j) {
+          const int64_t at = z * out.strides[0] + i * out.strides[1] + j * out.strides[2];
+          ptr<T>(out)[at] += ptr<T>(res)[at];
+        }
+  });
 }
 
 }  // namespace
 
-void matmul(const KView& out, const KView& a, const KView& b, const KView& bias, MatmulPrecision,
-            StreamHandle) {
-  check_bias(bias, out, "matmul");
+void matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilogue& epilogue,
+            MatmulPrecision, StreamHandle) {
+  check_epilogue(epilogue, out, a.shape[2], "matmul");
+  const KView& bias = epilogue.bias;
   dispatch_float(a.dtype, "matmul", [&](auto zero) {
     using T = decltype(zero);
     using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -45,6 +68,7 @@ void matmul(const KView& out, const KView& a, const KView& b, const KView& bias,
         mc.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(ptr<T>(bias), n);
     }
   });
+  add_residual(out, epilogue.residual);
 }
 
 }  // namespace bg::cpu
@@ -78,9 +102,11 @@ namespace bg::cpu {
 // multiply-adds over k in order from zero), which no M or batch count can change. With a
 // unit-stride b row the chains of a whole output row advance together, k outer, so the compiler
 // vectorises across the columns; otherwise each chain runs on its own along b's column.
-void matmul_batch_invariant(const KView& out, const KView& a, const KView& b, const KView& bias,
-                            const BatchInvariantGemm&, StreamHandle stream) {
-  check_bias(bias, out, "matmul_batch_invariant");
+void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
+                            const MatmulEpilogue& epilogue, const BatchInvariantGemm&,
+                            StreamHandle stream) {
+  check_epilogue(epilogue, out, a.shape[2], "matmul_batch_invariant");
+  const KView& bias = epilogue.bias;
   if (b.strides[2] != 1 || b.shape[2] == 1) {
     matmul_naive(out, a, b, stream);
     if (bias.data)
@@ -90,7 +116,7 @@ void matmul_batch_invariant(const KView& out, const KView& a, const KView& b, co
           for (int64_t j = 0; j < out.shape[2]; ++j)
             ptr<T>(out)[i * out.strides[1] + j * out.strides[2]] += ptr<T>(bias)[j];
       });
-    return;
+    return add_residual(out, epilogue.residual);
   }
   dispatch_float(a.dtype, "matmul_batch_invariant", [&](auto zero) {
     using T = decltype(zero);
@@ -113,6 +139,7 @@ void matmul_batch_invariant(const KView& out, const KView& a, const KView& b, co
           po[j * out.strides[2]] = pbias ? acc[size_t(j)] + pbias[j] : acc[size_t(j)];
       }
   });
+  add_residual(out, epilogue.residual);
 }
 
 }  // namespace bg::cpu

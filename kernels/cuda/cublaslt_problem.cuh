@@ -1,7 +1,8 @@
 // cublaslt_problem.cuh: one cuBLASLt product described once, for matmul.cu (the standard
 // algorithm's biased products) and matmul_batch_invariant.cu (every pinned product): the
 // per-device handle and workspace, the problem in cuBLASLt's column-major terms
-// (blas_layout.cuh), and the descriptors built from it, the bias epilogue included.
+// (blas_layout.cuh), and the descriptors built from it, the bias epilogue included; a residual
+// is cuBLASLt's C (beta = 1), laid out as the output D.
 #pragma once
 #include <cublasLt.h>
 
@@ -35,19 +36,23 @@ inline CublasLtState& cublaslt_state() {
   return s;
 }
 
-// One product in cuBLASLt's column-major terms: C (n x m) = op(A) op(B), A our b, B our a; the
-// bias (our N values, cuBLASLt's n rows of C) enters the epilogue when `bias` is set.
+// One product in cuBLASLt's column-major terms: D (n x m) = op(A) op(B) (+ C), A our b, B our a;
+// the bias (our N values, cuBLASLt's n rows of D) enters the epilogue when `bias` is set, the
+// residual as C (beta = 1) when `residual` is.
 struct LtProblem {
   cublasOperation_t op_a, op_b;  // cuBLASLt's transa (our b), transb (our a)
   int64_t m, n, k, ld_a, ld_b, ld_c, batch, stride_a, stride_b, stride_c;
   cudaDataType_t type_a, type_b, type_c;
   cublasComputeType_t compute;
-  const void* bias = nullptr;  // of type_c (cuBLASLt takes no f32 bias for a bf16 output)
+  const void* bias = nullptr;      // of type_c (cuBLASLt takes no f32 bias for a bf16 output)
+  const void* residual = nullptr;  // laid out as the output
+  float beta() const { return residual ? 1.f : 0.f; }
+  const void* c(const KView& out) const { return residual ? residual : out.data; }
 };
 
-// The problem for out (batch, M, N) = a (batch, M, K) @ b (batch, K, N) (+ bias) views; false
-// when an operand has no unit-stride dimension.
-inline bool lt_problem(const KView& out, const KView& a, const KView& b, const KView& bias,
+// The problem for out (batch, M, N) = a (batch, M, K) @ b (batch, K, N) (+ the epilogue's)
+// views; false when an operand has no unit-stride dimension.
+inline bool lt_problem(const KView& out, const KView& a, const KView& b, const MatmulEpilogue& ep,
                        MatmulPrecision precision, const char* op, LtProblem* p) {
   cublasOperation_t op_c;
   if (!as_column_major(a.shape[2], out.shape[2], b.strides[1], b.strides[2], &p->op_a, &p->ld_a) ||
@@ -69,17 +74,30 @@ inline bool lt_problem(const KView& out, const KView& a, const KView& b, const K
   p->compute = a.dtype == DType::f32 && precision == MatmulPrecision::tf32
                    ? CUBLAS_COMPUTE_32F_FAST_TF32
                    : CUBLAS_COMPUTE_32F;
-  p->bias = bias.data;
+  p->bias = ep.bias.data;
+  p->residual = ep.residual.data;
   return true;
 }
 
-// The bias contract (kernel_list.h): N contiguous values of out's dtype, 16-byte aligned, for
-// one matrix.
-inline void check_bias(const KView& bias, const KView& out, const char* op) {
-  if (!bias.data) return;
-  if (bias.dtype != out.dtype || bias.ndim != 1 || bias.shape[0] != out.shape[2] ||
-      bias.strides[0] != 1 || out.shape[0] != 1 || reinterpret_cast<uintptr_t>(bias.data) % 16)
+// The epilogue's contract (kernel_list.h): a bias of N contiguous values of out's dtype,
+// 16-byte aligned, for one matrix; a residual of out's shape, dtype and strides, 16-byte aligned,
+// K > 0.
+inline void check_epilogue(const MatmulEpilogue& ep, const KView& out, int64_t k, const char* op) {
+  const KView& bias = ep.bias;
+  if (bias.data &&
+      (bias.dtype != out.dtype || bias.ndim != 1 || bias.shape[0] != out.shape[2] ||
+       bias.strides[0] != 1 || out.shape[0] != 1 || reinterpret_cast<uintptr_t>(bias.data) % 16))
     kernel_fail(op, "the bias must be N aligned values of the output's dtype, for one matrix");
+  const KView& res = ep.residual;
+  if (!res.data) return;
+  bool same = res.dtype == out.dtype && res.ndim == out.ndim && k > 0 &&
+              reinterpret_cast<uintptr_t>(res.data) % 16 == 0;
+  for (int d = 0; same && d < out.ndim; ++d)
+    same = res.shape[d] == out.shape[d] && res.strides[d] == out.strides[d];
+  if (!same)
+    kernel_fail(op,
+                "the residual must have the output's shape, dtype and strides, 16-byte "
+                "aligned (K > 0)");
 }
 
 // The bias as out's shape, each row the bias (stride 0): what out holds when K is 0.

@@ -1,7 +1,7 @@
 // matmul.cu: batched GEMM through cuBLAS (f32/f16/bf16 in, f32 accumulate). Row-major
 // operands are handed to column-major cuBLAS as their transposes, so a transposed view is a
-// transpose flag, never a copy. A product with a bias runs on cuBLASLt, the bias in its
-// epilogue (one pass over the output instead of two more). Both are deterministic for a fixed
+// transpose flag, never a copy. A product with a bias or a residual runs on cuBLASLt, both in
+// its epilogue (one pass over the output instead of two more). Both are deterministic for a fixed
 // shape on one stream.
 #include <cublas_v2.h>
 
@@ -23,16 +23,29 @@ cublasHandle_t handle_for_current_device() {
   return handles[dev];
 }
 
-// cuBLASLt's heuristic choice for a biased product, made once per shape and layout.
-cublasLtMatmulAlgo_t biased_algo(cublasLtHandle_t handle, const LtProblem& p,
-                                 const LtDescriptors& d) {
+// cuBLASLt's heuristic choice for a product with an epilogue, made once per shape, layout and
+// epilogue.
+cublasLtMatmulAlgo_t epilogue_algo(cublasLtHandle_t handle, const LtProblem& p,
+                                   const LtDescriptors& d) {
   using Key = std::tuple<cublasLtHandle_t, int, int, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, int, int, int, int>;
+                         int64_t, int, int, int, int, bool, bool>;
   static std::mutex mu;
   static std::map<Key, cublasLtMatmulAlgo_t> chosen;
-  const Key key{handle,        int(p.op_a),   int(p.op_b),   p.m,    p.n,
-                p.k,           p.ld_a,        p.ld_b,        p.ld_c, int(p.type_a),
-                int(p.type_b), int(p.type_c), int(p.compute)};
+  const Key key{handle,
+                int(p.op_a),
+                int(p.op_b),
+                p.m,
+                p.n,
+                p.k,
+                p.ld_a,
+                p.ld_b,
+                p.ld_c,
+                int(p.type_a),
+                int(p.type_b),
+                int(p.type_c),
+                int(p.compute),
+                p.bias != nullptr,
+                p.residual != nullptr};
   std::lock_guard<std::mutex> lock(mu);
   auto it = chosen.find(key);
   if (it != chosen.end()) return it->second;
@@ -49,36 +62,38 @@ cublasLtMatmulAlgo_t biased_algo(cublasLtHandle_t handle, const LtProblem& p,
   cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0)
     kernel_fail("matmul",
-                "cuBLASLt offers no algorithm with a bias epilogue for M=" + std::to_string(p.m) +
+                "cuBLASLt offers no algorithm with this epilogue for M=" + std::to_string(p.m) +
                     " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k) + " (status " +
                     std::to_string(int(st)) + ")");
   return chosen.emplace(key, result.algo).first->second;
 }
 
-void biased_matmul(const KView& out, const KView& a, const KView& b, const KView& bias,
-                   MatmulPrecision precision, StreamHandle stream) {
+void epilogue_matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilogue& ep,
+                     MatmulPrecision precision, StreamHandle stream) {
   LtProblem p{};
-  if (!lt_problem(out, a, b, bias, precision, "matmul", &p))
+  if (!lt_problem(out, a, b, ep, precision, "matmul", &p))
     kernel_fail("matmul", "operands need one unit-stride dimension (core makes them contiguous)");
   CublasLtState& s = cublaslt_state();
   const LtDescriptors d(p, 0);
-  const cublasLtMatmulAlgo_t algo = biased_algo(s.handle, p, d);
-  const float alpha = 1.f, beta = 0.f;
+  const cublasLtMatmulAlgo_t algo = epilogue_algo(s.handle, p, d);
+  const float alpha = 1.f, beta = p.beta();
   check_cublas(
-      cublasLtMatmul(s.handle, d.desc, &alpha, b.data, d.a, a.data, d.b, &beta, out.data, d.c,
+      cublasLtMatmul(s.handle, d.desc, &alpha, b.data, d.a, a.data, d.b, &beta, p.c(out), d.c,
                      out.data, d.c, &algo, s.workspace, kCublasLtWorkspaceBytes, as_stream(stream)),
       "matmul", "cublasLtMatmul");
 }
 
 }  // namespace
 
-void matmul(const KView& out, const KView& a, const KView& b, const KView& bias,
+void matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilogue& epilogue,
             MatmulPrecision precision, StreamHandle stream) {
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   if (batch * m * n == 0) return;
-  check_bias(bias, out, "matmul");
+  check_epilogue(epilogue, out, k, "matmul");
+  const KView& bias = epilogue.bias;
   if (k == 0) return bias.data ? copy(out, bias_rows(bias, out), stream) : fill(out, 0.0, stream);
-  if (bias.data) return biased_matmul(out, a, b, bias, precision, stream);
+  if (bias.data || epilogue.residual.data)
+    return epilogue_matmul(out, a, b, epilogue, precision, stream);
   cublasOperation_t op_b, op_a, op_c;
   int64_t ld_b, ld_a, ld_c;
   // C^T (n x m) = B^T (n x k) * A^T (k x m) in column-major terms.

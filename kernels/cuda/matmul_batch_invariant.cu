@@ -314,11 +314,12 @@ cublasLtMatmulAlgo_t heuristic_algo(cublasLtHandle_t handle, const Problem& q, c
 cublasLtMatmulAlgo_t pinned_algo(cublasLtHandle_t handle, const Problem& p, bool k_over_rows) {
   static std::mutex mu;
   // The table switch and the heuristic's SM count are part of the key: tests change both. So is
-  // the bias epilogue, which an algorithm must support (the same table row serves both).
-  static std::map<std::tuple<cublasLtHandle_t, Key, bool, int32_t, bool>, cublasLtMatmulAlgo_t>
+  // the epilogue, which an algorithm must support (the same table row serves every epilogue).
+  static std::map<std::tuple<cublasLtHandle_t, Key, bool, int32_t, bool, bool>,
+                  cublasLtMatmulAlgo_t>
       chosen;
   const auto key = std::make_tuple(handle, key_of(p, k_over_rows), table_enabled(), heuristic_sms(),
-                                   p.bias != nullptr);
+                                   p.bias != nullptr, p.residual != nullptr);
   std::lock_guard<std::mutex> lock(mu);
   auto it = chosen.find(key);
   if (it == chosen.end()) it = chosen.emplace(key, choose_algo(handle, p, k_over_rows)).first;
@@ -331,17 +332,19 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 GemmAlgoSources batch_invariant_algo_sources() { return g_sources; }
 
-void matmul_batch_invariant(const KView& out, const KView& a, const KView& b, const KView& bias,
-                            const BatchInvariantGemm& opt, StreamHandle stream) {
+void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
+                            const MatmulEpilogue& epilogue, const BatchInvariantGemm& opt,
+                            StreamHandle stream) {
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   if (batch * m * n == 0) return;
-  check_bias(bias, out, kOp);
+  check_epilogue(epilogue, out, k, kOp);
+  const KView& bias = epilogue.bias;
   if (k == 0) {
     if (bias.data) return copy(out, bias_rows(bias, out), stream);
     return fill(out, 0.0, stream);
   }
   Problem p{};
-  if (!lt_problem(out, a, b, bias, opt.precision, kOp, &p))
+  if (!lt_problem(out, a, b, epilogue, opt.precision, kOp, &p))
     kernel_fail(kOp, "operands need one unit-stride dimension (core makes them contiguous)");
   // Rows kept apart need a's rows and out's rows as rows: a transposed a would put M into the
   // leading dimension, which the algorithm is chosen from.
@@ -354,9 +357,9 @@ void matmul_batch_invariant(const KView& out, const KView& a, const KView& b, co
   // Launched as if on the simulated device's SMs, where one is set: cuBLASLt's persistent kernels
   // size their grids by it, and the bits must not follow.
   Descriptors d(p, simulated_device().sm_count);
-  const float alpha = 1.f, beta = 0.f;
+  const float alpha = 1.f, beta = p.beta();
   const cublasStatus_t st =
-      cublasLtMatmul(s.handle, d.desc, &alpha, b.data, d.a, a.data, d.b, &beta, out.data, d.c,
+      cublasLtMatmul(s.handle, d.desc, &alpha, b.data, d.a, a.data, d.b, &beta, p.c(out), d.c,
                      out.data, d.c, &algo, s.workspace, kWorkspaceBytes, as_stream(stream));
   if (st != CUBLAS_STATUS_SUCCESS)
     kernel_fail(kOp, "the pinned cuBLASLt algorithm refused " + shape_text(p) + " (status " +
