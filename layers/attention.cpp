@@ -36,12 +36,18 @@ Tensor CausalSelfAttention::forward(const Tensor& x, Generator& gen, const Tenso
                           gen, residual);
 }
 
+Tensor CausalSelfAttention::project(const Tensor& y, const Tensor& residual) const {
+  return residual.defined() ? c_proj->forward_onto(y, residual) : c_proj->forward(y);
+}
+
 Tensor CausalSelfAttention::forward_cached(const Tensor& x, const Tensor& k_cache,
-                                           const Tensor& v_cache, int64_t past) const {
+                                           const Tensor& v_cache, int64_t past,
+                                           const Tensor& residual) const {
   const int64_t b = x.size(0), t = x.size(1), hd = n_embd_ / n_head_, total = past + t;
   BG_CHECK(total <= k_cache.size(2), "attention", "cache holds ", k_cache.size(2),
            " positions, asked for ", total);
-  if (compute_mode().deterministic) return forward_cached_as_trained(x, k_cache, v_cache, past);
+  if (compute_mode().deterministic)
+    return forward_cached_as_trained(x, k_cache, v_cache, past, residual);
   const auto qkv = split(c_attn->forward(x), {n_embd_, n_embd_, n_embd_}, 2);
   auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
   k_cache.slice(2, past, total).copy_(heads(qkv[1]));
@@ -53,7 +59,7 @@ Tensor CausalSelfAttention::forward_cached(const Tensor& x, const Tensor& k_cach
                      1.0 / std::sqrt(double(hd)));
   const Tensor y =
       matmul(att, v_cache.slice(2, 0, total), compute_mode().at(MatmulSite::attention));
-  return c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_}));
+  return project(y.transpose(1, 2).reshape({b, t, n_embd_}), residual);
 }
 
 // The training forward's arithmetic for the new positions. Every product sees the shapes and
@@ -64,7 +70,8 @@ Tensor CausalSelfAttention::forward_cached(const Tensor& x, const Tensor& k_cach
 // later positions are. The fused kernel runs on the training layout too: a (B, capacity, 3C)
 // qkv with the queries in their rows.
 Tensor CausalSelfAttention::forward_cached_as_trained(const Tensor& x, const Tensor& k_cache,
-                                                      const Tensor& v_cache, int64_t past) const {
+                                                      const Tensor& v_cache, int64_t past,
+                                                      const Tensor& residual) const {
   const int64_t b = x.size(0), t = x.size(1), hd = n_embd_ / n_head_, total = past + t,
                 capacity = k_cache.size(2), c = n_embd_;
   auto heads = [&](const Tensor& z) { return z.reshape({b, t, n_head_, hd}).transpose(1, 2); };
@@ -82,7 +89,7 @@ Tensor CausalSelfAttention::forward_cached_as_trained(const Tensor& x, const Ten
     Generator unused;
     const Tensor y = fused_causal_attention(full, n_head_, 0.0, false, unused,
                                             compute_mode().at(MatmulSite::attention));
-    return c_proj->forward(y.slice(1, past, total));
+    return project(y.slice(1, past, total), residual);
   }
   const auto qkv = split(c_attn->forward(x), {c, c, c}, 2);
   k_cache.slice(2, past, total).copy_(heads(qkv[1]));
@@ -92,7 +99,7 @@ Tensor CausalSelfAttention::forward_cached_as_trained(const Tensor& x, const Ten
                                compute_mode().at(MatmulSite::attention));
   const Tensor att = causal_softmax(scores, 1.0 / std::sqrt(double(hd)), past);
   const Tensor y = matmul(att, v_cache, compute_mode().at(MatmulSite::attention));
-  return c_proj->forward(y.transpose(1, 2).reshape({b, t, n_embd_}));
+  return project(y.transpose(1, 2).reshape({b, t, n_embd_}), residual);
 }
 
 }  // namespace bg

@@ -23,14 +23,17 @@ class CausalSelfAttention : public Module {
   // Under a deterministic compute mode the queries' outputs are, bit for bit, the training
   // forward's at the same positions (sampler = trainer): the attention runs over the cache's
   // whole capacity (block_size, the length training runs), as the training forward does, with
-  // the positions past the cache masked.
-  Tensor forward_cached(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
-                        int64_t past) const;
+  // the positions past the cache masked. A residual is added as forward adds it (in c_proj's
+  // epilogue), so the residual stream's bits are training's too.
+  Tensor forward_cached(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache, int64_t past,
+                        const Tensor& residual = Tensor()) const;
   std::shared_ptr<LinearLayer> c_attn, c_proj;
 
  private:
   Tensor forward_cached_as_trained(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
-                                   int64_t past) const;
+                                   int64_t past, const Tensor& residual) const;
+  // c_proj(y), plus the residual when one is given (no dropout: inference).
+  Tensor project(const Tensor& y, const Tensor& residual) const;
   int64_t n_embd_, n_head_;
   double dropout_;
   bool fused_;

@@ -255,9 +255,11 @@ Tensor Block::forward(const Tensor& x, Generator& gen) const {
 
 Tensor Block::forward_cached(const Tensor& x, const Tensor& k, const Tensor& v,
                              int64_t past) const {
-  const Tensor h = x + attn->forward_cached(ln_1->forward_for_matmul(x), k, v, past);
+  // The residual adds as forward makes them (in c_proj's epilogue): the stream's bits are
+  // training's (sampler = trainer).
+  const Tensor h = attn->forward_cached(ln_1->forward_for_matmul(x), k, v, past, x);
   Generator unused;
-  return h + mlp->forward(ln_2->forward_for_matmul(h), unused);  // inference: dropout is off
+  return mlp->forward(ln_2->forward_for_matmul(h), unused, h);  // inference: dropout is off
 }
 
 GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {

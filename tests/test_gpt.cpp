@@ -336,11 +336,13 @@ namespace {
 // Sampler = trainer (issue 15): under train.deterministic's mode, the KV-cached decoder's
 // logits for a sequence (a 4-token prefill, then one token at a time) equal, bit for bit, the
 // training forward's logits at the same positions with the sequence inside a batch of 64.
-void check_sampler_equals_trainer(Device device, MatmulPrecision precision, bool fused) {
-  const std::string what = std::string(enum_name(precision)) + (fused ? " fused" : " composed");
+void check_sampler_equals_trainer(Device device, MatmulPrecision precision, bool fused,
+                                  int64_t n_embd = 0) {
+  const std::string what = std::string(enum_name(precision)) + (fused ? " fused" : " composed") +
+                           " width " + std::to_string(n_embd);
   CAPTURE(what);
   Generator init(31), data(32);
-  GPTConfig cfg = tiny_config(17, true, fused, fused ? 128 : 16);
+  GPTConfig cfg = tiny_config(17, true, fused, n_embd ? n_embd : fused ? 128 : 16);
   cfg.dropout = 0.0;
   GPT model(cfg, init);
   model.set_compute_mode(ComputeMode::deterministic_mode(precision).on(device));
@@ -384,6 +386,9 @@ TEST_CASE("cuda: under train.deterministic the KV-cached sampler gives the train
   check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::tf32, false);
   check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::bf16, false);
   check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::bf16, true);
+  // GPT-2's width: the projections get GPT-2's pinned algorithms, whose epilogues add the bias
+  // and the residual in an order of their own (a separate residual add gives other bits).
+  check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::bf16, false, 768);
 }
 
 }  // namespace bg::test

@@ -11,8 +11,9 @@
 // nothing is staged through shared memory (the portable kernel stashes P and dS there).
 //
 // Deterministic as the portable kernels are: each output element is written once, by one
-// thread, after a loop in a fixed order; no atomics. Their bits differ from the portable ones'
-// (another summation order inside the tensor cores).
+// thread, after a loop in a fixed order; no atomics. The 16-deep steps of every product run in
+// the portable kernels' order, P and dS are rounded to bf16 where they round them, and Hopper's
+// tensor cores sum a step alike for wgmma and mma.sync: the bits are the portable kernels'.
 #include "attention_common.cuh"
 #include "cp_async.cuh"
 

@@ -66,9 +66,10 @@ GemmAlgoSources batch_invariant_algo_sources();
 // The fused attention's CUDA kernels. `best`: the Hopper ones (wgmma; built when the CUDA
 // architectures include 90a) on a compute capability 9.0 GPU for bf16 rows that start 16-byte
 // aligned, the portable mma.sync ones (sm_80 and later) otherwise. `portable`: those everywhere.
-// Both are deterministic and batch-invariant; their bits differ. Tests and `bitgrad bench
-// attention` pin one to compare the two; a command takes BITGRAD_ATTENTION_KERNELS=portable (or
-// best) from the environment, e.g. to run the kernels every other GPU runs.
+// Both are deterministic and batch-invariant, and on Hopper they give the same bits (the same
+// steps in the same order; tests/test_attention.cpp checks it). Tests and `bitgrad bench
+// attention` pin one to compare their speed; a command takes BITGRAD_ATTENTION_KERNELS=portable
+// (or best) from the environment.
 enum class AttentionKernels { best, portable };
 void set_attention_kernels(AttentionKernels kernels);
 AttentionKernels attention_kernels();
