@@ -132,8 +132,8 @@ void ternary_quantize(const KView& wq, const KView& beta, const KView& w, Ternar
 void act_quantize(const KView& xq, const KView& step, const KView& mean, const KView& rstd,
                   const KView& x, const ActQuantOptions& opt, StreamHandle stream);
 // int8_linear: y (M, N) f32/bf16 (CPU f32/f64) = fma(float(acc) * step[m], beta, bias[n] or 0),
-// acc = xq[m] . wq[n] exact in int32. CUDA: int8 tensor cores (mma.sync m16n8k32), the rescale
-// in the epilogue.
+// acc = xq[m] . wq[n] exact in int32. CUDA: int8 tensor cores (wgmma m64n128k32 on Hopper,
+// mma.sync m16n8k32 elsewhere: the same bits), the rescale in the epilogue.
 void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& step,
                  const KView& beta, const KView& bias, StreamHandle stream);
 // int8_dequantize: out (R, C) f32/bf16 (CPU f32/f64) = q * row_scale[r] * tensor_scale, each

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/ops.h"
+#include "kernels/cuda/device_runtime.h"
 
 namespace bg::test {
 
@@ -80,5 +81,19 @@ std::string shared_data_file(const std::string& name);
     BG_REQUIRE_CUDA();                                               \
     ::bg::test::check_cuda_case(BUILDER());                          \
   }
+
+// Pins the tensor-core kernel family (cuda::KernelFamily) for one scope.
+struct PinKernelFamily {
+  explicit PinKernelFamily(cuda::KernelFamily family) { cuda::set_kernel_family(family); }
+  ~PinKernelFamily() { cuda::set_kernel_family(cuda::KernelFamily::best); }
+};
+
+// Hopper-kernel cases start with this: on another GPU (or a build without sm_90a code) the case
+// is reported as skipped.
+#define BG_REQUIRE_HOPPER_KERNELS()            \
+  BG_REQUIRE_CUDA();                           \
+  if (!::bg::cuda::hopper_kernels_available()) \
+  return ::bg::test::skip_case(                \
+      "the Hopper kernels need a compute capability 9.0 GPU and sm_90a code")
 
 }  // namespace bg::test

@@ -8,7 +8,6 @@
 
 #include "harness.h"
 #include "kernels/attention_dropout.h"
-#include "kernels/cuda/device_runtime.h"
 #include "reference.h"
 
 namespace bg::test {
@@ -108,14 +107,6 @@ TEST_CASE("cpu: fused_causal_attention rejects bad shapes") {
 
 namespace {
 
-// Pins the fused attention's CUDA kernels for one scope.
-struct PinAttentionKernels {
-  explicit PinAttentionKernels(cuda::AttentionKernels kernels) {
-    cuda::set_attention_kernels(kernels);
-  }
-  ~PinAttentionKernels() { cuda::set_attention_kernels(cuda::AttentionKernels::best); }
-};
-
 struct AttentionRun {
   Tensor y, dqkv;
 };
@@ -192,7 +183,7 @@ TEST_CASE("cuda: fused_causal_attention bf16 tiles copied asynchronously equal s
   // buffers); rows 8 bytes off take the synchronous one. Both stage the same bf16 values, so
   // outputs and gradients agree bit for bit. T = 200: four tiles, both buffers reused, a ragged
   // last tile; with dropout.
-  const PinAttentionKernels portable(cuda::AttentionKernels::portable);
+  const PinKernelFamily portable(cuda::KernelFamily::portable);
   const Device gpu = Device::cuda(0);
   Generator gen(test_seed());
   const int64_t b = 2, t = 200, heads = 2, c3 = 3 * heads * 64;
@@ -234,16 +225,9 @@ TEST_CASE("cuda: fused_causal_attention reruns are bit-identical") {
 }
 
 // The Hopper (wgmma) kernels run for bf16 rows that start 16-byte aligned (a contiguous packed
-// qkv) on a compute capability 9.0 GPU; elsewhere these cases report themselves skipped.
-#define BG_REQUIRE_HOPPER_ATTENTION()                                              \
-  BG_REQUIRE_CUDA();                                                               \
-  if (!cuda::hopper_attention_available())                                         \
-  return skip_case(                                                                \
-      "the Hopper attention kernels need a compute capability 9.0 GPU and sm_90a " \
-      "code")
-
+// qkv); elsewhere these cases report themselves skipped.
 TEST_CASE("cuda: the Hopper attention kernels match the CPU across tile counts, with dropout") {
-  BG_REQUIRE_HOPPER_ATTENTION();
+  BG_REQUIRE_HOPPER_KERNELS();
   // bf16 inputs: the same tolerance as the portable kernels' bf16 case. T = 1 (the softmax is
   // constant), 37 (one ragged tile), 64, 130 and 255 (three and four tiles, both buffers reused).
   for (int64_t t : {1, 37, 64, 130, 255})
@@ -252,7 +236,7 @@ TEST_CASE("cuda: the Hopper attention kernels match the CPU across tile counts, 
 }
 
 TEST_CASE("cuda: the Hopper attention kernels give the portable ones' bits and repeat them") {
-  BG_REQUIRE_HOPPER_ATTENTION();
+  BG_REQUIRE_HOPPER_KERNELS();
   // Both families see the same bf16 operands, take the 16-deep steps of every product in the
   // same order and round P and dS to bf16 at the same places; on Hopper the tensor cores sum a
   // step alike for mma.sync and wgmma, so outputs and gradients are equal bit for bit.
@@ -267,7 +251,7 @@ TEST_CASE("cuda: the Hopper attention kernels give the portable ones' bits and r
     CHECK(rel_err(a.dqkv, b.dqkv) == 0.0);
     AttentionRun portable;
     {
-      const PinAttentionKernels pin(cuda::AttentionKernels::portable);
+      const PinKernelFamily pin(cuda::KernelFamily::portable);
       portable = run_fused(qkv, w, 4, p, Device::cuda(0), DType::bf16);
     }
     CHECK(rel_err(a.y, portable.y) == 0.0);

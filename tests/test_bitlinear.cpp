@@ -183,6 +183,31 @@ TEST_CASE("cuda: quantisers and the int8 product give the CPU's bits at odd shap
                        as_floats(act_quantize(x16.to(DType::f32), opt).q)) == 0);
 }
 
+TEST_CASE("cuda: the Hopper int8 product gives the portable kernel's bits") {
+  BG_REQUIRE_HOPPER_KERNELS();
+  // Exact integer products either way; the shapes cover ragged block edges in M, N and K (K
+  // past a 128-byte step, not a multiple of 16), several K steps, and both output dtypes.
+  Generator gen(8);
+  for (auto [m, k, n] :
+       {std::array<int64_t, 3>{333, 300, 500}, {130, 1000, 129}, {2048, 768, 2304}, {1, 77, 8}}) {
+    CAPTURE(m);
+    const Tensor x = randn({m, k}, gen, 0.1, 1.5, DType::f32, Device::cuda(0));
+    const Tensor w = randn({n, k}, gen, 0, 0.02, DType::f32, Device::cuda(0));
+    const Tensor bias = randn({n}, gen, 0, 1, DType::f32, Device::cuda(0));
+    const QuantizedActivations xq = act_quantize(x, act_options(BitNorm::rms, 8));
+    const TernaryWeights wq = ternary_quantize(w, TernaryScale::absmean);
+    for (DType out : {DType::f32, DType::bf16}) {
+      const std::vector<float> hopper = as_floats(int8_linear(xq, wq, bias, out));
+      std::vector<float> portable;
+      {
+        const PinKernelFamily pin(cuda::KernelFamily::portable);
+        portable = as_floats(int8_linear(xq, wq, bias, out));
+      }
+      CHECK(bit_mismatches(hopper, portable) == 0);
+    }
+  }
+}
+
 TEST_CASE("cpu: bitlinear's straight-through gradients equal finite differences of the surrogate") {
   // The surrogate: y = x_n(x) W~0^T for dx (the norm differentiable, the quantised weights
   // frozen) and y = x~0 W^T for dW, with x~0 = step x_q and W~0 = beta W_q at the point.

@@ -81,13 +81,13 @@ int run_bench_attention(const Args& args) {
         4.0 * double(s.batch * s.heads * head_dim) * double(s.t) * double(s.t + 1) / 2.0;
     const double fwd_floor = 1e3 * fwd_flops / kBf16TensorFlops, bwd_floor = 2.5 * fwd_floor;
     std::vector<Variant> variants = {{"fused-mma", DType::f32}, {"fused-mma", DType::bf16}};
-    if (cuda::hopper_attention_available()) variants.push_back({"fused-wgmma", DType::bf16});
+    if (cuda::hopper_kernels_available()) variants.push_back({"fused-wgmma", DType::bf16});
     variants.push_back({"composed", DType::f32});
     for (const Variant& variant : variants) {
       const bool fused = std::string(variant.impl) != "composed";
-      cuda::set_attention_kernels(std::string(variant.impl) == "fused-mma"
-                                      ? cuda::AttentionKernels::portable
-                                      : cuda::AttentionKernels::best);
+      cuda::set_kernel_family(std::string(variant.impl) == "fused-mma"
+                                      ? cuda::KernelFamily::portable
+                                      : cuda::KernelFamily::best);
       std::vector<Tensor> qkv_in, dy_in;
       for (size_t i = 0; i < qkv.size(); ++i) {
         qkv_in.push_back(qkv[i].to(variant.inputs));
@@ -124,7 +124,7 @@ int run_bench_attention(const Args& args) {
       first = false;
     }
   }
-  cuda::set_attention_kernels(cuda::AttentionKernels::best);
+  cuda::set_kernel_family(cuda::KernelFamily::best);
   json << "\n  ]\n}\n";
   write_bench_json(args, json.str());
   return 0;

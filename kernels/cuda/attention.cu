@@ -406,7 +406,7 @@ void dispatch_tiles(DType dtype, bool async, F&& f) {
 
 // Whether bf16 rows that start 16-byte aligned go to the Hopper kernels.
 bool runs_wgmma() {
-  return attention_kernels() == AttentionKernels::best && hopper_attention_available();
+  return kernel_family() == KernelFamily::best && hopper_kernels_available();
 }
 
 AttnShape make_shape(const KView& q, double scale, const AttentionDropout& drop) {

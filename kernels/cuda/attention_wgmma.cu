@@ -16,28 +16,24 @@
 // tensor cores sum a step alike for wgmma and mma.sync: the bits are the portable kernels'.
 #include "attention_common.cuh"
 #include "cp_async.cuh"
+#include "wgmma.cuh"
 
 namespace bg::cuda::attn {
 namespace {
 
 constexpr int kTileElems = kTile * kHeadDim;  // a tile: 64 rows of 128 bytes, no padding
 constexpr int kTileBytes = kTileElems * 2;
-constexpr int kSmemAlign = 1024;  // the swizzle pattern repeats every 8 rows of 128 bytes
-constexpr int kBlocksPerSm = 3;   // backward register cap, as the portable kernels'
+constexpr int kBlocksPerSm = 3;  // backward register cap, as the portable kernels'
+using wgmma::kStepAcrossRows;
+using wgmma::kStepAlongRows;
+using wgmma::tile_desc;
 
 constexpr int smem_bytes(int tiles, int extra = 0) {
-  return tiles * kTileBytes + extra + kSmemAlign;
-}
-
-// Element offset of row r's 16-byte chunk c in a swizzled tile: chunk c ^ (r % 8) of the row, the
-// layout wgmma's 128-byte swizzle mode reads (and bank-conflict-free for the copies).
-__device__ __forceinline__ int swizzled(int row, int chunk) {
-  return row * kHeadDim + ((chunk ^ (row & 7)) << 3);
+  return tiles * kTileBytes + extra + wgmma::kAlign;
 }
 
 __device__ __forceinline__ bf16* aligned_tiles(unsigned char* raw) {
-  const uint32_t a = mma::smem_addr(raw);
-  return reinterpret_cast<bf16*>(raw + ((kSmemAlign - (a & (kSmemAlign - 1))) & (kSmemAlign - 1)));
+  return reinterpret_cast<bf16*>(wgmma::aligned(raw));
 }
 
 // Rows t0..t0+63 of one head into a swizzled tile with cp.async; rows past T are zero-filled.
@@ -46,53 +42,14 @@ __device__ __forceinline__ void copy_tile(bf16* tile, const HeadsView<const bf16
   for (int i = threadIdx.x; i < kTile * 8; i += kThreads) {
     const int r = i >> 3, c = i & 7;
     const bool inside = t0 + r < t;
-    mma::cp_async16(mma::smem_addr(tile + swizzled(r, c)),
-                    src.row(b, h, inside ? t0 + r : 0) + 8 * c, inside);
+    mma::cp_async16(
+        mma::smem_addr(reinterpret_cast<unsigned char*>(tile) + wgmma::swizzled_byte(r, c)),
+        src.row(b, h, inside ? t0 + r : 0) + 8 * c, inside);
   }
 }
 
-// wgmma reads shared memory through the async proxy: copies that landed through the generic one
-// are made visible to it by this fence (before the barrier that publishes them).
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-// Descriptor of a swizzled tile: start address >> 4 (bits 0-13), leading byte offset (16-29;
-// unused under the 128-byte swizzle, 1 by convention), stride byte offset >> 4 (32-45: 1024
-// bytes from one 8-row group to the next), swizzle mode 128B (bits 62-63 = 1).
-__device__ __forceinline__ uint64_t tile_desc(const bf16* tile) {
-  return uint64_t((mma::smem_addr(tile) & 0x3FFFF) >> 4) | (uint64_t(1) << 16) |
-         (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
-}
-// Descriptor advance per 16-deep step of a product: along a row (K-major operands: q and k of
-// q k^T, whose depth is the head dim) 32 bytes; across rows (MN-major operands: v of P V, whose
-// depth is the key) 16 rows of 128 bytes.
-constexpr uint64_t kStepAlongRows = 32 >> 4;
-constexpr uint64_t kStepAcrossRows = (16 * 128) >> 4;
-
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_wait_all() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
-// Keeps the compiler from moving reads or writes of a wgmma operand's registers across a wgmma
-// boundary (ptxas would otherwise insert waits of its own).
-__device__ __forceinline__ void fence_regs(float d[8][4]) {
-#pragma unroll
-  for (int n = 0; n < 8; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[n][e])::"memory");
-}
-__device__ __forceinline__ void fence_regs(uint32_t a[4][4]) {
-#pragma unroll
-  for (int k = 0; k < 4; ++k)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[k][e])::"memory");
-}
+__device__ __forceinline__ void fence_regs(float d[8][4]) { wgmma::fence_regs<32>(&d[0][0]); }
+__device__ __forceinline__ void fence_regs(uint32_t a[4][4]) { wgmma::fence_regs<16>(&a[0][0]); }
 
 // The accumulator operands of an m64n64 wgmma: this thread's 32 f32 values, %0..%31.
 #define BG_WGMMA_D_REGS                                                                         \
@@ -151,7 +108,7 @@ __device__ __forceinline__ void pipeline_step(bf16* a, bf16* b, const HeadsView<
   } else {
     mma::cp_async_wait<0>();
   }
-  fence_proxy_async();
+  wgmma::fence_proxy_async();
   __syncthreads();
 }
 
@@ -179,20 +136,20 @@ __global__ void __launch_bounds__(kThreads)
     float p[8][4];
     zero(p);
     fence_regs(p);
-    wgmma_fence();
+    wgmma::fence();
     product_abt(p, q_desc, tile_desc(sk + buf));
-    wgmma_commit();
-    wgmma_wait_all();
+    wgmma::commit();
+    wgmma::wait_all();
     fence_regs(p);
     softmax_step(p, o, m, l, s, bh, r0, kt, kt == qt, lane);
     uint32_t pa[4][4];
     acc_to_a(pa, p);
     fence_regs(pa);
     fence_regs(o);
-    wgmma_fence();
+    wgmma::fence();
     product_rb(o, pa, tile_desc(sv + buf));
-    wgmma_commit();
-    wgmma_wait_all();
+    wgmma::commit();
+    wgmma::wait_all();
     fence_regs(o);
   }
   finish_forward(y, lse, o, m, l, bh, b, h, r0, s.t, lane);
@@ -231,11 +188,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     zero(ds);
     fence_regs(p);
     fence_regs(ds);
-    wgmma_fence();
+    wgmma::fence();
     product_abt(p, q_desc, tile_desc(sk + buf));   // scores
     product_abt(ds, g_desc, tile_desc(sv + buf));  // dy v^T
-    wgmma_commit();
-    wgmma_wait_all();
+    wgmma::commit();
+    wgmma::wait_all();
     fence_regs(p);
     fence_regs(ds);
     probs_and_grads(p, ds, lse2, dl, bh, r0, kt, kt == qt, s, lane);
@@ -243,10 +200,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     acc_to_a(dsa, ds);
     fence_regs(dsa);
     fence_regs(acc);
-    wgmma_fence();
+    wgmma::fence();
     product_rb(acc, dsa, tile_desc(sk + buf));  // dS K
-    wgmma_commit();
-    wgmma_wait_all();
+    wgmma::commit();
+    wgmma::wait_all();
     fence_regs(acc);
   }
   store_rows(dq, b, h, r0, s.t, acc, s.scale, s.scale, lane);
@@ -335,11 +292,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     zero(dpt);
     fence_regs(st);
     fence_regs(dpt);
-    wgmma_fence();
+    wgmma::fence();
     product_abt(st, k_desc, tile_desc(sq + buf));   // S^T = k q^T
     product_abt(dpt, v_desc, tile_desc(sg + buf));  // dP^T = v dy^T
-    wgmma_commit();
-    wgmma_wait_all();
+    wgmma::commit();
+    wgmma::wait_all();
     fence_regs(st);
     fence_regs(dpt);
     probs_and_grads_transposed(st, dpt, tile_stats, tile_stats + kTile, bh, key0, qt, qt == kt, s,
@@ -351,11 +308,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     fence_regs(dsa);
     fence_regs(acc_v);
     fence_regs(acc_k);
-    wgmma_fence();
+    wgmma::fence();
     product_rb(acc_v, pa, tile_desc(sg + buf));   // dV += P^T dy
     product_rb(acc_k, dsa, tile_desc(sq + buf));  // dK += dS^T q
-    wgmma_commit();
-    wgmma_wait_all();
+    wgmma::commit();
+    wgmma::wait_all();
     fence_regs(acc_v);
     fence_regs(acc_k);
     if (qt + 1 < tiles) stats[((local + 1) & 1) * 2 * kTile + threadIdx.x] = next_stat;

@@ -252,44 +252,44 @@ void profiler_capture(bool on) { BG_CUDA_CHECK(on ? cudaProfilerStart() : cudaPr
 
 namespace {
 
-constexpr const char* kAttentionKernelsVar = "BITGRAD_ATTENTION_KERNELS";
+constexpr const char* kKernelFamilyVar = "BITGRAD_KERNELS";
 
-// The values BITGRAD_ATTENTION_KERNELS takes.
-constexpr std::pair<AttentionKernels, const char*> kAttentionKernelsNames[] = {
-    {AttentionKernels::best, "best"}, {AttentionKernels::portable, "portable"}};
+// The values BITGRAD_KERNELS takes.
+constexpr std::pair<KernelFamily, const char*> kKernelFamilyNames[] = {
+    {KernelFamily::best, "best"}, {KernelFamily::portable, "portable"}};
 
-std::mutex g_attention_mu;
-bool g_attention_read = false;
-AttentionKernels g_attention_kernels = AttentionKernels::best;
+std::mutex g_kernel_family_mu;
+bool g_kernel_family_read = false;
+KernelFamily g_kernel_family = KernelFamily::best;
 
 }  // namespace
 
-void set_attention_kernels(AttentionKernels kernels) {
-  std::lock_guard<std::mutex> lock(g_attention_mu);
-  g_attention_kernels = kernels;
-  g_attention_read = true;
+void set_kernel_family(KernelFamily kernels) {
+  std::lock_guard<std::mutex> lock(g_kernel_family_mu);
+  g_kernel_family = kernels;
+  g_kernel_family_read = true;
 }
 
-AttentionKernels attention_kernels() {
-  std::lock_guard<std::mutex> lock(g_attention_mu);
-  if (!g_attention_read) {
-    g_attention_read = true;
-    const char* env = std::getenv(kAttentionKernelsVar);
+KernelFamily kernel_family() {
+  std::lock_guard<std::mutex> lock(g_kernel_family_mu);
+  if (!g_kernel_family_read) {
+    g_kernel_family_read = true;
+    const char* env = std::getenv(kKernelFamilyVar);
     if (env && *env) {
       bool known = false;
-      for (const auto& [value, name] : kAttentionKernelsNames)
-        if (std::string(env) == name) g_attention_kernels = value, known = true;
+      for (const auto& [value, name] : kKernelFamilyNames)
+        if (std::string(env) == name) g_kernel_family = value, known = true;
       if (!known)
-        kernel_fail("cuda", std::string(kAttentionKernelsVar) + ": unknown value '" + env +
+        kernel_fail("cuda", std::string(kKernelFamilyVar) + ": unknown value '" + env +
                                 "' (best, portable)");
     }
   }
-  return g_attention_kernels;
+  return g_kernel_family;
 }
 
 // The compute capability, not the SM count or clocks: two GPU models of one architecture (H100
 // and H200) run the same kernels and give the same bits.
-bool hopper_attention_available() {
+bool hopper_kernels_available() {
 #if defined(BITGRAD_HAS_SM90A)
   int device = 0, major = 0, minor = 0;
   BG_CUDA_CHECK(cudaGetDevice(&device));

@@ -63,18 +63,19 @@ struct GemmAlgoSources {
   int64_t table = 0, nearest_row = 0, heuristic = 0;
 };
 GemmAlgoSources batch_invariant_algo_sources();
-// The fused attention's CUDA kernels. `best`: the Hopper ones (wgmma; built when the CUDA
-// architectures include 90a) on a compute capability 9.0 GPU for bf16 rows that start 16-byte
-// aligned, the portable mma.sync ones (sm_80 and later) otherwise. `portable`: those everywhere.
-// Both are deterministic and batch-invariant, and on Hopper they give the same bits (the same
-// steps in the same order; tests/test_attention.cpp checks it). Tests and `bitgrad bench
-// attention` pin one to compare their speed; a command takes BITGRAD_ATTENTION_KERNELS=portable
-// (or best) from the environment.
-enum class AttentionKernels { best, portable };
-void set_attention_kernels(AttentionKernels kernels);
-AttentionKernels attention_kernels();
+// Which family of tensor-core kernels runs where there are two: the fused attention and
+// BitLinear's int8 product. `best`: the Hopper ones (wgmma; built when the CUDA architectures
+// include 90a) on a compute capability 9.0 GPU, for the inputs they take (bf16 attention rows
+// that start 16-byte aligned; any int8_linear operands); the portable mma.sync ones (sm_80 and
+// later) otherwise. `portable`: those everywhere. The two families give the same bits on Hopper
+// (the attention's steps in the same order, tests/test_attention.cpp; the int8 product is exact
+// integer arithmetic). Tests and the benchmarks pin one to compare their speed; a command takes
+// BITGRAD_KERNELS=portable (or best) from the environment.
+enum class KernelFamily { best, portable };
+void set_kernel_family(KernelFamily kernels);
+KernelFamily kernel_family();
 // Whether this build has the Hopper kernels and the current device runs them.
-bool hopper_attention_available();
+bool hopper_kernels_available();
 // CUDA graphs: capture everything issued on `stream` between begin and end, then replay it.
 void graph_begin_capture(StreamHandle stream);
 void* graph_end_capture(StreamHandle stream);  // returns an executable graph

@@ -35,8 +35,8 @@ void* graph_end_capture(StreamHandle) { no_cuda(); }
 void graph_launch(void*, StreamHandle) { no_cuda(); }
 void graph_destroy(void*) noexcept {}
 void profiler_capture(bool) {}
-void set_attention_kernels(AttentionKernels) {}
-AttentionKernels attention_kernels() { return AttentionKernels::best; }
-bool hopper_attention_available() { return false; }
+void set_kernel_family(KernelFamily) {}
+KernelFamily kernel_family() { return KernelFamily::best; }
+bool hopper_kernels_available() { return false; }
 
 }  // namespace bg::cuda

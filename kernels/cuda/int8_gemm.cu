@@ -1,7 +1,8 @@
 // int8_gemm.cu: BitLinear's training product y = x_q W_q^T on int8 tensor cores, rescaled in
-// the epilogue. x_q and W_q are exact small integers, so an int8 x int8 -> int32 mma gives the
-// exact integer product at twice the bf16 rate, and no order of the K loop can change a bit:
-// the result equals the CPU's Eigen product, batch-invariant and deterministic by construction.
+// the epilogue (this file's mma.sync kernel on any GPU; int8_gemm_wgmma.cu's on Hopper). x_q and
+// W_q are exact small integers, so an int8 x int8 -> int32 mma gives the exact integer product at
+// twice the bf16 rate, and no order of the K loop can change a bit: the result equals the CPU's
+// Eigen product, batch-invariant and deterministic by construction.
 //
 // Tiles of 128 x 128 outputs over K steps of 64 bytes, 8 warps of 64 x 32, mma.sync m16n8k32
 // (s8 in, s32 accumulate) fed by ldmatrix from shared rows padded to 80 bytes (the 8 rows of an
@@ -12,9 +13,15 @@
 #include <cstdint>
 
 #include "cuda_kernels.h"
+#include "device_runtime.h"
 #include "int8_mma.cuh"
 
 namespace bg::cuda {
+
+// int8_gemm_wgmma.cu: the Hopper kernel, for the same operands, with the same bits.
+void int8_linear_wgmma(const KView& y, const KView& xq, const KView& wq, const KView& step,
+                       const KView& beta, const KView& bias, cudaStream_t stream);
+
 namespace {
 
 using namespace mma;
@@ -138,12 +145,14 @@ void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& 
       !aligned(wq) || xq.strides[0] < (k + 15) / 16 * 16 || wq.strides[0] < (k + 15) / 16 * 16)
     kernel_fail("int8_linear", "operands must be i8 rows of K, 16-byte aligned, zero-padded");
   if (m == 0 || n == 0) return;
+  if (y.dtype != DType::f32 && y.dtype != DType::bf16)
+    kernel_fail("int8_linear", std::string("y must be f32 or bf16, got ") + dtype_name(y.dtype));
+  if (kernel_family() == KernelFamily::best && hopper_kernels_available())
+    return int8_linear_wgmma(y, xq, wq, step, beta, bias, as_stream(stream));
   if (y.dtype == DType::f32)
     launch<float>(y, xq, wq, step, beta, bias, as_stream(stream));
-  else if (y.dtype == DType::bf16)
-    launch<__nv_bfloat16>(y, xq, wq, step, beta, bias, as_stream(stream));
   else
-    kernel_fail("int8_linear", std::string("y must be f32 or bf16, got ") + dtype_name(y.dtype));
+    launch<__nv_bfloat16>(y, xq, wq, step, beta, bias, as_stream(stream));
 }
 
 }  // namespace bg::cuda

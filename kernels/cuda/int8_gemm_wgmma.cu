@@ -1,0 +1,135 @@
+// int8_gemm_wgmma.cu: int8_linear's product on Hopper's warpgroup MMA (wgmma, sm_90a): the same
+// exact integer product as int8_gemm.cu's mma.sync kernel, so the same bits, at the rate of
+// Hopper's int8 tensor cores (about twice bf16's). Blocks of 128 x 128 outputs: two warpgroups of
+// 64 rows, each an m64n128k32 s8 x s8 -> s32 wgmma per 32 bytes of K, both operands read through
+// descriptors from 128-byte-swizzled shared tiles (x_q rows and W_q rows are K-major, what int8
+// wgmma takes). K moves in 128-byte steps through four cp.async stages (one block per SM: 180
+// registers). The epilogue is the mma.sync kernel's: y = fma(float(acc) * step[m], beta, bias[n] or
+// 0).
+#include <cstdint>
+
+#include "cuda_kernels.h"
+#include "int8_mma.cuh"
+#include "wgmma.cuh"
+
+namespace bg::cuda {
+namespace {
+
+constexpr int kBM = 128, kBN = 128, kBK = 128, kStages = 4, kThreads = 256;
+constexpr int kTileA = kBM * kBK, kStageBytes = (kBM + kBN) * kBK;  // bytes
+constexpr int kSmemBytes = kStages * kStageBytes + wgmma::kAlign;
+
+// d (a warpgroup's 64 x 128 s32 tile, this thread's 64 values) += A B^T over 32 bytes of K.
+__device__ __forceinline__ void wgmma_s8(int32_t d[64], uint64_t a, uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
+      "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, "
+      "%28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "
+      "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, 1;\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]),
+        "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]),
+        "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]),
+        "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]),
+        "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]),
+        "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+        "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]),
+        "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
+        "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]),
+        "+r"(d[63])
+      : "l"(a), "l"(b));
+}
+
+// Stage `stage` gets K bytes k0..k0+127 of x_q rows m0.. and W_q rows n0.. (256 threads, four
+// 16-byte chunks of each tile apiece); chunks past the rows or past K16 are zero-filled.
+__device__ __forceinline__ void load_stage(unsigned char* stage, const int8_t* xq, const int8_t* wq,
+                                           int64_t m, int64_t n, int64_t k16, int64_t lda,
+                                           int64_t ldb, int64_t m0, int64_t n0, int64_t k0) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int chunk = int(threadIdx.x) + i * kThreads;  // 0..2047: A's 1024, then B's
+    const bool is_b = chunk >= kBM * 8;
+    const int r = (chunk % (kBM * 8)) / 8, c = chunk % 8;
+    const int64_t row = (is_b ? n0 : m0) + r;
+    const bool ok = row < (is_b ? n : m) && k0 + 16 * c < k16;
+    const int8_t* src = (is_b ? wq : xq) + (ok ? row * (is_b ? ldb : lda) + k0 + 16 * c : 0);
+    mma::cp_async16(mma::smem_addr(stage + (is_b ? kTileA : 0) + wgmma::swizzled_byte(r, c)), src,
+                    ok);
+  }
+}
+
+template <typename O>
+__global__ void __launch_bounds__(kThreads, 1)
+    int8_gemm_wgmma_kernel(O* y, const int8_t* xq, const int8_t* wq, const float* step,
+                           const float* beta, const float* bias, int64_t m, int64_t n, int64_t k16,
+                           int64_t lda, int64_t ldb) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = wgmma::aligned(smem_raw);
+  const int warp = threadIdx.x / 32, group = warp / 4;  // warpgroup: rows 64 group..
+  const int64_t m0 = int64_t(blockIdx.y) * kBM, n0 = int64_t(blockIdx.x) * kBN;
+  const int64_t steps = (k16 + kBK - 1) / kBK;
+  int32_t acc[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) acc[i] = 0;
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < steps) load_stage(smem + s * kStageBytes, xq, wq, m, n, k16, lda, ldb, m0, n0, s * kBK);
+    mma::cp_async_commit();
+  }
+  for (int64_t kt = 0; kt < steps; ++kt) {
+    mma::cp_async_wait<kStages - 2>();
+    wgmma::fence_proxy_async();
+    __syncthreads();  // stage kt is in; every warpgroup is done with stage kt - 1
+    const int64_t next = kt + kStages - 1;
+    if (next < steps)
+      load_stage(smem + (next % kStages) * kStageBytes, xq, wq, m, n, k16, lda, ldb, m0, n0,
+                 next * kBK);
+    mma::cp_async_commit();
+    const unsigned char* tile = smem + (kt % kStages) * kStageBytes;
+    const uint64_t a = wgmma::tile_desc(tile + group * 64 * kBK),
+                   b = wgmma::tile_desc(tile + kTileA);
+    wgmma::fence_regs<64>(reinterpret_cast<uint32_t*>(acc));
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / 32; ++kk)
+      wgmma_s8(acc, a + kk * wgmma::kStepAlongRows, b + kk * wgmma::kStepAlongRows);
+    wgmma::commit();
+    wgmma::wait_all();
+    wgmma::fence_regs<64>(reinterpret_cast<uint32_t*>(acc));
+  }
+  mma::cp_async_wait<0>();
+  // Accumulator i of a warp: rows 16 (warp % 4) + lane / 4 (+ 8 for i / 2 odd), columns
+  // 8 (i / 4) + 2 (lane % 4) + i % 2: mma.sync's fragment layout, 16 fragments wide.
+  mma::store_fragments<O, 1, 16>(
+      y, m, n, m0 + group * 64 + (warp % 4) * 16, n0, step, *beta, bias,
+      [&](int, int ni, int half, int e) { return acc[ni * 4 + half * 2 + e]; });
+#else
+  __trap();  // launched only on compute capability 9.0 from sm_90a code
+#endif
+}
+
+template <typename O>
+void launch(const KView& y, const KView& xq, const KView& wq, const KView& step, const KView& beta,
+            const KView& bias, cudaStream_t stream) {
+  // Above 48 KiB of shared memory: the opt-in, on every launch so it holds on any device.
+  BG_CUDA_CHECK(cudaFuncSetAttribute(int8_gemm_wgmma_kernel<O>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  const int64_t m = xq.shape[0], k = xq.shape[1], n = wq.shape[0];
+  const dim3 grid(unsigned((n + kBN - 1) / kBN), unsigned((m + kBM - 1) / kBM));
+  int8_gemm_wgmma_kernel<O><<<grid, kThreads, kSmemBytes, stream>>>(
+      static_cast<O*>(y.data), static_cast<const int8_t*>(xq.data),
+      static_cast<const int8_t*>(wq.data), static_cast<const float*>(step.data),
+      static_cast<const float*>(beta.data), static_cast<const float*>(bias.data), m, n,
+      (k + 15) / 16 * 16, xq.strides[0], wq.strides[0]);
+  BG_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void int8_linear_wgmma(const KView& y, const KView& xq, const KView& wq, const KView& step,
+                       const KView& beta, const KView& bias, cudaStream_t stream) {
+  if (y.dtype == DType::f32) return launch<float>(y, xq, wq, step, beta, bias, stream);
+  launch<__nv_bfloat16>(y, xq, wq, step, beta, bias, stream);
+}
+
+}  // namespace bg::cuda
