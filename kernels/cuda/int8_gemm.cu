@@ -114,25 +114,6 @@ __global__ void __launch_bounds__(kThreads)
       [&](int mi, int ni, int half, int e) { return acc[mi][ni][half * 2 + e]; });
 }
 
-template <typename O>
-void launch(const KView& y, const KView& xq, const KView& wq, const KView& step, const KView& beta,
-            const KView& bias, cudaStream_t stream) {
-  static bool configured = false;  // one attribute call per instantiation (over 48 KB of smem)
-  if (!configured) {
-    BG_CUDA_CHECK(cudaFuncSetAttribute(int8_gemm_kernel<O>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-    configured = true;
-  }
-  const int64_t m = xq.shape[0], k = xq.shape[1], n = wq.shape[0];
-  const dim3 grid(unsigned((n + kBN - 1) / kBN), unsigned((m + kBM - 1) / kBM));
-  int8_gemm_kernel<O><<<grid, kThreads, kSmemBytes, stream>>>(
-      static_cast<O*>(y.data), static_cast<const int8_t*>(xq.data),
-      static_cast<const int8_t*>(wq.data), static_cast<const float*>(step.data),
-      static_cast<const float*>(beta.data), static_cast<const float*>(bias.data), m, n,
-      (k + 15) / 16 * 16, xq.strides[0], wq.strides[0]);
-  BG_CUDA_LAUNCH_CHECK();
-}
-
 }  // namespace
 
 void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& step,
@@ -150,9 +131,11 @@ void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& 
   if (kernel_family() == KernelFamily::best && hopper_kernels_available())
     return int8_linear_wgmma(y, xq, wq, step, beta, bias, as_stream(stream));
   if (y.dtype == DType::f32)
-    launch<float>(y, xq, wq, step, beta, bias, as_stream(stream));
+    launch_int8_linear<float>(int8_gemm_kernel<float>, kBM, kBN, kThreads, kSmemBytes, y, xq, wq,
+                              step, beta, bias, as_stream(stream));
   else
-    launch<__nv_bfloat16>(y, xq, wq, step, beta, bias, as_stream(stream));
+    launch_int8_linear<__nv_bfloat16>(int8_gemm_kernel<__nv_bfloat16>, kBM, kBN, kThreads,
+                                      kSmemBytes, y, xq, wq, step, beta, bias, as_stream(stream));
 }
 
 }  // namespace bg::cuda

@@ -108,28 +108,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <typename O>
-void launch(const KView& y, const KView& xq, const KView& wq, const KView& step, const KView& beta,
-            const KView& bias, cudaStream_t stream) {
-  // Above 48 KiB of shared memory: the opt-in, on every launch so it holds on any device.
-  BG_CUDA_CHECK(cudaFuncSetAttribute(int8_gemm_wgmma_kernel<O>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  const int64_t m = xq.shape[0], k = xq.shape[1], n = wq.shape[0];
-  const dim3 grid(unsigned((n + kBN - 1) / kBN), unsigned((m + kBM - 1) / kBM));
-  int8_gemm_wgmma_kernel<O><<<grid, kThreads, kSmemBytes, stream>>>(
-      static_cast<O*>(y.data), static_cast<const int8_t*>(xq.data),
-      static_cast<const int8_t*>(wq.data), static_cast<const float*>(step.data),
-      static_cast<const float*>(beta.data), static_cast<const float*>(bias.data), m, n,
-      (k + 15) / 16 * 16, xq.strides[0], wq.strides[0]);
-  BG_CUDA_LAUNCH_CHECK();
-}
-
 }  // namespace
 
 void int8_linear_wgmma(const KView& y, const KView& xq, const KView& wq, const KView& step,
                        const KView& beta, const KView& bias, cudaStream_t stream) {
-  if (y.dtype == DType::f32) return launch<float>(y, xq, wq, step, beta, bias, stream);
-  launch<__nv_bfloat16>(y, xq, wq, step, beta, bias, stream);
+  if (y.dtype == DType::f32)
+    return mma::launch_int8_linear<float>(int8_gemm_wgmma_kernel<float>, kBM, kBN, kThreads,
+                                          kSmemBytes, y, xq, wq, step, beta, bias, stream);
+  mma::launch_int8_linear<__nv_bfloat16>(int8_gemm_wgmma_kernel<__nv_bfloat16>, kBM, kBN, kThreads,
+                                         kSmemBytes, y, xq, wq, step, beta, bias, stream);
 }
 
 }  // namespace bg::cuda

@@ -92,4 +92,23 @@ __device__ __forceinline__ void store_fragments(O* y, int64_t m, int64_t n, int6
     }
 }
 
+// The launch both int8_linear kernels share (int8_gemm.cu's mma.sync one, int8_gemm_wgmma.cu's):
+// a grid of bn x bm output tiles, the views' raw pointers, K padded to 16 as the quantisers lay
+// their rows out. The shared-memory opt-in is set on every launch (a host-side call), so it
+// holds on whichever device is current.
+template <typename O, typename Kernel>
+void launch_int8_linear(Kernel kernel, int bm, int bn, int threads, int smem, const KView& y,
+                        const KView& xq, const KView& wq, const KView& step, const KView& beta,
+                        const KView& bias, cudaStream_t stream) {
+  BG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int64_t m = xq.shape[0], k = xq.shape[1], n = wq.shape[0];
+  const dim3 grid(unsigned((n + bn - 1) / bn), unsigned((m + bm - 1) / bm));
+  kernel<<<grid, threads, smem, stream>>>(
+      static_cast<O*>(y.data), static_cast<const int8_t*>(xq.data),
+      static_cast<const int8_t*>(wq.data), static_cast<const float*>(step.data),
+      static_cast<const float*>(beta.data), static_cast<const float*>(bias.data), m, n,
+      (k + 15) / 16 * 16, xq.strides[0], wq.strides[0]);
+  BG_CUDA_LAUNCH_CHECK();
+}
+
 }  // namespace bg::cuda::mma
