@@ -31,18 +31,34 @@ struct TernaryWeights {
 };
 TernaryWeights ternary_quantize(const Tensor& weight, TernaryScale method);
 
-// x (M, K) -> q (M, K) i8 (rows padded as above), step (M) = gamma / Q, and the norm's
-// statistics for its backward (rstd (M); mean (M) for layernorm).
+// x (M, K) -> q (M, K) i8 (rows padded as above), step (M) = gamma / Q, quant_scale (M) =
+// Q / gamma (what x_n was multiplied by before rounding), and the norm's statistics for its
+// backward (rstd (M); mean (M) for layernorm). The statistics alone recompute q from x
+// (bitlinear_input_backward), so the backward need not keep q.
 struct QuantizedActivations {
-  Tensor q, step, mean, rstd;
+  Tensor q, step, quant_scale, mean, rstd;
   int bits = 8;  // act_bits: at 2 the values are ternary, -1, 0 or 1
 };
 QuantizedActivations act_quantize(const Tensor& x, const ActQuantOptions& opt);
 
 // y (M, N) = fma(float(x.q . w.q^T) * x.step, w.beta, bias or 0) in out_dtype (f32, or bf16 on
 // CUDA; f64 when x's statistics are f64). Exact integer product (int8 tensor cores on CUDA).
+// A residual (M, N) of out_dtype is added in the epilogue, after y's rounding: residual + y
+// bit for bit, in one pass.
 Tensor int8_linear(const QuantizedActivations& x, const TernaryWeights& w, const Tensor& bias,
-                   DType out_dtype);
+                   DType out_dtype, const Tensor& residual = Tensor());
+
+// The input side of bitlinear's backward in one pass over x (M, K), the tensor act_quantize
+// quantised into `stats`: x~ = step * x_q in x_tilde_dtype, x_q recomputed from x (equal to
+// int8_dequantize(stats.q, stats.step) bit for bit), and dx, the parameter-free norm's backward
+// of dxn (M, K) (layernorm_backward's bits; dxn itself for norm none). dxn has x's dtype, or
+// bf16 for f32 x on CUDA.
+struct BitLinearInputGradients {
+  Tensor dx, x_tilde;
+};
+BitLinearInputGradients bitlinear_input_backward(const Tensor& dxn, const Tensor& x,
+                                                 const QuantizedActivations& stats,
+                                                 const ActQuantOptions& opt, DType x_tilde_dtype);
 // q (R, C) i8 -> q * row_scale[r] * tensor_scale in out_dtype; either scale may be undefined.
 Tensor int8_dequantize(const Tensor& q, const Tensor& row_scale, const Tensor& tensor_scale,
                        DType out_dtype);
@@ -93,9 +109,13 @@ std::string bitlinear_supports(const ComputeMode& mode, Device device);
 // BitLinear for x (..., K), weight (N, K) latent f32, optional bias (N): the fake-quantised
 // product above, with gradients by the straight-through estimator: dx_n = dy W~ (then the
 // norm's backward), dW = dy^T x~, computed by the mode's matmul (operands rounded to bf16 under
-// bf16 precision). The output is stored as stored_dtype(mode, consumer) says.
+// bf16 precision; dx_n rounded once to x's dtype where x is narrower than f32). The forward
+// keeps x and the quantiser's statistics, not x_q (the backward recomputes it). The output is
+// stored as stored_dtype(mode, consumer) says.
+// A residual of the output's shape is added after the output's rounding (residual + bitlinear
+// bit for bit), in the product's epilogue when it has the output's dtype.
 Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
                  const BitLinearOptions& opt, const ComputeMode& mode,
-                 Consumer consumer = Consumer::any);
+                 Consumer consumer = Consumer::any, const Tensor& residual = Tensor());
 
 }  // namespace bg

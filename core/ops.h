@@ -89,10 +89,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 
 // a @ b for a backward's own products, with no autograd record: 2-D operands rounded to bf16
 // under bf16 precision on CUDA (left as they are otherwise), the result f32 (f64 for f64
-// operands); k_over_rows marks a weight gradient (K runs over the samples), which the
-// batch-invariant algorithm may split in a fixed order.
-Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mode,
-                        bool k_over_rows);
+// operands), or with narrow_output the operands' dtype (bf16 under bf16 precision, rounded once
+// from the f32 accumulators in the epilogue); k_over_rows marks a weight gradient (K runs over
+// the samples), which the batch-invariant algorithm may split in a fixed order.
+Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mode, bool k_over_rows,
+                        bool narrow_output = false);
 Tensor softmax(const Tensor& x, int dim = -1);
 Tensor log_softmax(const Tensor& x, int dim = -1);
 // softmax(scale * x) over the last dim of attention scores x (..., T, S), S >= T: query row i

@@ -125,17 +125,31 @@ void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dw
 void ternary_quantize(const KView& wq, const KView& beta, const KView& w, TernaryScale method,
                       Scratch& scratch, StreamHandle stream);
 // act_quantize: x (M, K) contiguous (f32; CUDA also bf16/f16; CPU f64) -> xq (M, K) i8, step (M)
-// = gamma / Q, rstd (M) and mean (M; layer norm only, else null). x_n = (x - mean) * rstd
-// (none: x), gamma = max(max |x_n|, 1e-5), xq = clamp(rint(x_n * (Q / gamma)), -Q-1, Q). The
-// row sums use 32 lane partials (element e in lane (e / 4) % 32, in order; fma for squares)
-// folded by an xor butterfly, on both backends alike: the CPU and CUDA give the same bits.
-void act_quantize(const KView& xq, const KView& step, const KView& mean, const KView& rstd,
-                  const KView& x, const ActQuantOptions& opt, StreamHandle stream);
-// int8_linear: y (M, N) f32/bf16 (CPU f32/f64) = fma(float(acc) * step[m], beta, bias[n] or 0),
-// acc = xq[m] . wq[n] exact in int32. CUDA: int8 tensor cores (wgmma m64n128k32 on Hopper,
-// mma.sync m16n8k32 elsewhere: the same bits), the rescale in the epilogue.
+// = gamma / Q, quant_scale (M) = Q / gamma, rstd (M) and mean (M; layer norm only, else null).
+// x_n = (x - mean) * rstd (none: x), gamma = max(max |x_n|, 1e-5), xq = clamp(rint(x_n *
+// quant_scale), -Q-1, Q). The row sums use 32 lane partials (element e in lane (e / 4) % 32, in
+// order; fma for squares) folded by an xor butterfly, on both backends alike: the CPU and CUDA
+// give the same bits.
+void act_quantize(const KView& xq, const KView& step, const KView& quant_scale, const KView& mean,
+                  const KView& rstd, const KView& x, const ActQuantOptions& opt,
+                  StreamHandle stream);
+// bitlinear_input_backward: the input side of BitLinear's backward in one pass over x (M, K),
+// from act_quantize's statistics (mean null unless layer norm; rstd null for none):
+// x_tilde (M, K) f32/bf16 (CPU f32/f64) = step * xq, with xq recomputed from x as act_quantize
+// rounds it: int8_dequantize(act_quantize(x).xq, step) bit for bit; and, unless dx is null
+// (norm none: dx is dxn itself), dx (x's dtype) = the norm's backward of dxn (x's dtype, or
+// bf16 for f32 x on CUDA): layernorm_backward's dx with no affine parameters, bit for bit.
+void bitlinear_input_backward(const KView& dx, const KView& x_tilde, const KView& dxn,
+                              const KView& x, const KView& mean, const KView& rstd,
+                              const KView& step, const KView& quant_scale,
+                              const ActQuantOptions& opt, StreamHandle stream);
+// int8_linear: y (M, N) f32/bf16 (CPU f32/f64) = fma(float(acc) * step[m], beta, bias[n] or 0)
+// (+ residual[m, n], an f32 add after that rounding, when residual has data: y's dtype and
+// shape, contiguous), acc = xq[m] . wq[n] exact in int32. CUDA: int8 tensor cores (wgmma
+// m64n128k32 on Hopper, mma.sync m16n8k32 elsewhere: the same bits), the rescale in the
+// epilogue.
 void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& step,
-                 const KView& beta, const KView& bias, StreamHandle stream);
+                 const KView& beta, const KView& bias, const KView& residual, StreamHandle stream);
 // int8_dequantize: out (R, C) f32/bf16 (CPU f32/f64) = q * row_scale[r] * tensor_scale, each
 // scale optional (null view), rounded to out's dtype once.
 void int8_dequantize(const KView& out, const KView& q, const KView& row_scale,

@@ -151,6 +151,12 @@ struct Scratch {
   virtual void* get(size_t bytes) = 0;
 };
 
+// The Scratch of a call whose arguments need none (layernorm_backward without affine
+// parameters): asking it for memory is a bug, reported as one.
+struct NoScratch : Scratch {
+  void* get(size_t) override { kernel_fail("scratch", "this call was given no scratch memory"); }
+};
+
 // Opaque stream handle (cudaStream_t on the CUDA side, ignored on the CPU side).
 using StreamHandle = void*;
 

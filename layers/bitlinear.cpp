@@ -25,4 +25,9 @@ Tensor BitLinear::forward(const Tensor& x, Consumer consumer) const {
   return bitlinear(x, weight, bias, opt_, mode, consumer);
 }
 
+Tensor BitLinear::forward_onto(const Tensor& x, const Tensor& residual) const {
+  if (is_packed()) return residual + forward(x);
+  return bitlinear(x, weight, bias, opt_, compute_mode().at(site()), Consumer::any, residual);
+}
+
 }  // namespace bg

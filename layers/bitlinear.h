@@ -12,6 +12,9 @@ class BitLinear : public LinearLayer {
   BitLinear(int64_t in, int64_t out, bool bias, const BitLinearOptions& opt, Generator& gen,
             double init_std = 0.02);
   Tensor forward(const Tensor& x, Consumer consumer = Consumer::any) const override;
+  // The residual added in the int8 product's epilogue (training forward; the packed inference
+  // forward adds it after), residual + forward(x) bit for bit.
+  Tensor forward_onto(const Tensor& x, const Tensor& residual) const override;
   LinearKind kind() const override { return LinearKind::bitlinear; }
   const BitLinearOptions& options() const { return opt_; }
   // Inference on packed weights (a `bitgrad export --packed` file): the latent weight is

@@ -5,8 +5,9 @@
 # scripts/kernel_breakdown.py sums them per class against the unprofiled ms/step. BINS names
 # the binaries to compare, "label=path[:ms_per_step] ..." (default current=.bundle/bitgrad).
 # MODEL=baby profiles the Baby GPT's step instead (configs/shakespeare_char.yaml, bf16, batch
-# 64 x 256). On the GPU machine (ncu there; nsys is not); writes $OUT/breakdown_<label>.json
-# (breakdown_baby_<label>.json).
+# 64 x 256); MODEL=gpt2_bitnet GPT-2 124M with BitNet b1.58 projections
+# (configs/gpt2_124m_bitnet.yaml). On the GPU machine (ncu there; nsys is not); writes $OUT/breakdown_<label>.json
+# (breakdown_baby_<label>.json, breakdown_bitnet_<label>.json).
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
@@ -15,6 +16,7 @@ ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
 model=(configs/gpt2_124m.yaml --set data.train_bin=/tmp/shards/train.bin --set data.val_bin=/tmp/shards/val.bin)
 prefix=breakdown
 [ "${MODEL:-gpt2}" = baby ] && model=(configs/shakespeare_char.yaml) && prefix=breakdown_baby
+[ "${MODEL:-gpt2}" = gpt2_bitnet ] && model[0]=configs/gpt2_124m_bitnet.yaml && prefix=breakdown_bitnet
 for pair in ${BINS:-current=.bundle/bitgrad}; do
   label=${pair%%=*} rest=${pair#*=}
   bin=${rest%%:*} step_ms=""; [ "$rest" != "$bin" ] && step_ms=${rest#*:}

@@ -14,6 +14,10 @@ import sys
 
 CLASSES = [  # first match wins
     ("attention", r"attention_|attn::"),
+    ("BitLinear int8 product", r"int8_gemm"),
+    ("BitLinear quantisers and dequantisers",
+     r"abs_sum_chunks|abs_mean_finish|radix_histogram|radix_pick|ternary_round|act_quantize|"
+     r"dequantize_|ternary_weights|bitlinear_input_backward"),
     ("GEMM", r"gemm|sm90_xmma|nvjet|cutlass|cublas|xmma|splitKreduce"),
     ("layernorm", r"layernorm"),
     ("GELU and other unary", r"unary_"),

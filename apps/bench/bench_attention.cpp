@@ -21,8 +21,6 @@
 namespace bg::cli {
 namespace {
 
-constexpr double kBf16TensorFlops = 728e12;  // measured H200 bf16 GEMM ceiling (REFERENCES.md)
-
 struct Variant {
   const char* impl;  // composed, fused-mma (portable kernels) or fused-wgmma (Hopper kernels)
   DType inputs;
@@ -86,8 +84,8 @@ int run_bench_attention(const Args& args) {
     for (const Variant& variant : variants) {
       const bool fused = std::string(variant.impl) != "composed";
       cuda::set_kernel_family(std::string(variant.impl) == "fused-mma"
-                                      ? cuda::KernelFamily::portable
-                                      : cuda::KernelFamily::best);
+                                  ? cuda::KernelFamily::portable
+                                  : cuda::KernelFamily::best);
       std::vector<Tensor> qkv_in, dy_in;
       for (size_t i = 0; i < qkv.size(); ++i) {
         qkv_in.push_back(qkv[i].to(variant.inputs));

@@ -1,8 +1,11 @@
 // bench_bitlinear.cpp: `bitgrad bench bitlinear`: BitLinear's training step against the dense
-// bf16 layer on the Baby GPT's four projections (16384 tokens a step), and the parts of the
-// BitLinear step one by one: the weight quantiser, the norm + activation quantiser, the int8
-// tensor-core product, the dequantiser the backward feeds its products, and those products.
-// Median microseconds over inputs rotated past the L2 cache (three input sets). Writes JSON.
+// bf16 layer on the four projections of the Baby GPT and of GPT-2 124M (16384 tokens a step),
+// and the parts of the BitLinear step one by one: the weight quantiser, the norm + activation
+// quantiser, the int8 tensor-core product, the dequantiser the backward feeds its products, and
+// those products. Median microseconds over inputs rotated past the L2 cache (three input sets),
+// each beside its floor: the bytes it must move at the copy bandwidth measured in the same run,
+// or its products at the tensor-core ceiling (bench_common.h), whichever is larger. Writes JSON.
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <sstream>
@@ -17,13 +20,16 @@ namespace bg::cli {
 std::string bench_bitlinear_inference(int reps);  // bench_bitlinear_inference.cpp
 
 int run_bench_bitlinear(const Args& args) {
-  args.allow_only({"out", "reps", "part"});
-  BG_CHECK(
-      args.positional.size() == 1, "bench",
-      "usage: bitgrad bench bitlinear [--part training|inference|all] [--out FILE] [--reps N]");
+  args.allow_only({"out", "reps", "part", "model"});
+  BG_CHECK(args.positional.size() == 1, "bench",
+           "usage: bitgrad bench bitlinear [--part training|inference|all] "
+           "[--model baby|gpt2|all] [--out FILE] [--reps N]");
   const std::string part = args.option("part", "all");
   BG_CHECK(part == "training" || part == "inference" || part == "all", "bench",
            "--part must be training, inference or all, got '", part, "'");
+  const std::string model = args.option("model", "all");
+  BG_CHECK(model == "baby" || model == "gpt2" || model == "all", "bench",
+           "--model must be baby, gpt2 or all, got '", model, "'");
   BG_CHECK(cuda_available(), "bench", "no CUDA device: the BitLinear benchmark times GPU kernels");
   const int reps = int(parse_integer(args.option("reps", "30"), "--reps", 5, 100000));
   const Device dev = Device::cuda(0);
@@ -33,19 +39,42 @@ int run_bench_bitlinear(const Args& args) {
   const BitLinearOptions opt;
   constexpr int kSets = 3;
   struct Shape3 {
+    const char* model;
     const char* layer;
     int64_t tokens, in, out;
   };
-  const std::vector<Shape3> shapes = {{"c_attn", 16384, 384, 1152},
-                                      {"attn.proj", 16384, 384, 384},
-                                      {"c_fc", 16384, 384, 1536},
-                                      {"mlp.proj", 16384, 1536, 384}};
+  std::vector<Shape3> shapes;
+  if (model != "gpt2")
+    shapes.insert(shapes.end(), {{"baby", "c_attn", 16384, 384, 1152},
+                                 {"baby", "attn.proj", 16384, 384, 384},
+                                 {"baby", "c_fc", 16384, 384, 1536},
+                                 {"baby", "mlp.proj", 16384, 1536, 384}});
+  if (model != "baby")
+    shapes.insert(shapes.end(), {{"gpt2", "c_attn", 16384, 768, 2304},
+                                 {"gpt2", "attn.proj", 16384, 768, 768},
+                                 {"gpt2", "c_fc", 16384, 768, 3072},
+                                 {"gpt2", "mlp.proj", 16384, 3072, 768}});
+  const double bandwidth = part == "inference" ? 0 : copy_bandwidth(dev, reps);
   std::ostringstream json;
-  std::printf("%-10s %-22s %10s\n", "layer", "part", "median_us");
+  if (part != "inference")
+    std::printf("device-to-device copy: %.0f GB/s\n%-6s %-10s %-22s %10s %10s %7s\n",
+                bandwidth / 1e9, "model", "layer", "part", "median_us", "floor_us", "share");
   bool first = true;
   Generator gen(1);
   for (const Shape3& s : shapes) {
     if (part == "inference") break;
+    // Floors: bytes at the copy bandwidth, products at the tensor-core ceilings.
+    const double m = double(s.tokens), k = double(s.in), n = double(s.out);
+    const double macs = m * n * k;
+    auto bytes_floor = [&](double bytes) { return 1e6 * bytes / bandwidth; };
+    auto product_floor = [&](double ops, double rate, double bytes) {
+      return std::max(1e6 * ops / rate, bytes_floor(bytes));
+    };
+    // The dense layer: bf16 x and weight in, f32 y out (Consumer::any); the backward's two
+    // products read y's bf16 gradient and write dx (bf16) and dW (f32).
+    const double dense_fwd_floor =
+        product_floor(2 * macs, kBf16TensorFlops, 2 * m * k + 4 * n * k + 4 * m * n);
+    const double dense_step_floor = 3 * dense_fwd_floor;
     std::vector<Tensor> xs, ws, gs;
     std::vector<QuantizedActivations> xq;
     std::vector<TernaryWeights> wq;
@@ -57,7 +86,7 @@ int run_bench_bitlinear(const Args& args) {
       wq.push_back(ternary_quantize(ws.back(), opt.weight_scale));
     }
     int set = 0;
-    auto time = [&](const char* part, const std::function<void(int)>& fn) {
+    auto time = [&](const char* part, double floor_us, const std::function<void(int)>& fn) {
       std::vector<double> t;
       for (int r = 0; r < reps + 2; ++r) {
         const int i = set++ % kSets;
@@ -65,10 +94,12 @@ int run_bench_bitlinear(const Args& args) {
         if (r >= 2) t.push_back(ms);  // two warm-up calls
       }
       const double us = median(t) * 1e3;
-      std::printf("%-10s %-22s %10.1f\n", s.layer, part, us);
-      json << (first ? "" : ",\n") << "    {\"layer\": \"" << s.layer
-           << "\", \"tokens\": " << s.tokens << ", \"in\": " << s.in << ", \"out\": " << s.out
-           << ", \"part\": \"" << part << "\", \"median_us\": " << us << "}";
+      std::printf("%-6s %-10s %-22s %10.1f %10.1f %6.0f%%\n", s.model, s.layer, part, us, floor_us,
+                  100 * floor_us / us);
+      json << (first ? "" : ",\n") << "    {\"model\": \"" << s.model << "\", \"layer\": \""
+           << s.layer << "\", \"tokens\": " << s.tokens << ", \"in\": " << s.in
+           << ", \"out\": " << s.out << ", \"part\": \"" << part << "\", \"median_us\": " << us
+           << ", \"floor_us\": " << floor_us << ", \"share_of_floor\": " << floor_us / us << "}";
       first = false;
     };
     auto fwd_bwd = [&](int i, bool bit) {
@@ -78,39 +109,49 @@ int run_bench_bitlinear(const Args& args) {
       const Tensor y = bit ? bitlinear(x, w, Tensor(), opt, mode) : linear(x, w, Tensor(), mode);
       y.backward(gs[size_t(i)]);
     };
-    time("dense_fwd", [&](int i) {
+    time("dense_fwd", dense_fwd_floor, [&](int i) {
       NoGradGuard ng;
       linear(xs[size_t(i)], ws[size_t(i)], Tensor(), mode);
     });
-    time("dense_fwd_bwd", [&](int i) { fwd_bwd(i, false); });
-    time("bitlinear_fwd", [&](int i) {
+    time("dense_fwd_bwd", dense_step_floor, [&](int i) { fwd_bwd(i, false); });
+    // BitLinear's floors are the dense layer's: the target is a step no slower than it.
+    time("bitlinear_fwd", dense_fwd_floor, [&](int i) {
       NoGradGuard ng;
       bitlinear(xs[size_t(i)], ws[size_t(i)], Tensor(), opt, mode);
     });
-    time("bitlinear_fwd_bwd", [&](int i) { fwd_bwd(i, true); });
-    time("ternary_quantize", [&](int i) { ternary_quantize(ws[size_t(i)], opt.weight_scale); });
-    time("ternary_absmedian",
+    time("bitlinear_fwd_bwd", dense_step_floor, [&](int i) { fwd_bwd(i, true); });
+    // The weight quantiser reads W (f32) and writes q (i8); the activation quantiser reads x
+    // (bf16) and writes q (i8) and the row statistics.
+    time("ternary_quantize", bytes_floor(5 * n * k),
+         [&](int i) { ternary_quantize(ws[size_t(i)], opt.weight_scale); });
+    time("ternary_absmedian", bytes_floor(5 * n * k),
          [&](int i) { ternary_quantize(ws[size_t(i)], TernaryScale::absmedian); });
-    time("act_quantize", [&](int i) { act_quantize(xs[size_t(i)], opt.act); });
-    time("int8_linear",
+    time("act_quantize", bytes_floor(3 * m * k + 12 * m),
+         [&](int i) { act_quantize(xs[size_t(i)], opt.act); });
+    time("int8_linear", product_floor(2 * macs, kInt8TensorOps, m * k + n * k + 4 * m * n),
          [&](int i) { int8_linear(xq[size_t(i)], wq[size_t(i)], Tensor(), DType::f32); });
-    time("dequantize_x", [&](int i) {
+    time("dequantize_x", bytes_floor(3 * m * k), [&](int i) {
       int8_dequantize(xq[size_t(i)].q, xq[size_t(i)].step, Tensor(), DType::bf16);
     });
-    time("grad_products", [&](int i) {
-      const Tensor w16 =
-          int8_dequantize(wq[size_t(i)].q, Tensor(), wq[size_t(i)].beta, DType::bf16);
-      const Tensor x16 =
-          int8_dequantize(xq[size_t(i)].q, xq[size_t(i)].step, Tensor(), DType::bf16);
-      const Tensor g16 = gs[size_t(i)].to(DType::bf16);
-      gradient_product(g16, w16, mode, false);
-      gradient_product(g16.transpose(0, 1), x16, mode, true);
-    });
+    time("grad_products",
+         product_floor(4 * macs, kBf16TensorFlops, 2 * (m * n + 2 * m * k + n * k) + 4 * n * k),
+         [&](int i) {
+           const Tensor w16 =
+               int8_dequantize(wq[size_t(i)].q, Tensor(), wq[size_t(i)].beta, DType::bf16);
+           const Tensor x16 =
+               int8_dequantize(xq[size_t(i)].q, xq[size_t(i)].step, Tensor(), DType::bf16);
+           const Tensor g16 = gs[size_t(i)].to(DType::bf16);
+           gradient_product(g16, w16, mode, false);
+           gradient_product(g16.transpose(0, 1), x16, mode, true);
+         });
   }
   const std::string inference = part == "training" ? "" : bench_bitlinear_inference(reps);
   std::ostringstream out;
   out << "{\n  \"benchmark\": \"bitlinear\",\n  \"device\": \"" << cuda::device_info(0).name
-      << "\",\n  \"reps\": " << reps << ", \"input_sets\": " << kSets << ",\n  \"results\": [\n"
+      << "\",\n  \"reps\": " << reps << ", \"input_sets\": " << kSets
+      << ", \"copy_bandwidth_gbps\": " << bandwidth / 1e9
+      << ", \"bf16_tensor_tflops\": " << kBf16TensorFlops / 1e12
+      << ", \"int8_tensor_tops\": " << kInt8TensorOps / 1e12 << ",\n  \"results\": [\n"
       << json.str() << "\n  ]" << (inference.empty() ? "" : ",\n" + inference) << "\n}\n";
   write_bench_json(args, out.str());
   return 0;

@@ -51,18 +51,6 @@ double graph_us(Device dev, int sets, int reps, const std::function<void(int)>& 
 
 int sets_for(double bytes) { return int(std::clamp(std::ceil(3 * kL2Bytes / bytes), 2.0, 128.0)); }
 
-// Device-to-device copy bandwidth (bytes read + written per second) over 1 GiB.
-double copy_bandwidth(Device dev, int reps) {
-  const Tensor a = zeros({int64_t(1) << 28}, DType::f32, dev),
-               b = zeros({int64_t(1) << 28}, DType::f32, dev);
-  std::vector<double> t;
-  for (int r = 0; r < reps + 2; ++r) {
-    const double ms = bench_time_ms(dev, [&] { b.copy_(a); });
-    if (r >= 2) t.push_back(ms);
-  }
-  return 2.0 * double(a.numel() * 4) / (median(t) * 1e-3);
-}
-
 }  // namespace
 
 std::string bench_bitlinear_inference(int reps) {

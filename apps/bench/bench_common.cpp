@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/ops.h"
 #include "kernels/cuda/device_runtime.h"
 
 namespace bg::cli {
@@ -17,6 +18,17 @@ double median(std::vector<double> v) {
 double bench_time_ms(Device dev, const std::function<void()>& fn) {
   auto call = [](void* ctx) { (*static_cast<const std::function<void()>*>(ctx))(); };
   return cuda::time_on_stream_ms(stream_for(dev), call, const_cast<std::function<void()>*>(&fn));
+}
+
+double copy_bandwidth(Device dev, int reps) {
+  const Tensor a = zeros({int64_t(1) << 28}, DType::f32, dev),
+               b = zeros({int64_t(1) << 28}, DType::f32, dev);
+  std::vector<double> t;
+  for (int r = 0; r < reps + 2; ++r) {
+    const double ms = bench_time_ms(dev, [&] { b.copy_(a); });
+    if (r >= 2) t.push_back(ms);
+  }
+  return 2.0 * double(a.numel() * 4) / (median(t) * 1e-3);
 }
 
 void write_bench_json(const Args& args, const std::string& json) {

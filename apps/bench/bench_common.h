@@ -10,10 +10,19 @@
 
 namespace bg::cli {
 
+// Tensor-core ceilings the benchmarks' floors use: bf16 is the GEMM rate measured on an H200
+// (../REFERENCES.md: 728 TFLOP/s at 4096^3); int8 is taken as twice it, Hopper's int8 to bf16
+// ratio of peaks (1979 / 989 TOPS dense).
+constexpr double kBf16TensorFlops = 728e12;
+constexpr double kInt8TensorOps = 2 * kBf16TensorFlops;
+
 // The median of benchmark timings (the upper one of an even count).
 double median(std::vector<double> v);
 // Milliseconds fn takes on dev's stream (CUDA events around it).
 double bench_time_ms(Device dev, const std::function<void()>& fn);
+// Device-to-device copy bandwidth (bytes read + written per second) over 1 GiB: the memory
+// floor's rate.
+double copy_bandwidth(Device dev, int reps);
 // Writes a benchmark's JSON to --out (when given).
 void write_bench_json(const Args& args, const std::string& json);
 

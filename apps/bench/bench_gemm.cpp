@@ -20,8 +20,6 @@
 namespace bg::cli {
 namespace {
 
-constexpr double kBf16TensorFlops = 728e12;  // measured H200 bf16 GEMM ceiling (REFERENCES.md)
-
 struct GemmShape {
   const char* model;
   const char* layer;

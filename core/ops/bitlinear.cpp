@@ -38,16 +38,50 @@ QuantizedActivations act_quantize(const Tensor& x, const ActQuantOptions& opt) {
   QuantizedActivations out;
   out.q = padded_int8(m, k, x.device());
   out.step = empty({m}, sd, x.device());
+  out.quant_scale = empty({m}, sd, x.device());
   out.bits = opt.bits;
   if (opt.norm != BitNorm::none) out.rstd = empty({m}, sd, x.device());
   if (opt.norm == BitNorm::layer) out.mean = empty({m}, sd, x.device());
-  BG_DISPATCH(x.device(), act_quantize, out.q.kview(), out.step.kview(), view_or_null(out.mean),
-              view_or_null(out.rstd), xc.kview(), opt, stream_for(x.device()));
+  BG_DISPATCH(x.device(), act_quantize, out.q.kview(), out.step.kview(), out.quant_scale.kview(),
+              view_or_null(out.mean), view_or_null(out.rstd), xc.kview(), opt,
+              stream_for(x.device()));
+  return out;
+}
+
+BitLinearInputGradients bitlinear_input_backward(const Tensor& dxn, const Tensor& x,
+                                                 const QuantizedActivations& stats,
+                                                 const ActQuantOptions& opt, DType x_tilde_dtype) {
+  check_float(x, "bitlinear_input_backward", "input");
+  BG_CHECK(x.ndim() == 2 && x.is_contiguous() && x.dtype() == compute_dtype(x),
+           "bitlinear_input_backward", "input must be a contiguous (rows, features) tensor in ",
+           "its compute dtype, got ", dtype_name(x.dtype()), " ", shape_str(x.shape()));
+  const int64_t m = x.size(0);
+  BG_CHECK(stats.step.defined() && stats.quant_scale.defined() && stats.step.numel() == m &&
+               stats.quant_scale.numel() == m,
+           "bitlinear_input_backward", "the quantiser's statistics do not cover ", m, " rows");
+  BG_CHECK(opt.norm == BitNorm::none ||
+               (stats.rstd.defined() && (opt.norm != BitNorm::layer || stats.mean.defined())),
+           "bitlinear_input_backward", "the quantiser's statistics lack the norm's");
+  BitLinearInputGradients out;
+  out.x_tilde = empty(x.shape(), x_tilde_dtype, x.device());
+  Tensor dxn_c;
+  if (opt.norm != BitNorm::none) {
+    BG_CHECK(dxn.shape() == x.shape(), "bitlinear_input_backward", "dx_n ", shape_str(dxn.shape()),
+             " does not match the input ", shape_str(x.shape()));
+    dxn_c = dxn.contiguous();
+    out.dx = empty(x.shape(), x.dtype(), x.device());
+  } else {
+    out.dx = dxn;
+  }
+  BG_DISPATCH(x.device(), bitlinear_input_backward,
+              opt.norm == BitNorm::none ? null_view() : out.dx.kview(), out.x_tilde.kview(),
+              view_or_null(dxn_c), x.kview(), view_or_null(stats.mean), view_or_null(stats.rstd),
+              stats.step.kview(), stats.quant_scale.kview(), opt, stream_for(x.device()));
   return out;
 }
 
 Tensor int8_linear(const QuantizedActivations& x, const TernaryWeights& w, const Tensor& bias,
-                   DType out_dtype) {
+                   DType out_dtype, const Tensor& residual) {
   BG_CHECK(x.q.size(1) == w.q.size(1), "int8_linear", "activations have ", x.q.size(1),
            " features, the weights ", w.q.size(1));
   const int64_t n = w.q.size(0);
@@ -58,8 +92,16 @@ Tensor int8_linear(const QuantizedActivations& x, const TernaryWeights& w, const
     b = bias.detach().to(x.step.dtype()).contiguous();
   }
   Tensor y = empty({x.q.size(0), n}, out_dtype, x.q.device());
+  Tensor r;
+  if (residual.defined()) {
+    BG_CHECK(residual.shape() == y.shape() && residual.dtype() == out_dtype, "int8_linear",
+             "residual ", dtype_name(residual.dtype()), " ", shape_str(residual.shape()),
+             " does not match the output ", dtype_name(out_dtype), " ", shape_str(y.shape()));
+    check_same_device(residual, y, "int8_linear");
+    r = residual.detach().contiguous();
+  }
   BG_DISPATCH(y.device(), int8_linear, y.kview(), x.q.kview(), w.q.kview(), x.step.kview(),
-              w.beta.kview(), view_or_null(b), stream_for(y.device()));
+              w.beta.kview(), view_or_null(b), view_or_null(r), stream_for(y.device()));
   return y;
 }
 
@@ -110,7 +152,8 @@ std::string bitlinear_supports(const ComputeMode& mode, Device device) {
 }
 
 Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                 const BitLinearOptions& opt, const ComputeMode& mode, Consumer consumer) {
+                 const BitLinearOptions& opt, const ComputeMode& mode, Consumer consumer,
+                 const Tensor& residual) {
   check_float(x, "bitlinear", "input");
   check_float(weight, "bitlinear", "weight");
   check_same_device(x, weight, "bitlinear");
@@ -123,13 +166,22 @@ Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const int64_t k = weight.size(1), n = weight.size(0);
   Shape out_shape = x.shape();
   out_shape.back() = n;
+  if (residual.defined()) {
+    BG_CHECK(residual.shape() == out_shape, "bitlinear", "residual ", shape_str(residual.shape()),
+             " does not match the output ", shape_str(out_shape));
+    check_same_device(residual, x, "bitlinear");
+  }
   const Tensor xc = compute_input(x.reshape({-1, k}));
   const TernaryWeights wq = ternary_quantize(weight, opt.weight_scale);
-  const QuantizedActivations xq = act_quantize(xc, opt.act);
+  QuantizedActivations stats = act_quantize(xc, opt.act);
   // The statistics' dtype is the computation's: f64 for f64 inputs (gradient checks), else f32.
-  const DType natural = xq.step.dtype();
+  const DType natural = stats.step.dtype();
   const DType out_dtype = stored_dtype(mode, consumer, natural, x.device());
-  Tensor y = int8_linear(xq, wq, bias, out_dtype);
+  // The residual in the epilogue when it has the output's dtype; otherwise added after.
+  const bool fused_residual = residual.defined() && residual.dtype() == out_dtype;
+  Tensor y = int8_linear(stats, wq, bias, out_dtype,
+                         fused_residual ? residual.reshape({-1, n}) : Tensor());
+  stats.q = Tensor();  // the backward recomputes x_q from x: one i8 copy fewer kept per layer
   const DType x_dtype = x.dtype(), w_dtype = weight.dtype();
   const DType b_dtype = bias.defined() ? bias.dtype() : natural;
   const Shape x_shape = x.shape();
@@ -139,31 +191,30 @@ Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   // otherwise in the computation's dtype.
   const DType operand =
       x.is_cuda() && mode.precision == MatmulPrecision::bf16 ? DType::bf16 : natural;
-  record(y, "bitlinear", {x, weight, bias}, [=](const Tensor& g) {
+  std::vector<Tensor> inputs{x, weight, bias};
+  if (fused_residual) inputs.push_back(residual);
+  record(y, "bitlinear", inputs, [=](const Tensor& g) {
     const Tensor g2 = g.reshape({-1, n});
     // dy rounded to the operand dtype once for both products, contiguous, so the weight
     // gradient's transposed operand is a view and not a strided cast.
     const Tensor g_op = g2.dtype() == operand ? g2.contiguous() : g2.contiguous().to(operand);
     const Tensor w_tilde = int8_dequantize(wq.q, Tensor(), wq.beta, operand);
-    const Tensor x_tilde = int8_dequantize(xq.q, xq.step, Tensor(), operand);
-    const Tensor dxn = gradient_product(g_op, w_tilde, mode, false);
-    const Tensor dw = gradient_product(g_op.transpose(0, 1), x_tilde, mode, true);
-    Tensor dx;
-    if (act.norm == BitNorm::none) {
-      dx = dxn;
-    } else {
-      const Tensor dy = incoming_gradient(dxn.to(xc.dtype()), xc.dtype());
-      dx = empty(xc.shape(), xc.dtype(), xc.device());
-      ScratchArena scratch(xc.device());
-      BG_DISPATCH(xc.device(), layernorm_backward, dx.kview(), null_view(), null_view(),
-                  null_view(), dy.kview(), xc.kview(), null_view(), view_or_null(xq.mean),
-                  xq.rstd.kview(), act.norm == BitNorm::rms, scratch, stream_for(xc.device()));
-    }
-    return std::vector<Tensor>{compute_output(dx, x_dtype).reshape(x_shape),
-                               compute_output(dw, w_dtype),
-                               has_bias ? sum(g2.to(natural), {0}).to(b_dtype) : Tensor()};
+    // dx_n straight from the product's epilogue in x's dtype where x is bf16 (the rounding the
+    // norm's backward would read it with); f32 otherwise.
+    const bool narrow = operand == DType::bf16 && xc.dtype() == DType::bf16;
+    const Tensor dxn = gradient_product(g_op, w_tilde, mode, false, narrow);
+    const BitLinearInputGradients in = bitlinear_input_backward(
+        act.norm == BitNorm::none ? dxn : incoming_gradient(dxn.to(xc.dtype()), xc.dtype()), xc,
+        stats, act, operand);
+    const Tensor dw = gradient_product(g_op.transpose(0, 1), in.x_tilde, mode, true);
+    std::vector<Tensor> grads{compute_output(in.dx, x_dtype).reshape(x_shape),
+                              compute_output(dw, w_dtype),
+                              has_bias ? column_sums(g2).to(b_dtype) : Tensor()};
+    if (fused_residual) grads.push_back(g.reshape(out_shape));  // y = residual + ...
+    return grads;
   });
-  return y.reshape(out_shape);
+  y = y.reshape(out_shape);
+  return residual.defined() && !fused_residual ? residual + y : y;
 }
 
 }  // namespace bg

@@ -333,8 +333,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consume
   return matmul_rows(a, b, mode, consumer, Rows::kept_apart);
 }
 
-Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mode,
-                        bool k_over_rows) {
+Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mode, bool k_over_rows,
+                        bool narrow_output) {
   check_float(a, "gradient_product", "a");
   check_float(b, "gradient_product", "b");
   check_same_device(a, b, "gradient_product");
@@ -345,7 +345,7 @@ Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mod
   const bool bf16 = a.is_cuda() && mode.precision == MatmulPrecision::bf16;
   const DType operand = bf16 ? DType::bf16 : compute_dtype(a);
   if (!bf16 && operand != DType::f32) run.precision = MatmulPrecision::fp32;
-  const DType out_dtype = bf16 ? DType::f32 : operand;
+  const DType out_dtype = bf16 && !narrow_output ? DType::f32 : operand;
   return product(a, b, {}, operand, out_dtype, run,
                  k_over_rows ? Rows::summed_over : Rows::kept_apart);
 }

@@ -95,8 +95,8 @@ void ternary_quantize(const KView& wq, const KView& beta, const KView& w, Ternar
   }
 }
 
-void act_quantize(const KView& xq, const KView& step, const KView& mean, const KView& rstd,
-                  const KView& x, const ActQuantOptions& opt, StreamHandle) {
+void act_quantize(const KView& xq, const KView& step, const KView& quant_scale, const KView& mean,
+                  const KView& rstd, const KView& x, const ActQuantOptions& opt, StreamHandle) {
   if (xq.dtype != DType::i8) kernel_fail("act_quantize", "xq must be i8");
   dispatch_float(x.dtype, "act_quantize", [&](auto zero) {
     using T = decltype(zero);
@@ -125,14 +125,46 @@ void act_quantize(const KView& xq, const KView& step, const KView& mean, const K
         out[e] = int8_t(std::clamp(std::nearbyint(normed(e) * inv), q_min, q_max));
       std::memset(out + k, 0, size_t(row - k));
       ptr<T>(step)[r] = gamma / q_max;
+      if (quant_scale.data) ptr<T>(quant_scale)[r] = inv;
       if (rstd.data) ptr<T>(rstd)[r] = rs;
       if (mean.data) ptr<T>(mean)[r] = mu;
     }
   });
 }
 
+void bitlinear_input_backward(const KView& dx, const KView& x_tilde, const KView& dxn,
+                              const KView& x, const KView& mean, const KView& rstd,
+                              const KView& step, const KView& quant_scale,
+                              const ActQuantOptions& opt, StreamHandle stream) {
+  // x_tilde from x as act_quantize rounds it (the same expressions), times step as
+  // int8_dequantize multiplies; dx by layernorm_backward itself.
+  dispatch_float(x.dtype, "bitlinear_input_backward", [&](auto zero) {
+    using T = decltype(zero);
+    if (x_tilde.dtype != x.dtype)
+      kernel_fail("bitlinear_input_backward", "x_tilde must have x's dtype on the CPU");
+    const int64_t m = x.shape[0], k = x.shape[1];
+    const T q_max = T((1 << (opt.bits - 1)) - 1), q_min = -q_max - T(1);
+    for (int64_t r = 0; r < m; ++r) {
+      const T* xr = ptr<T>(x) + r * k;
+      const T mu = mean.data ? ptr<T>(mean)[r] : T(0), rs = rstd.data ? ptr<T>(rstd)[r] : T(1);
+      const T inv = ptr<T>(quant_scale)[r], st = ptr<T>(step)[r];
+      T* out = ptr<T>(x_tilde) + r * k;
+      for (int64_t e = 0; e < k; ++e) {
+        const T normed = opt.norm == BitNorm::none ? xr[e] : (xr[e] - mu) * rs;
+        // Through an integer, as x_q is stored: a rounded -0 becomes the +0 an int8 holds.
+        const int q = int(std::clamp(std::nearbyint(normed * inv), q_min, q_max));
+        out[e] = T(q) * st;
+      }
+    }
+  });
+  if (!dx.data) return;
+  NoScratch none;  // scratch is for dweight and dbias only
+  layernorm_backward(dx, KView(), KView(), KView(), dxn, x, KView(), mean, rstd,
+                     opt.norm == BitNorm::rms, none, stream);
+}
+
 void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& step,
-                 const KView& beta, const KView& bias, StreamHandle) {
+                 const KView& beta, const KView& bias, const KView& residual, StreamHandle) {
   using IntMatrix = Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Int8Map =
       Eigen::Map<const Eigen::Matrix<int8_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
@@ -144,6 +176,11 @@ void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& 
   // cannot change a bit.
   const IntMatrix acc = a.cast<int32_t>() * b.cast<int32_t>().transpose();
   rescale_int_product(y, acc.data(), step, beta, bias, "int8_linear");
+  if (!residual.data) return;
+  dispatch_float(y.dtype, "int8_linear", [&](auto zero) {  // the add after y's rounding
+    using T = decltype(zero);
+    for (int64_t i = 0; i < m * n; ++i) ptr<T>(y)[i] = ptr<T>(y)[i] + ptr<T>(residual)[i];
+  });
 }
 
 void rescale_int_product(const KView& y, const int32_t* acc, const KView& step, const KView& beta,

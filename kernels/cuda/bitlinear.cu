@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "bitlinear_common.cuh"
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
 
@@ -92,9 +93,9 @@ __global__ void ternary_round(int8_t* wq, const float* w, const float* beta, int
 
 // One warp per row. Element e belongs to lane (e / 4) % 32; a lane folds its elements in order.
 template <typename T>
-__global__ void act_quantize_rows(int8_t* xq, float* step, float* mean_out, float* rstd_out,
-                                  const T* x, int64_t m, int64_t k, int64_t row, BitNorm norm,
-                                  float q_max, float eps) {
+__global__ void act_quantize_rows(int8_t* xq, float* step, float* scale_out, float* mean_out,
+                                  float* rstd_out, const T* x, int64_t m, int64_t k, int64_t row,
+                                  BitNorm norm, float q_max, float eps) {
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (r >= m) return;
@@ -131,48 +132,56 @@ __global__ void act_quantize_rows(int8_t* xq, float* step, float* mean_out, floa
   for (int64_t e = k + lane; e < row; e += 32) out[e] = 0;
   if (lane == 0) {
     step[r] = __fdiv_rn(gamma, q_max);
+    if (scale_out) scale_out[r] = inv;
     if (rstd_out) rstd_out[r] = rs;
     if (mean_out) mean_out[r] = mu;
   }
 }
 
-// Four consecutive elements of T as floats (one 8- or 16-byte load).
+// Four consecutive elements of T, as held raw in registers (8 bytes of f16/bf16, 16 of f32) and
+// read back as floats.
 template <typename T>
-__device__ __forceinline__ void load4(const T* p, float* v) {
-  if constexpr (sizeof(T) == 4) {
-    const float4 q = *reinterpret_cast<const float4*>(p);
-    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-  } else {
-    const uint2 q = *reinterpret_cast<const uint2*>(p);
-    const T* h = reinterpret_cast<const T*>(&q);
-    for (int i = 0; i < 4; ++i) v[i] = to_float(h[i]);
+struct Group4 {
+  using Raw = std::conditional_t<sizeof(T) == 4, float4, uint2>;
+  Raw raw;
+  // n elements from p (0 <= n <= 4), zeros after them. p must point into the row even for
+  // n = 0: the compiler may then issue the vector load and discard it.
+  __device__ __forceinline__ void load(const T* p, int n, bool vec) {
+    if (vec && n == 4) {
+      raw = *reinterpret_cast<const Raw*>(p);
+    } else {
+      T* h = reinterpret_cast<T*>(&raw);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) h[i] = i < n ? p[i] : from_float<T>(0.0f);
+    }
   }
-}
+  __device__ __forceinline__ float operator[](int i) const {
+    return to_float(reinterpret_cast<const T*>(&raw)[i]);
+  }
+};
 
-// act_quantize_rows with the row held in registers: lane l holds groups l, l + 32, ... (kG of
-// them) of four elements, loaded once; the sums, the max and the rounding then run in
-// registers in act_quantize_rows' order (element e in lane (e / 4) % 32), so the bits are the
-// same. vec: rows of whole, aligned groups (K % 4 == 0, x aligned), loaded as vectors.
+// act_quantize_rows with the row held in registers, raw (half the registers for 2-byte
+// inputs): lane l holds groups l, l + 32, ... (kG of them) of four elements, loaded once; the
+// sums, the max and the rounding then run in act_quantize_rows' order (element e in lane
+// (e / 4) % 32), so the bits are the same. vec: rows of whole, aligned groups (K % 4 == 0, x
+// aligned), loaded as vectors. Rows are shorter than 2^31 elements (kG <= 24).
 template <typename T, int kG>
-__global__ void act_quantize_rows_held(int8_t* xq, float* step, float* mean_out, float* rstd_out,
-                                       const T* x, int64_t m, int64_t k, int64_t row, BitNorm norm,
-                                       float q_max, float eps, bool vec) {
+__global__ void act_quantize_rows_held(int8_t* xq, float* step, float* scale_out, float* mean_out,
+                                       float* rstd_out, const T* x, int64_t m, int64_t k64,
+                                       int64_t row, BitNorm norm, float q_max, float eps,
+                                       bool vec) {
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (r >= m) return;
-  const T* xr = x + r * k;
-  float v[kG][4];
+  const int k = int(k64);
+  const T* xr = x + r * k64;
+  Group4<T> v[kG];
 #pragma unroll
   for (int j = 0; j < kG; ++j) {
-    const int64_t e0 = (int64_t(lane) + 32 * j) * 4;
-    if (vec && e0 + 4 <= k) {
-      load4(xr + e0, v[j]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) v[j][i] = e0 + i < k ? to_float(xr[e0 + i]) : 0.0f;
-    }
+    const int e0 = (lane + 32 * j) * 4, n = max(0, min(4, k - e0));
+    v[j].load(xr + (n > 0 ? e0 : 0), n, vec);
   }
-  auto in_row = [&](int j, int i) { return (int64_t(lane) + 32 * j) * 4 + i < k; };
+  auto in_row = [&](int j, int i) { return (lane + 32 * j) * 4 + i < k; };
   float mu = 0.0f, rs = 1.0f;
   if (norm == BitNorm::layer) {
     float s = 0.0f;
@@ -195,49 +204,52 @@ __global__ void act_quantize_rows_held(int8_t* xq, float* step, float* mean_out,
         }
     rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(warp_sum(ss), float(k)), eps)));
   }
+  auto normed = [&](int j, int i) {
+    return norm == BitNorm::none ? v[j][i] : __fmul_rn(__fsub_rn(v[j][i], mu), rs);
+  };
   float gamma = 0.0f;
 #pragma unroll
   for (int j = 0; j < kG; ++j)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if (norm != BitNorm::none) v[j][i] = __fmul_rn(__fsub_rn(v[j][i], mu), rs);
-      if (in_row(j, i)) gamma = fmaxf(gamma, fabsf(v[j][i]));
-    }
+    for (int i = 0; i < 4; ++i)
+      if (in_row(j, i)) gamma = fmaxf(gamma, fabsf(normed(j, i)));
   gamma = fmaxf(warp_max(gamma), kMinScale);
   const float inv = __fdiv_rn(q_max, gamma);
   int8_t* out = xq + r * row;
 #pragma unroll
   for (int j = 0; j < kG; ++j) {
-    const int64_t e0 = (int64_t(lane) + 32 * j) * 4;
+    const int e0 = (lane + 32 * j) * 4;
     if (e0 >= row) continue;  // row <= 128 kG: the padded row is covered
-    char4 c;
-    int8_t* b = reinterpret_cast<int8_t*>(&c);
+    uint32_t packed = 0;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      b[i] = in_row(j, i)
-                 ? int8_t(fminf(fmaxf(rintf(__fmul_rn(v[j][i], inv)), -q_max - 1.0f), q_max))
-                 : int8_t(0);
-    *reinterpret_cast<char4*>(out + e0) = c;
+    for (int i = 0; i < 4; ++i) {
+      const int q =
+          in_row(j, i) ? round_clamped(__fmul_rn(normed(j, i), inv), -q_max - 1.0f, q_max) : 0;
+      packed |= uint32_t(q & 0xFF) << (8 * i);
+    }
+    *reinterpret_cast<uint32_t*>(out + e0) = packed;
   }
   if (lane == 0) {
     step[r] = __fdiv_rn(gamma, q_max);
+    if (scale_out) scale_out[r] = inv;
     if (rstd_out) rstd_out[r] = rs;
     if (mean_out) mean_out[r] = mu;
   }
 }
 
 // Four bytes of a row per thread. Rows whose length is a multiple of 4 run as one flat range of
-// groups (a char4 load, one 8- or 16-byte store); others one row per grid.y step.
+// groups (a char4 load, one 8- or 16-byte store: vec); others one row per grid.y step, stored
+// element by element (a row of 4 n + 1 elements starts at any 2- or 4-byte address).
 template <typename O>
 __device__ __forceinline__ void dequantize4(O* out, const int8_t* src, int n, float rs, float ts,
-                                            bool has_rs, bool has_ts) {
+                                            bool has_rs, bool has_ts, bool vec) {
   float x[4];
   for (int j = 0; j < 4; ++j) {
     x[j] = j < n ? float(src[j]) : 0.0f;
     if (has_rs) x[j] = __fmul_rn(x[j], rs);
     if (has_ts) x[j] = __fmul_rn(x[j], ts);
   }
-  if (n == 4) {
+  if (vec) {
     if constexpr (sizeof(O) == 4) {
       *reinterpret_cast<float4*>(out) = make_float4(x[0], x[1], x[2], x[3]);
     } else {
@@ -258,7 +270,7 @@ __global__ void dequantize_flat(O* out, const int8_t* q, const float* row_scale,
   BG_GRID_LOOP(g, rows * per_row) {
     const int64_t r = g / per_row, c0 = (g - r * per_row) * 4;
     dequantize4(out + r * cols + c0, q + r * row + c0, 4, row_scale ? row_scale[r] : 1.0f, ts,
-                row_scale != nullptr, tensor_scale != nullptr);
+                row_scale != nullptr, tensor_scale != nullptr, true);
   }
 }
 
@@ -272,7 +284,7 @@ __global__ void dequantize_rows(O* out, const int8_t* q, const float* row_scale,
   const int n = int(cols - c0 < 4 ? cols - c0 : 4);
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
     dequantize4(out + r * cols + c0, q + r * row + c0, n, row_scale ? row_scale[r] : 1.0f, ts,
-                row_scale != nullptr, tensor_scale != nullptr);
+                row_scale != nullptr, tensor_scale != nullptr, false);
 }
 
 }  // namespace
@@ -308,21 +320,24 @@ void ternary_quantize(const KView& wq, const KView& beta, const KView& w, Ternar
   BG_CUDA_LAUNCH_CHECK();
 }
 
-void act_quantize(const KView& xq, const KView& step, const KView& mean, const KView& rstd,
-                  const KView& x, const ActQuantOptions& opt, StreamHandle stream) {
+void act_quantize(const KView& xq, const KView& step, const KView& quant_scale, const KView& mean,
+                  const KView& rstd, const KView& x, const ActQuantOptions& opt,
+                  StreamHandle stream) {
   if (xq.dtype != DType::i8 || step.dtype != DType::f32)
     kernel_fail("act_quantize", "xq must be i8 and step f32");
   const int64_t m = xq.shape[0], k = xq.shape[1], row = xq.strides[0];
   if (m == 0) return;
   const float q_max = float((1 << (opt.bits - 1)) - 1);
-  constexpr int kWarps = 8;
   const cudaStream_t s = as_stream(stream);
-  const unsigned grid = unsigned((m + kWarps - 1) / kWarps);
   const int64_t groups_per_lane = (k + 127) / 128;
+  // Wide rows hold many registers a lane: smaller blocks then pack the SMs more evenly.
+  const int kWarps = groups_per_lane > 8 ? 4 : 8;
+  const unsigned grid = unsigned((m + kWarps - 1) / kWarps);
   dispatch_float(x.dtype, "act_quantize", [&](auto zero) {
     using T = decltype(zero);
     auto* q = static_cast<int8_t*>(xq.data);
     auto* st = static_cast<float*>(step.data);
+    auto* sc = static_cast<float*>(quant_scale.data);
     auto* mu = static_cast<float*>(mean.data);
     auto* rs = static_cast<float*>(rstd.data);
     const T* px = static_cast<const T*>(x.data);
@@ -330,24 +345,29 @@ void act_quantize(const KView& xq, const KView& step, const KView& mean, const K
     const float e = float(opt.eps);
     auto held = [&](auto groups) {
       act_quantize_rows_held<T, decltype(groups)::value>
-          <<<grid, kWarps * 32, 0, s>>>(q, st, mu, rs, px, m, k, row, opt.norm, q_max, e, vec);
+          <<<grid, kWarps * 32, 0, s>>>(q, st, sc, mu, rs, px, m, k, row, opt.norm, q_max, e, vec);
     };
-    // Rows up to 2048 wide live in registers; wider ones read their row once per pass.
+    // Rows up to 3072 wide (GPT-2's MLP) live in registers; wider ones read their row once per
+    // pass.
     if (groups_per_lane <= 1)
       held(std::integral_constant<int, 1>());
     else if (groups_per_lane <= 2)
       held(std::integral_constant<int, 2>());
     else if (groups_per_lane <= 4)
       held(std::integral_constant<int, 4>());
+    else if (groups_per_lane <= 6)
+      held(std::integral_constant<int, 6>());  // GPT-2's 768
     else if (groups_per_lane <= 8)
       held(std::integral_constant<int, 8>());
     else if (groups_per_lane <= 12)
       held(std::integral_constant<int, 12>());
     else if (groups_per_lane <= 16)
       held(std::integral_constant<int, 16>());
+    else if (groups_per_lane <= 24)
+      held(std::integral_constant<int, 24>());
     else
       act_quantize_rows<T>
-          <<<grid, kWarps * 32, 0, s>>>(q, st, mu, rs, px, m, k, row, opt.norm, q_max, e);
+          <<<grid, kWarps * 32, 0, s>>>(q, st, sc, mu, rs, px, m, k, row, opt.norm, q_max, e);
   });
   BG_CUDA_LAUNCH_CHECK();
 }

@@ -9,7 +9,7 @@
 // ldmatrix phase then fall in distinct banks), three cp.async stages in flight. Operand rows are
 // 16-byte aligned with zeros past K (the quantisers write them), so every load is a whole
 // 16-byte group and the K tail needs no special case. Epilogue, per output:
-// y = fma(float(acc) * step[m], beta, bias[n] or 0), as kernels/cpu/bitlinear.cpp.
+// y = fma(float(acc) * step[m], beta, bias[n] or 0) (+ residual), as kernels/cpu/bitlinear.cpp.
 #include <cstdint>
 
 #include "cuda_kernels.h"
@@ -20,7 +20,8 @@ namespace bg::cuda {
 
 // int8_gemm_wgmma.cu: the Hopper kernel, for the same operands, with the same bits.
 void int8_linear_wgmma(const KView& y, const KView& xq, const KView& wq, const KView& step,
-                       const KView& beta, const KView& bias, cudaStream_t stream);
+                       const KView& beta, const KView& bias, const KView& residual,
+                       cudaStream_t stream);
 
 namespace {
 
@@ -64,8 +65,8 @@ struct Loader {
 template <typename O>
 __global__ void __launch_bounds__(kThreads)
     int8_gemm_kernel(O* y, const int8_t* xq, const int8_t* wq, const float* step, const float* beta,
-                     const float* bias, int64_t m, int64_t n, int64_t k16, int64_t lda,
-                     int64_t ldb) {
+                     const float* bias, const O* residual, int64_t m, int64_t n, int64_t k16,
+                     int64_t lda, int64_t ldb) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = warp / 4, wn = warp % 4;  // 2 x 4 warps of 64 x 32 outputs
@@ -111,13 +112,13 @@ __global__ void __launch_bounds__(kThreads)
 
   store_fragments<O, 4, 4>(
       y, m, n, m0 + wm * 64, n0 + wn * 32, step, *beta, bias,
-      [&](int mi, int ni, int half, int e) { return acc[mi][ni][half * 2 + e]; });
+      [&](int mi, int ni, int half, int e) { return acc[mi][ni][half * 2 + e]; }, residual);
 }
 
 }  // namespace
 
 void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& step,
-                 const KView& beta, const KView& bias, StreamHandle stream) {
+                 const KView& beta, const KView& bias, const KView& residual, StreamHandle stream) {
   const int64_t m = xq.shape[0], k = xq.shape[1], n = wq.shape[0];
   auto aligned = [](const KView& v) {
     return reinterpret_cast<uintptr_t>(v.data) % 16 == 0 && v.strides[0] % 16 == 0;
@@ -129,13 +130,14 @@ void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& 
   if (y.dtype != DType::f32 && y.dtype != DType::bf16)
     kernel_fail("int8_linear", std::string("y must be f32 or bf16, got ") + dtype_name(y.dtype));
   if (kernel_family() == KernelFamily::best && hopper_kernels_available())
-    return int8_linear_wgmma(y, xq, wq, step, beta, bias, as_stream(stream));
+    return int8_linear_wgmma(y, xq, wq, step, beta, bias, residual, as_stream(stream));
   if (y.dtype == DType::f32)
     launch_int8_linear<float>(int8_gemm_kernel<float>, kBM, kBN, kThreads, kSmemBytes, y, xq, wq,
-                              step, beta, bias, as_stream(stream));
+                              step, beta, bias, residual, as_stream(stream));
   else
     launch_int8_linear<__nv_bfloat16>(int8_gemm_kernel<__nv_bfloat16>, kBM, kBN, kThreads,
-                                      kSmemBytes, y, xq, wq, step, beta, bias, as_stream(stream));
+                                      kSmemBytes, y, xq, wq, step, beta, bias, residual,
+                                      as_stream(stream));
 }
 
 }  // namespace bg::cuda

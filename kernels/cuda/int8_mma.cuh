@@ -42,19 +42,30 @@ __device__ __forceinline__ float rescale(int32_t acc, float step, float beta, fl
   return __fmaf_rn(__fmul_rn(float(acc), step), beta, bias);
 }
 
+// The rescaled output rounded to O, plus the residual's element when there is one: an add after
+// that rounding, so the result equals residual + y computed apart, bit for bit.
+template <typename O>
+__device__ __forceinline__ O output_value(int32_t acc, float step, float beta, float bias,
+                                          const O* residual) {
+  const O v = from_float<O>(rescale(acc, step, beta, bias));
+  return residual ? from_float<O>(__fadd_rn(to_float(v), to_float(*residual))) : v;
+}
+
 // Outputs (row, col) and (row, col + 1) of y (m, n) from a fragment's accumulator pair; col is
-// even, so with n even the pair is one aligned store.
+// even, so with n even the pair is one aligned store. residual: null, or (m, n) like y.
 template <typename O>
 __device__ __forceinline__ void store_pair(O* y, int64_t n, int64_t row, int64_t col, int32_t c0,
-                                           int32_t c1, float step, float beta, const float* bias) {
+                                           int32_t c1, float step, float beta, const float* bias,
+                                           const O* residual = nullptr) {
   if (col >= n) return;
   O* dst = y + row * n + col;
-  const O v0 = from_float<O>(rescale(c0, step, beta, bias ? bias[col] : 0.0f));
+  const O* res = residual ? residual + row * n + col : nullptr;
+  const O v0 = output_value(c0, step, beta, bias ? bias[col] : 0.0f, res);
   if (col + 1 >= n) {
     dst[0] = v0;
     return;
   }
-  const O v1 = from_float<O>(rescale(c1, step, beta, bias ? bias[col + 1] : 0.0f));
+  const O v1 = output_value(c1, step, beta, bias ? bias[col + 1] : 0.0f, res ? res + 1 : res);
   if (n % 2 == 0) {
     if constexpr (sizeof(O) == 4) {
       *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
@@ -76,7 +87,8 @@ __device__ __forceinline__ void store_pair(O* y, int64_t n, int64_t row, int64_t
 template <typename O, int MI, int NI, typename Acc>
 __device__ __forceinline__ void store_fragments(O* y, int64_t m, int64_t n, int64_t row0,
                                                 int64_t col0, const float* step, float beta,
-                                                const float* bias, Acc&& acc) {
+                                                const float* bias, Acc&& acc,
+                                                const O* residual = nullptr) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
@@ -88,7 +100,7 @@ __device__ __forceinline__ void store_fragments(O* y, int64_t m, int64_t n, int6
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni)
         store_pair(y, n, row, col0 + ni * 8 + 2 * t, acc(mi, ni, half, 0), acc(mi, ni, half, 1), s,
-                   beta, bias);
+                   beta, bias, residual);
     }
 }
 
@@ -99,15 +111,15 @@ __device__ __forceinline__ void store_fragments(O* y, int64_t m, int64_t n, int6
 template <typename O, typename Kernel>
 void launch_int8_linear(Kernel kernel, int bm, int bn, int threads, int smem, const KView& y,
                         const KView& xq, const KView& wq, const KView& step, const KView& beta,
-                        const KView& bias, cudaStream_t stream) {
+                        const KView& bias, const KView& residual, cudaStream_t stream) {
   BG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int64_t m = xq.shape[0], k = xq.shape[1], n = wq.shape[0];
   const dim3 grid(unsigned((n + bn - 1) / bn), unsigned((m + bm - 1) / bm));
   kernel<<<grid, threads, smem, stream>>>(
       static_cast<O*>(y.data), static_cast<const int8_t*>(xq.data),
       static_cast<const int8_t*>(wq.data), static_cast<const float*>(step.data),
-      static_cast<const float*>(beta.data), static_cast<const float*>(bias.data), m, n,
-      (k + 15) / 16 * 16, xq.strides[0], wq.strides[0]);
+      static_cast<const float*>(beta.data), static_cast<const float*>(bias.data),
+      static_cast<const O*>(residual.data), m, n, (k + 15) / 16 * 16, xq.strides[0], wq.strides[0]);
   BG_CUDA_LAUNCH_CHECK();
 }
 
