@@ -2,7 +2,8 @@
 // bit: the backward's one pass over x (x~ recomputed from x and the quantiser's statistics, the
 // norm's backward beside it) against int8_dequantize(act_quantize(x)) and layernorm_backward,
 // and the residual added in the int8 product's epilogue against residual + the product, on the
-// CPU and on CUDA (both kernel families), at odd sizes, every norm and several act_bits.
+// CPU and on CUDA (both kernel families), at odd sizes, every norm and several act_bits; and
+// the activation quantiser's CUDA kernels against the CPU at the widths training uses.
 #include <array>
 #include <cstring>
 
@@ -143,6 +144,27 @@ TEST_CASE("cuda: bitlinear's fused backward pass equals dequantise + norm backwa
   check_input_backward(dev, DType::f32, DType::bf16, DType::bf16, gen);
   check_input_backward(dev, DType::f32, DType::f32, DType::f32, gen);
   check_input_backward(dev, DType::f16, DType::f16, DType::f32, gen);
+}
+
+TEST_CASE("cuda: the activation quantiser gives the CPU's bits at whole and ragged widths") {
+  // The register-held kernels at the widths training uses (every group whole: no bounds
+  // checks) and beside them (partial last groups), bf16 rows held raw or as floats, f32 rows.
+  BG_REQUIRE_CUDA();
+  Generator gen(46);
+  for (int64_t k : {384, 768, 1536, 3072, 767, 3071, 2500})
+    for (DType dtype : {DType::bf16, DType::f32})
+      for (BitNorm norm : {BitNorm::none, BitNorm::rms, BitNorm::layer}) {
+        CAPTURE(k);
+        CAPTURE(int(norm));
+        const ActQuantOptions opt = act_with(norm, norm == BitNorm::none ? 4 : 8);
+        const Tensor x = randn({37, k}, gen, 0.1, 1.5).to(dtype);
+        const QuantizedActivations cpu = act_quantize(x.to(DType::f32), opt);
+        const QuantizedActivations gpu = act_quantize(x.to(Device::cuda(0)), opt);
+        CHECK(mismatches(gpu.q, cpu.q) == 0);
+        CHECK(mismatches(gpu.step, cpu.step) == 0);
+        CHECK(mismatches(gpu.quant_scale, cpu.quant_scale) == 0);
+        if (norm != BitNorm::none) CHECK(mismatches(gpu.rstd, cpu.rstd) == 0);
+      }
 }
 
 TEST_CASE("cpu: the residual in the int8 product's epilogue equals adding it after") {

@@ -160,28 +160,45 @@ struct Group4 {
   }
 };
 
-// act_quantize_rows with the row held in registers, raw (half the registers for 2-byte
-// inputs): lane l holds groups l, l + 32, ... (kG of them) of four elements, loaded once; the
-// sums, the max and the rounding then run in act_quantize_rows' order (element e in lane
-// (e / 4) % 32), so the bits are the same. vec: rows of whole, aligned groups (K % 4 == 0, x
-// aligned), loaded as vectors. Rows are shorter than 2^31 elements (kG <= 24).
-template <typename T, int kG>
+// act_quantize_rows with the row held in registers: lane l holds groups l, l + 32, ... (kG of
+// them) of four elements, loaded once; the sums, the max and the rounding then run in
+// act_quantize_rows' order (element e in lane (e / 4) % 32), so the bits are the same. Short
+// rows are held as floats, normalised once; long rows of 2-byte inputs raw (half the registers),
+// converted at each pass. kFull: k = 128 kG, every group whole (no per-element bounds). vec:
+// rows of whole, aligned groups (K % 4 == 0, x aligned), loaded as vectors. Rows are shorter
+// than 2^31 elements (kG <= 24).
+template <typename T, int kG, bool kFull>
 __global__ void act_quantize_rows_held(int8_t* xq, float* step, float* scale_out, float* mean_out,
                                        float* rstd_out, const T* x, int64_t m, int64_t k64,
                                        int64_t row, BitNorm norm, float q_max, float eps,
                                        bool vec) {
+  constexpr bool kFloats = sizeof(T) == 4 || kG <= 8;
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (r >= m) return;
   const int k = int(k64);
   const T* xr = x + r * k64;
-  Group4<T> v[kG];
+  Group4<T> raw[kFloats ? 1 : kG];
+  float held[kFloats ? kG : 1][4];
 #pragma unroll
   for (int j = 0; j < kG; ++j) {
-    const int e0 = (lane + 32 * j) * 4, n = max(0, min(4, k - e0));
-    v[j].load(xr + (n > 0 ? e0 : 0), n, vec);
+    const int e0 = (lane + 32 * j) * 4, n = kFull ? 4 : max(0, min(4, k - e0));
+    Group4<T> g;
+    g.load(xr + (n > 0 ? e0 : 0), n, vec);
+    if constexpr (kFloats) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) held[j][i] = g[i];
+    } else {
+      raw[j] = g;
+    }
   }
-  auto in_row = [&](int j, int i) { return (lane + 32 * j) * 4 + i < k; };
+  auto value = [&](int j, int i) {
+    if constexpr (kFloats)
+      return held[j][kFloats ? i : 0];
+    else
+      return raw[kFloats ? 0 : j][i];
+  };
+  auto in_row = [&](int j, int i) { return kFull || (lane + 32 * j) * 4 + i < k; };
   float mu = 0.0f, rs = 1.0f;
   if (norm == BitNorm::layer) {
     float s = 0.0f;
@@ -189,7 +206,7 @@ __global__ void act_quantize_rows_held(int8_t* xq, float* step, float* scale_out
     for (int j = 0; j < kG; ++j)
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        if (in_row(j, i)) s = __fadd_rn(s, v[j][i]);
+        if (in_row(j, i)) s = __fadd_rn(s, value(j, i));
     mu = __fdiv_rn(warp_sum(s), float(k));
   }
   if (norm != BitNorm::none) {
@@ -199,13 +216,25 @@ __global__ void act_quantize_rows_held(int8_t* xq, float* step, float* scale_out
 #pragma unroll
       for (int i = 0; i < 4; ++i)
         if (in_row(j, i)) {
-          const float d = __fsub_rn(v[j][i], mu);
+          const float d = __fsub_rn(value(j, i), mu);
           ss = __fmaf_rn(d, d, ss);
         }
     rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(warp_sum(ss), float(k)), eps)));
   }
+  auto normalise = [&](float v) {
+    return norm == BitNorm::none ? v : __fmul_rn(__fsub_rn(v, mu), rs);
+  };
+  if constexpr (kFloats) {
+#pragma unroll
+    for (int j = 0; j < kG; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) held[j][i] = normalise(held[j][i]);
+  }
   auto normed = [&](int j, int i) {
-    return norm == BitNorm::none ? v[j][i] : __fmul_rn(__fsub_rn(v[j][i], mu), rs);
+    if constexpr (kFloats)
+      return value(j, i);
+    else
+      return normalise(value(j, i));
   };
   float gamma = 0.0f;
 #pragma unroll
@@ -214,20 +243,17 @@ __global__ void act_quantize_rows_held(int8_t* xq, float* step, float* scale_out
     for (int i = 0; i < 4; ++i)
       if (in_row(j, i)) gamma = fmaxf(gamma, fabsf(normed(j, i)));
   gamma = fmaxf(warp_max(gamma), kMinScale);
-  const float inv = __fdiv_rn(q_max, gamma);
+  const float inv = __fdiv_rn(q_max, gamma), lo = -q_max - 1.0f;
   int8_t* out = xq + r * row;
 #pragma unroll
   for (int j = 0; j < kG; ++j) {
     const int e0 = (lane + 32 * j) * 4;
-    if (e0 >= row) continue;  // row <= 128 kG: the padded row is covered
-    uint32_t packed = 0;
+    if (!kFull && e0 >= row) continue;  // row <= 128 kG: the padded row is covered
+    uint32_t b[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int q =
-          in_row(j, i) ? round_clamped(__fmul_rn(normed(j, i), inv), -q_max - 1.0f, q_max) : 0;
-      packed |= uint32_t(q & 0xFF) << (8 * i);
-    }
-    *reinterpret_cast<uint32_t*>(out + e0) = packed;
+    for (int i = 0; i < 4; ++i)
+      b[i] = in_row(j, i) ? rounded_bits(__fmul_rn(normed(j, i), inv), lo, q_max) : kRoundedZero;
+    *reinterpret_cast<uint32_t*>(out + e0) = pack_int8(b[0], b[1], b[2], b[3]);
   }
   if (lane == 0) {
     step[r] = __fdiv_rn(gamma, q_max);
@@ -344,8 +370,13 @@ void act_quantize(const KView& xq, const KView& step, const KView& quant_scale, 
     const bool vec = k % 4 == 0 && reinterpret_cast<uintptr_t>(px) % (4 * sizeof(T)) == 0;
     const float e = float(opt.eps);
     auto held = [&](auto groups) {
-      act_quantize_rows_held<T, decltype(groups)::value>
-          <<<grid, kWarps * 32, 0, s>>>(q, st, sc, mu, rs, px, m, k, row, opt.norm, q_max, e, vec);
+      constexpr int kG = decltype(groups)::value;
+      if (k == 128 * kG)
+        act_quantize_rows_held<T, kG, true><<<grid, kWarps * 32, 0, s>>>(
+            q, st, sc, mu, rs, px, m, k, row, opt.norm, q_max, e, vec);
+      else
+        act_quantize_rows_held<T, kG, false><<<grid, kWarps * 32, 0, s>>>(
+            q, st, sc, mu, rs, px, m, k, row, opt.norm, q_max, e, vec);
     };
     // Rows up to 3072 wide (GPT-2's MLP) live in registers; wider ones read their row once per
     // pass.
