@@ -6,8 +6,10 @@
 # the binaries to compare, "label=path[:ms_per_step] ..." (default current=.bundle/bitgrad).
 # MODEL=baby profiles the Baby GPT's step instead (configs/shakespeare_char.yaml, bf16, batch
 # 64 x 256); MODEL=gpt2_bitnet GPT-2 124M with BitNet b1.58 projections
-# (configs/gpt2_124m_bitnet.yaml). On the GPU machine (ncu there; nsys is not); writes $OUT/breakdown_<label>.json
-# (breakdown_baby_<label>.json, breakdown_bitnet_<label>.json).
+# (configs/gpt2_124m_bitnet.yaml), MODEL=baby_bitnet the Baby GPT's
+# (configs/shakespeare_char_bitnet.yaml). On the GPU machine (ncu there; nsys is not); writes
+# $OUT/breakdown_<label>.json (breakdown_baby_<label>.json, breakdown_bitnet_<label>.json,
+# breakdown_baby_bitnet_<label>.json).
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
@@ -17,6 +19,7 @@ model=(configs/gpt2_124m.yaml --set data.train_bin=/tmp/shards/train.bin --set d
 prefix=breakdown
 [ "${MODEL:-gpt2}" = baby ] && model=(configs/shakespeare_char.yaml) && prefix=breakdown_baby
 [ "${MODEL:-gpt2}" = gpt2_bitnet ] && model[0]=configs/gpt2_124m_bitnet.yaml && prefix=breakdown_bitnet
+[ "${MODEL:-gpt2}" = baby_bitnet ] && model=(configs/shakespeare_char_bitnet.yaml) && prefix=breakdown_baby_bitnet
 for pair in ${BINS:-current=.bundle/bitgrad}; do
   label=${pair%%=*} rest=${pair#*=}
   bin=${rest%%:*} step_ms=""; [ "$rest" != "$bin" ] && step_ms=${rest#*:}

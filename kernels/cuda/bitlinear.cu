@@ -384,6 +384,8 @@ void act_quantize(const KView& xq, const KView& step, const KView& quant_scale, 
       held(std::integral_constant<int, 1>());
     else if (groups_per_lane <= 2)
       held(std::integral_constant<int, 2>());
+    else if (groups_per_lane <= 3)
+      held(std::integral_constant<int, 3>());  // the Baby GPT's 384
     else if (groups_per_lane <= 4)
       held(std::integral_constant<int, 4>());
     else if (groups_per_lane <= 6)

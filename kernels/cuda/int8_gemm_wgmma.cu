@@ -8,8 +8,8 @@
 // products that read it have retired). Two blocks share an SM (122 registers, 97 KB), so one's
 // epilogue and loads overlap the other's products: measured against one block of 128 x 256 with
 // four stages, 10% faster on GPT-2's shapes and 3% on the Baby GPT's step
-// (docs/bitlinear.md). The epilogue is the mma.sync kernel's: y = fma(float(acc) * step[m],
-// beta, bias[n] or 0) (+ residual).
+// (docs/bitlinear.md). The epilogue computes the mma.sync kernel's values, y = fma(float(acc) *
+// step[m], beta, bias[n] or 0) (+ residual), and stores them through shared memory.
 #include <cstdint>
 
 #include "cuda_kernels.h"
@@ -74,6 +74,64 @@ __device__ __forceinline__ void load_stage(unsigned char* stage, const int8_t* x
   }
 }
 
+// The epilogue, through shared memory: each thread rescales its accumulators (bias added,
+// rounded to O) into the block's 128 x 128 tile there, then the block copies the tile out in
+// 16-byte pieces, each thread a contiguous run of a row, adding the residual (read the same
+// way) after the rounding. Written straight from the fragments, each warp store would use half
+// of every 32-byte sector it touches. Same values as mma::store_fragments, bit for bit.
+template <typename O>
+__device__ __forceinline__ void store_tile(O* y, unsigned char* smem, const int32_t* acc,
+                                           const float* step, float beta, const float* bias,
+                                           const O* residual, int64_t m, int64_t n, int64_t m0,
+                                           int64_t n0) {
+  constexpr int kPitch = kBN * int(sizeof(O)) + 16;  // bytes a staged row; the pad spreads banks
+  constexpr int kVec = 16 / int(sizeof(O)), kChunksPerRow = kBN / kVec;
+  __syncthreads();  // every warpgroup's products have read their stages
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Accumulator i of a warp: rows 16 (warp % 4) + lane / 4 (+ 8 for i / 2 odd) of its
+  // warpgroup's 64, columns 8 (i / 4) + 2 (lane % 4) + i % 2: mma.sync's fragment layout.
+  const int row0 = (warp / 4) * 64 + (warp % 4) * 16 + lane / 4;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = row0 + half * 8;
+    const float s = m0 + row < m ? step[m0 + row] : 0.0f;
+    O* dst = reinterpret_cast<O*>(smem + row * kPitch);
+#pragma unroll
+    for (int ni = 0; ni < kBN / 8; ++ni) {
+      const int col = ni * 8 + 2 * (lane % 4);
+      const int64_t gcol = n0 + col;
+      const float b0 = bias && gcol < n ? bias[gcol] : 0.0f;
+      const float b1 = bias && gcol + 1 < n ? bias[gcol + 1] : 0.0f;
+      dst[col] = from_float<O>(mma::rescale(acc[ni * 4 + half * 2], s, beta, b0));
+      dst[col + 1] = from_float<O>(mma::rescale(acc[ni * 4 + half * 2 + 1], s, beta, b1));
+    }
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < kBM * kChunksPerRow; c += kThreads) {
+    const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * kVec;
+    const int64_t grow = m0 + row, gcol = n0 + col;
+    if (grow >= m || gcol >= n) continue;
+    const O* src = reinterpret_cast<const O*>(smem + row * kPitch) + col;
+    O* out = y + grow * n + gcol;
+    const O* res = residual ? residual + grow * n + gcol : nullptr;
+    if (n % kVec == 0 && gcol + kVec <= n) {  // a whole, 16-byte-aligned piece of the row
+      uint4 v = *reinterpret_cast<const uint4*>(src);
+      if (res) {
+        const uint4 rv = *reinterpret_cast<const uint4*>(res);
+        O* vo = reinterpret_cast<O*>(&v);
+        const O* ro = reinterpret_cast<const O*>(&rv);
+#pragma unroll
+        for (int i = 0; i < kVec; ++i)
+          vo[i] = from_float<O>(__fadd_rn(to_float(vo[i]), to_float(ro[i])));
+      }
+      *reinterpret_cast<uint4*>(out) = v;
+    } else {
+      for (int i = 0; i < kVec && gcol + i < n; ++i)
+        out[i] = res ? from_float<O>(__fadd_rn(to_float(src[i]), to_float(res[i]))) : src[i];
+    }
+  }
+}
+
 template <typename O>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     int8_gemm_wgmma_kernel(O* y, const int8_t* xq, const int8_t* wq, const float* step,
@@ -118,11 +176,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   wgmma::wait<0>();
   wgmma::fence_regs<kAcc>(reinterpret_cast<uint32_t*>(acc));
   mma::cp_async_wait<0>();
-  // Accumulator i of a warp: rows 16 (warp % 4) + lane / 4 (+ 8 for i / 2 odd), columns
-  // 8 (i / 4) + 2 (lane % 4) + i % 2: mma.sync's fragment layout, kBN / 8 fragments wide.
-  mma::store_fragments<O, 1, kBN / 8>(
-      y, m, n, m0 + group * 64 + (warp % 4) * 16, n0, step, *beta, bias,
-      [&](int, int ni, int half, int e) { return acc[ni * 4 + half * 2 + e]; }, residual);
+  store_tile(y, smem, acc, step, *beta, bias, residual, m, n, m0, n0);
 #else
   __trap();  // launched only on compute capability 9.0 from sm_90a code
 #endif
