@@ -12,6 +12,7 @@
 #include "bitlinear_common.cuh"
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
+#include "layernorm_rows.h"
 
 namespace bg::cuda {
 namespace {
@@ -132,9 +133,9 @@ void bitlinear_input_backward(const KView& dx, const KView& x_tilde, const KView
     kernel_fail("bitlinear_input_backward", "norm none has no backward: dx is dx_n itself");
   const float q_max = float((1 << (opt.bits - 1)) - 1);
   const cudaStream_t s = as_stream(stream);
-  // layernorm_backward takes f32 rows of 2048 to 8192 in its block-per-row kernel, whose sums
-  // run in another order: there dx comes from it, and this kernel writes x~ alone.
-  if (dx.data && x.dtype == DType::f32 && k >= 2048 && k <= 8192) {
+  // Rows layernorm_backward takes in its block-per-row kernel sum in another order: there dx
+  // comes from it, and this kernel writes x~ alone.
+  if (dx.data && layernorm_backward_block_rows(x.dtype, k)) {
     NoScratch none;  // scratch is for dweight and dbias only
     layernorm_backward(dx, KView(), KView(), KView(), dxn, x, KView(), mean, rstd,
                        opt.norm == BitNorm::rms, none, stream);

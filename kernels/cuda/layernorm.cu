@@ -8,6 +8,7 @@
 
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
+#include "layernorm_rows.h"
 
 namespace bg::cuda {
 namespace {
@@ -339,6 +340,10 @@ void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, con
   BG_CUDA_LAUNCH_CHECK();
 }
 
+bool layernorm_backward_block_rows(DType x, int64_t c) {
+  return x == DType::f32 && wide_groups<float>(c) != 0;
+}
+
 void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dweight,
                         const KView& dbias, const KView& dy, const KView& x, const KView& weight,
                         const KView& mean, const KView& rstd, bool rms, Scratch& scratch,
@@ -364,7 +369,7 @@ void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dw
     // rows the 32 dependent row steps of a chunk leave the block waiting on latency, and the
     // two-kernel path is faster (bf16 65536x4096: 2553 us one pass, 2243 two kernels; f32: 2660
     // one pass, 3055 two kernels; bench/results/norms_h200*.json).
-    const int groups = sizeof(T) == 4 ? wide_groups<T>(c) : 0;
+    const int groups = layernorm_backward_block_rows(x.dtype, c) ? wide_groups<T>(c) : 0;
     if (dx.data && groups) {
       with_groups(groups, [&](auto k) {
         layernorm_backward_wide_kernel<T, TG, decltype(k)::value>
