@@ -167,7 +167,8 @@ void unpack_ternary(const KView& wq, const KView& packed, StreamHandle stream);
 void w2_layout(const KView& w2, const KView& packed, int64_t k, StreamHandle stream);
 // w2a8_linear: y (M, N) = fma(float(acc) * step[m], beta, bias[n] or 0) as int8_linear, with
 // acc = xq[m] . w[n] exact in int32 and w read from the w2 layout. CUDA: a dp4a GEMV at M = 1,
-// int8 tensor cores with the weights unpacked in registers above.
+// int8 tensor cores with the weights unpacked in registers above (wgmma on Hopper, mma.sync
+// elsewhere: the same bits).
 void w2a8_linear(const KView& y, const KView& xq, const KView& w2, const KView& step,
                  const KView& beta, const KView& bias, StreamHandle stream);
 // bitplane_pack: q (R, K) i8 in {-1, 0, 1} -> planes (2, R, B) u8, B = 16 ceil(K / 128): plane 0

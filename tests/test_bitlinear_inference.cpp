@@ -7,6 +7,9 @@
 
 #include "core/bitlinear.h"
 #include "harness.h"
+#if BITGRAD_WITH_CUDA
+#include "kernels/cuda/w2a8_tiles.h"
+#endif
 
 namespace bg::test {
 namespace {
@@ -38,6 +41,19 @@ QuantizedActivations on_device(const QuantizedActivations& x, Device device) {
   out.q.copy_(x.q.to(device));
   out.step = x.step.to(device);
   return out;
+}
+
+// A W2A8 problem: ternary weights (N, K), a bias, int8 activations (M, K).
+struct W2A8Case {
+  TernaryWeights w;
+  Tensor bias;
+  QuantizedActivations x8;
+};
+W2A8Case w2a8_case(int64_t m, int64_t k, int64_t n, Generator& gen) {
+  W2A8Case c{ternary_quantize(randn({n, k}, gen, 0, 0.02), TernaryScale::absmean), Tensor(), {}};
+  c.bias = randn({n}, gen);
+  c.x8 = act_quantize(randn({m, k}, gen), act_bits(8));
+  return c;
 }
 
 // The odd shapes: M from a GEMV to several tiles, K around every block width.
@@ -110,17 +126,19 @@ TEST_CASE("cuda: w2a8 (GEMV and GEMM) and bit-plane kernels give the CPU's bits"
     CAPTURE(m);
     CAPTURE(k);
     CAPTURE(n);
-    const TernaryWeights w = ternary_quantize(randn({n, k}, gen, 0, 0.02), TernaryScale::absmean);
-    const Tensor bias = randn({n}, gen);
-    const QuantizedActivations x8 = act_quantize(randn({m, k}, gen), act_bits(8));
+    const auto [w, bias, x8] = w2a8_case(m, k, n, gen);
     const PackedTernary pc = packed_on(w, Device::cpu()), pg = packed_on(w, cuda);
     CHECK(pg.w2.to(Device::cpu()).to(DType::i64).to_vector<int64_t>() ==
           pc.w2.to(DType::i64).to_vector<int64_t>());
     const std::vector<float> want = floats(w2a8_linear(x8, pc, bias, DType::f32));
     const QuantizedActivations xg = on_device(x8, cuda);
-    CHECK(mismatches(floats(w2a8_linear(xg, pg, bias.to(cuda), DType::f32)), want) == 0);
-    CHECK(mismatches(floats(w2a8_linear(xg, pg, Tensor(), DType::bf16)),
-                     floats(w2a8_linear(x8, pc, Tensor(), DType::f32).to(DType::bf16))) == 0);
+    // Both kernel families: on Hopper, batches of 2 and up take the wgmma kernel by default.
+    for (cuda::KernelFamily family : {cuda::KernelFamily::best, cuda::KernelFamily::portable}) {
+      const PinKernelFamily pin(family);
+      CHECK(mismatches(floats(w2a8_linear(xg, pg, bias.to(cuda), DType::f32)), want) == 0);
+      CHECK(mismatches(floats(w2a8_linear(xg, pg, Tensor(), DType::bf16)),
+                       floats(w2a8_linear(x8, pc, Tensor(), DType::f32).to(DType::bf16))) == 0);
+    }
     const QuantizedActivations x2 = act_quantize(randn({m, k}, gen), act_bits(2));
     const TernaryPlanes xp = bitplanes(x2.q), wp = bitplanes(w.q);
     const QuantizedActivations x2g = on_device(x2, cuda);
@@ -136,6 +154,40 @@ TEST_CASE("cuda: w2a8 (GEMV and GEMM) and bit-plane kernels give the CPU's bits"
                    want2) == 0);
   }
 }
+
+#if BITGRAD_WITH_CUDA
+TEST_CASE("cuda: every tile shape of the Hopper W2A8 kernel gives the CPU's bits") {
+  BG_REQUIRE_HOPPER_KERNELS();
+  // Ragged in every dimension against each tile: batch rows past a tile, features past a
+  // warpgroup's 64, K past a 128-k block and past a stage, and several stages.
+  const Device cuda = Device::cuda(0);
+  Generator gen(29);
+  for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{
+           {2, 1, 1}, {17, 255, 33}, {70, 384, 257}, {130, 1000, 129}, {300, 1517, 200}}) {
+    CAPTURE(m);
+    CAPTURE(k);
+    CAPTURE(n);
+    const auto [w, bias, x8] = w2a8_case(m, k, n, gen);
+    const std::vector<float> want =
+        floats(w2a8_linear(x8, packed_on(w, Device::cpu()), bias, DType::f32));
+    const std::vector<float> want16 =
+        floats(w2a8_linear(x8, packed_on(w, Device::cpu()), Tensor(), DType::f32).to(DType::bf16));
+    const PackedTernary pg = packed_on(w, cuda);
+    const QuantizedActivations xg = on_device(x8, cuda);
+    const Tensor bias_g = bias.to(cuda);
+    for (int tile = 0; tile < cuda::w2a8_wgmma_tile_count(); ++tile) {
+      CAPTURE(cuda::w2a8_wgmma_tile_name(tile));
+      const Tensor y = empty({m, n}, DType::f32, cuda), y16 = empty({m, n}, DType::bf16, cuda);
+      cuda::w2a8_linear_wgmma(y.kview(), xg.q.kview(), pg.w2.kview(), xg.step.kview(),
+                              pg.beta.kview(), bias_g.kview(), tile, stream_for(cuda));
+      cuda::w2a8_linear_wgmma(y16.kview(), xg.q.kview(), pg.w2.kview(), xg.step.kview(),
+                              pg.beta.kview(), KView{}, tile, stream_for(cuda));
+      CHECK(mismatches(floats(y), want) == 0);
+      CHECK(mismatches(floats(y16), want16) == 0);
+    }
+  }
+}
+#endif
 
 TEST_CASE("bitlinear on packed weights equals the training forward, and refuses bad input") {
   Generator gen(24);

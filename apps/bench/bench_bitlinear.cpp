@@ -17,16 +17,19 @@
 
 namespace bg::cli {
 
-std::string bench_bitlinear_inference(int reps);  // bench_bitlinear_inference.cpp
+// bench_bitlinear_inference.cpp; `shapes`: "" for the built-in list, or "MxNxK[,MxNxK...]".
+std::string bench_bitlinear_inference(int reps, const std::string& shapes);
 
 int run_bench_bitlinear(const Args& args) {
-  args.allow_only({"out", "reps", "part", "model"});
+  args.allow_only({"out", "reps", "part", "model", "shapes"});
   BG_CHECK(args.positional.size() == 1, "bench",
            "usage: bitgrad bench bitlinear [--part training|inference|all] "
-           "[--model baby|gpt2|all] [--out FILE] [--reps N]");
+           "[--model baby|gpt2|all] [--shapes MxNxK,...] [--out FILE] [--reps N]");
   const std::string part = args.option("part", "all");
   BG_CHECK(part == "training" || part == "inference" || part == "all", "bench",
            "--part must be training, inference or all, got '", part, "'");
+  BG_CHECK(part != "training" || !args.has("shapes"), "bench",
+           "--shapes sets the inference part's shapes; --part training does not run it");
   const std::string model = args.option("model", "all");
   BG_CHECK(model == "baby" || model == "gpt2" || model == "all", "bench",
            "--model must be baby, gpt2 or all, got '", model, "'");
@@ -145,7 +148,8 @@ int run_bench_bitlinear(const Args& args) {
            gradient_product(g16.transpose(0, 1), x16, mode, true);
          });
   }
-  const std::string inference = part == "training" ? "" : bench_bitlinear_inference(reps);
+  const std::string inference =
+      part == "training" ? "" : bench_bitlinear_inference(reps, args.option("shapes", ""));
   std::ostringstream out;
   out << "{\n  \"benchmark\": \"bitlinear\",\n  \"device\": \"" << cuda::device_info(0).name
       << "\",\n  \"reps\": " << reps << ", \"input_sets\": " << kSets

@@ -18,6 +18,7 @@
 #include "kernels/cuda/device_runtime.h"
 #if BITGRAD_WITH_CUDA
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/w2a8_tiles.h"
 #endif
 
 namespace bg::cli {
@@ -51,21 +52,47 @@ double graph_us(Device dev, int sets, int reps, const std::function<void(int)>& 
 
 int sets_for(double bytes) { return int(std::clamp(std::ceil(3 * kL2Bytes / bytes), 2.0, 128.0)); }
 
+// --shapes "MxNxK[,MxNxK...]": batch M, output features N, input features K, each 1 to 65536.
+std::vector<InferenceShape> parse_shapes(const std::string& list) {
+  std::vector<InferenceShape> shapes;
+  std::stringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    int64_t v[3];
+    std::stringstream dims(item);
+    std::string dim;
+    int count = 0;
+    while (std::getline(dims, dim, 'x') && count < 4)
+      v[std::min(count++, 2)] = parse_integer(dim, "--shapes", 1, 65536);
+    BG_CHECK(count == 3, "bench", "--shapes takes MxNxK items separated by commas, got '", item,
+             "'");
+    shapes.push_back({"custom", v[0], v[1], v[2]});
+  }
+  BG_CHECK(!shapes.empty(), "bench", "--shapes is empty");
+  return shapes;
+}
+
 }  // namespace
 
-std::string bench_bitlinear_inference(int reps) {
+std::string bench_bitlinear_inference(int reps, const std::string& shape_list) {
   const Device dev = Device::cuda(0);
   const StreamHandle stream = stream_for(dev);
   const double bandwidth = copy_bandwidth(dev, reps);
   std::printf("device-to-device copy: %.0f GB/s\n", bandwidth / 1e9);
   std::printf("%-10s %5s %6s %6s %-12s %10s %9s %9s %8s %8s\n", "source", "m", "n", "k", "kernel",
               "median_us", "GB/s", "floor_us", "vs_fp16", "vs_bf16");
-  const std::vector<InferenceShape> shapes = {
-      {"square", 1, 4096, 4096},   {"square", 1, 8192, 8192},  {"square", 1, 16384, 16384},
-      {"bitnet", 1, 3840, 2560},   {"bitnet", 1, 2560, 2560},  {"bitnet", 1, 13824, 2560},
-      {"bitnet", 1, 2560, 6912},   {"bitnet", 1, 4800, 3200},  {"bitnet", 1, 3200, 3200},
-      {"bitnet", 1, 20480, 3200},  {"bitnet", 1, 3200, 10240}, {"square", 16, 8192, 8192},
-      {"square", 256, 8192, 8192}, {"square", 16, 4096, 4096}, {"square", 256, 4096, 4096}};
+  const std::vector<InferenceShape> shapes =
+      !shape_list.empty()
+          ? parse_shapes(shape_list)
+          : std::vector<InferenceShape>{{"square", 1, 4096, 4096},   {"square", 1, 8192, 8192},
+                                        {"square", 1, 16384, 16384}, {"bitnet", 1, 3840, 2560},
+                                        {"bitnet", 1, 2560, 2560},   {"bitnet", 1, 13824, 2560},
+                                        {"bitnet", 1, 2560, 6912},   {"bitnet", 1, 4800, 3200},
+                                        {"bitnet", 1, 3200, 3200},   {"bitnet", 1, 20480, 3200},
+                                        {"bitnet", 1, 3200, 10240},  {"square", 16, 8192, 8192},
+                                        {"square", 256, 8192, 8192}, {"square", 16, 4096, 4096},
+                                        {"square", 256, 4096, 4096}, {"square", 4, 8192, 8192},
+                                        {"square", 64, 8192, 8192},  {"square", 4096, 8192, 8192}};
   std::ostringstream json;
   json << "  \"copy_bandwidth_gbps\": " << bandwidth / 1e9 << ",\n  \"inference\": [\n";
   bool first = true;
@@ -123,6 +150,26 @@ std::string bench_bitlinear_inference(int reps) {
       cuda::w2a8_linear(y.kview(), x8.q.kview(), w2[size_t(i)].w2.kview(), x8.step.kview(),
                         w2[size_t(i)].beta.kview(), no_bias, stream);
     });
+    // Batches of 2 and up on Hopper: the portable mma.sync kernel and each wgmma tile shape
+    // too, beside the one w2a8_linear picks.
+    std::vector<std::pair<std::string, double>> variants;
+    if (s.m > 1 && cuda::hopper_kernels_available()) {
+      cuda::set_kernel_family(cuda::KernelFamily::portable);
+      variants.emplace_back("w2a8_mma_sync", graph_us(dev, sets_w2, reps, [&](int i) {
+                              cuda::w2a8_linear(y.kview(), x8.q.kview(), w2[size_t(i)].w2.kview(),
+                                                x8.step.kview(), w2[size_t(i)].beta.kview(),
+                                                no_bias, stream);
+                            }));
+      cuda::set_kernel_family(cuda::KernelFamily::best);
+      for (int tile = 0; tile < cuda::w2a8_wgmma_tile_count(); ++tile)
+        variants.emplace_back(std::string("wgmma_") + cuda::w2a8_wgmma_tile_name(tile),
+                              graph_us(dev, sets_w2, reps, [&](int i) {
+                                cuda::w2a8_linear_wgmma(y.kview(), x8.q.kview(),
+                                                        w2[size_t(i)].w2.kview(), x8.step.kview(),
+                                                        w2[size_t(i)].beta.kview(), no_bias, tile,
+                                                        stream);
+                              }));
+    }
     const double t_plane = graph_us(dev, sets_w2, reps, [&](int i) {
       cuda::bitplane_linear(y.kview(), xp.planes.kview(), wp[size_t(i)].planes.kview(),
                             x2.step.kview(), w2[size_t(i)].beta.kview(), no_bias, stream);
@@ -146,13 +193,15 @@ std::string bench_bitlinear_inference(int reps) {
     report("cublas_fp16", t_fp16, f16_bytes, 2 * act_bytes, out_bytes / 2);
     report("cublas_bf16", t_bf16, f16_bytes, 2 * act_bytes, out_bytes / 2);
     report("w2a8", t_w2a8, w2_bytes, act_bytes, out_bytes);
+    for (const auto& [name, us] : variants)
+      report(name.c_str(), us, w2_bytes, act_bytes, out_bytes);
     report("bitplane", t_plane, w2_bytes, act_bytes / 4, out_bytes);
   }
   json << "\n  ]";
   return json.str();
 }
 #else
-std::string bench_bitlinear_inference(int) { return ""; }
+std::string bench_bitlinear_inference(int, const std::string&) { return ""; }
 #endif
 
 }  // namespace bg::cli

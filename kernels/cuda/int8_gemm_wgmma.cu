@@ -20,7 +20,6 @@ namespace bg::cuda {
 namespace {
 
 constexpr int kBM = 128, kBN = 128, kBK = 128, kStages = 3, kThreads = 256, kBlocksPerSM = 2;
-constexpr int kAhead = kStages - 2;  // tiles loading ahead of the one multiplied
 constexpr int kTileA = kBM * kBK, kStageBytes = (kBM + kBN) * kBK;  // bytes
 constexpr int kSmemBytes = kStages * kStageBytes + wgmma::kAlign;
 constexpr int kAcc = kBN / 2;  // s32 accumulators a thread holds
@@ -47,32 +46,49 @@ __device__ __forceinline__ void wgmma_s8(int32_t* d, uint64_t a, uint64_t b) {
       : "l"(a), "l"(b));
 }
 
-// Stage `stage` gets K bytes k0..k0+127 of x_q rows m0.. and W_q rows n0..: thread t copies
-// 16-byte chunk t % 8 of rows t / 8 + 32 j (4 of A's 128 rows, 8 of B's 256); chunks past the
-// rows or past K16 are zero-filled. A thread's rows share their swizzle (row % 8 is t / 8 % 8),
-// so one base offset and fixed row steps address them all.
-__device__ __forceinline__ void load_stage(unsigned char* stage, const int8_t* xq, const int8_t* wq,
-                                           int64_t m, int64_t n, int64_t k16, int64_t lda,
-                                           int64_t ldb, int64_t m0, int64_t n0, int64_t k0) {
-  const int r = int(threadIdx.x) / 8, c = int(threadIdx.x) % 8;
-  const bool k_ok = k0 + 16 * c < k16;
-  const uint32_t dst = mma::smem_addr(stage) + uint32_t(wgmma::swizzled_byte(r, c));
-  constexpr int kRowStep = kThreads / 8;  // 32 rows
+// A thread's share of every stage's copies, found once: 16-byte chunk c = t % 8 of K bytes
+// k0..k0 + 127 of x_q rows m0 + t / 8 + 32 j (4 of A's 128 rows) and of W_q rows n0 + t / 8 +
+// 32 j (4 of B's 128); chunks past the rows or past K16 are zero-filled. A thread's rows share
+// their swizzle (row % 8 is t / 8 % 8), so one base offset and fixed row steps address them
+// all, and from stage to stage only the K offset moves.
+struct StageLoader {
+  static constexpr int kRowStep = kThreads / 8, kCopies = kBM / kRowStep;  // 32 rows, 4 copies
+  static_assert(kBM == kBN, "A and B tiles take the same copies");
+  const int8_t *a, *b;
+  int64_t a_step, b_step, k16;  // bytes between a thread's rows; K rounded up to 16
+  uint32_t dst;
+  uint32_t rows_ok = 0;  // bit j: A row j exists; bit 4 + j: B row j
+  int c;
+  __device__ StageLoader(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int64_t k16_,
+                         int64_t lda, int64_t ldb, int64_t m0, int64_t n0)
+      : a_step(kRowStep * lda), b_step(kRowStep * ldb), k16(k16_) {
+    const int r = int(threadIdx.x) / 8;
+    c = int(threadIdx.x) % 8;
+    a = xq + (m0 + r) * lda + 16 * c;
+    b = wq + (n0 + r) * ldb + 16 * c;
+    dst = uint32_t(wgmma::swizzled_byte(r, c));
 #pragma unroll
-  for (int j = 0; j < kBM / kRowStep; ++j) {
-    const int64_t row = m0 + r + j * kRowStep;
-    const bool ok = k_ok && row < m;
-    mma::cp_async16(dst + j * kRowStep * wgmma::kRowBytes, ok ? xq + row * lda + k0 + 16 * c : xq,
-                    ok);
+    for (int j = 0; j < kCopies; ++j) {
+      rows_ok |= uint32_t(m0 + r + j * kRowStep < m) << j;
+      rows_ok |= uint32_t(n0 + r + j * kRowStep < n) << (kCopies + j);
+    }
   }
+  __device__ __forceinline__ void load(unsigned char* stage, int64_t k0) const {
+    const bool k_ok = k0 + 16 * c < k16;
+    const uint32_t base = mma::smem_addr(stage) + dst;
 #pragma unroll
-  for (int j = 0; j < kBN / kRowStep; ++j) {
-    const int64_t row = n0 + r + j * kRowStep;
-    const bool ok = k_ok && row < n;
-    mma::cp_async16(dst + kTileA + j * kRowStep * wgmma::kRowBytes,
-                    ok ? wq + row * ldb + k0 + 16 * c : wq, ok);
+    for (int j = 0; j < kCopies; ++j) {
+      const bool ok = k_ok && (rows_ok >> j & 1);
+      mma::cp_async16(base + j * kRowStep * wgmma::kRowBytes, ok ? a + j * a_step + k0 : a, ok);
+    }
+#pragma unroll
+    for (int j = 0; j < kCopies; ++j) {
+      const bool ok = k_ok && (rows_ok >> (kCopies + j) & 1);
+      mma::cp_async16(base + kTileA + j * kRowStep * wgmma::kRowBytes, ok ? b + j * b_step + k0 : b,
+                      ok);
+    }
   }
-}
+};
 
 // The epilogue, through shared memory: each thread rescales its accumulators (bias added,
 // rounded to O) into the block's 128 x 128 tile there, then the block copies the tile out in
@@ -143,24 +159,16 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   const int warp = threadIdx.x / 32, group = warp / 4;  // warpgroup: rows 64 group..
   const int64_t m0 = int64_t(blockIdx.y) * kBM, n0 = int64_t(blockIdx.x) * kBN;
   const int64_t steps = (k16 + kBK - 1) / kBK;
+  const StageLoader loader(xq, wq, m, n, k16, lda, ldb, m0, n0);
   int32_t acc[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[i] = 0;
-  for (int s = 0; s < kAhead; ++s) {
-    if (s < steps) load_stage(smem + s * kStageBytes, xq, wq, m, n, k16, lda, ldb, m0, n0, s * kBK);
-    mma::cp_async_commit();
-  }
+  auto load = [&](int64_t step) { loader.load(smem + (step % kStages) * kStageBytes, step * kBK); };
+  wgmma::ring_start<kStages>(steps, load);
   for (int64_t kt = 0; kt < steps; ++kt) {
-    mma::cp_async_wait<kAhead - 1>();
-    wgmma::fence_proxy_async();
-    // Tile kt is in, and every warpgroup has retired the products of tile kt - 2 (the wait
-    // below, one step ago): its stage, (kt + kAhead) % kStages, may be refilled.
-    __syncthreads();
-    const int64_t next = kt + kAhead;
-    if (next < steps)
-      load_stage(smem + (next % kStages) * kStageBytes, xq, wq, m, n, k16, lda, ldb, m0, n0,
-                 next * kBK);
-    mma::cp_async_commit();
+    // Every warpgroup has retired the products of tile kt - 2 (the wait below, one step ago),
+    // so the ring may refill its stage.
+    wgmma::ring_step<kStages>(kt, steps, load);
     const unsigned char* tile = smem + (kt % kStages) * kStageBytes;
     const uint64_t a = wgmma::tile_desc(tile + group * 64 * kBK),
                    b = wgmma::tile_desc(tile + kTileA);

@@ -1,26 +1,25 @@
 // w2a8.cu: BitLinear inference on packed 2-bit weights (docs/bitlinear.md, "W2A8"): int8
 // activations times ternary weights that stay 2 bits in memory and are unpacked in registers,
 // int32 accumulation, the rescale fused. Batch 1 is a GEMV on dp4a; batch 2 and up run on int8
-// tensor cores (mma.sync m16n8k32).
-//
-// The kernel layout (w2_layout makes it from the export layout): per weight row, blocks of 128
-// k of 32 bytes; in block h the u32 at byte 8t + 4u holds, at bits 8j + 2s, the code w + 1 of
-// k = 128h + 64u + 16s + 4t + j. So (word >> 2s) & 0x03030303 is four codes, one per byte, in
-// the order the mma's B fragment wants them: thread t of a quad holds k = 4t..4t+3 (s even) and
-// 16 + 4t.. (s odd) of each 32-k step. Codes are 0, 1, 2, never negative, so the products sum
-// (w + 1) x and the kernels subtract sum(x) once: the integer result is exact either way.
+// tensor cores: Hopper's wgmma (w2a8_wgmma.cu) where the Hopper kernels run, mma.sync m16n8k32
+// here otherwise. The weight layout is w2a8_common.cuh's. Codes are 0, 1, 2, never negative, so
+// this file's kernels sum (w + 1) x and subtract sum(x) once: the integer result is exact either
+// way.
 #include <cstdint>
 
 #include "cuda_kernels.h"
+#include "device_runtime.h"
 #include "int8_mma.cuh"
+#include "w2a8_common.cuh"
+#include "w2a8_tiles.h"
 
 namespace bg::cuda {
 namespace {
 
 using namespace mma;
-
-constexpr uint32_t kCodeMask = 0x03030303u;
-constexpr int kBlockK = 128, kBlockBytes = 32;
+using w2a8::kBlockBytes;
+using w2a8::kBlockK;
+using w2a8::kCodeMask;
 
 // One u32 of the kernel layout per thread: (row n, block h, quad t, half u).
 __global__ void w2_layout_kernel(uint32_t* w2, const uint8_t* packed, int64_t n, int64_t k,
@@ -332,12 +331,14 @@ void w2a8_linear(const KView& y, const KView& xq, const KView& w2, const KView& 
   if (m == 0 || w2.shape[0] == 0) return;
   if (m == 1 && (k + kBlockK - 1) / kBlockK * kBlockK > kGemvMaxSmem)
     kernel_fail("w2a8_linear", "K above 204800 does not fit the GEMV's shared memory");
+  if (y.dtype != DType::f32 && y.dtype != DType::bf16)
+    kernel_fail("w2a8_linear", std::string("y must be f32 or bf16, got ") + dtype_name(y.dtype));
+  if (m > 1 && kernel_family() == KernelFamily::best && hopper_kernels_available())
+    return w2a8_linear_wgmma(y, xq, w2, step, beta, bias, -1, stream);
   if (y.dtype == DType::f32)
     launch<float>(y, xq, w2, step, beta, bias, as_stream(stream));
-  else if (y.dtype == DType::bf16)
-    launch<__nv_bfloat16>(y, xq, w2, step, beta, bias, as_stream(stream));
   else
-    kernel_fail("w2a8_linear", std::string("y must be f32 or bf16, got ") + dtype_name(y.dtype));
+    launch<__nv_bfloat16>(y, xq, w2, step, beta, bias, as_stream(stream));
 }
 
 }  // namespace bg::cuda

@@ -71,4 +71,26 @@ __device__ __forceinline__ void fence_regs(uint32_t* r) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
 
+// The cp.async ring the int8 wgmma kernels run over K: S stages, S - 2 of them loading ahead of
+// the one multiplied, so a stage is refilled only after the products that read it (two steps
+// back) have retired, which each kernel's wgmma wait at the end of a step guarantees.
+// load(step) issues the copies of step `step` into stage step % S. ring_start before the loop;
+// ring_step at the top of step kt: waits for stage kt, makes it visible to wgmma, and refills
+// the stage of step kt - 2 with step kt + S - 2.
+template <int S, typename Load>
+__device__ __forceinline__ void ring_start(int64_t steps, Load&& load) {
+  for (int s = 0; s < S - 2; ++s) {
+    if (s < steps) load(int64_t(s));
+    mma::cp_async_commit();
+  }
+}
+template <int S, typename Load>
+__device__ __forceinline__ void ring_step(int64_t kt, int64_t steps, Load&& load) {
+  mma::cp_async_wait<S - 3>();
+  fence_proxy_async();
+  __syncthreads();
+  if (kt + S - 2 < steps) load(kt + S - 2);
+  mma::cp_async_commit();
+}
+
 }  // namespace bg::cuda::wgmma
