@@ -48,9 +48,10 @@ __device__ __forceinline__ void wgmma_s8(int32_t* d, uint64_t a, uint64_t b) {
 
 // A thread's share of every stage's copies, found once: 16-byte chunk c = t % 8 of K bytes
 // k0..k0 + 127 of x_q rows m0 + t / 8 + 32 j (4 of A's 128 rows) and of W_q rows n0 + t / 8 +
-// 32 j (4 of B's 128); chunks past the rows or past K16 are zero-filled. A thread's rows share
-// their swizzle (row % 8 is t / 8 % 8), so one base offset and fixed row steps address them
-// all, and from stage to stage only the K offset moves.
+// 32 j (4 of B's 128). A thread's rows share their swizzle (row % 8 is t / 8 % 8), so one base
+// offset and fixed row steps address them all, and from stage to stage only the K offset
+// moves; a copy walks its source pointer by the row step. Chunks past the rows or past K16 are
+// zero-filled: the copy reads 0 bytes, so its pointer may run past the tensor.
 struct StageLoader {
   static constexpr int kRowStep = kThreads / 8, kCopies = kBM / kRowStep;  // 32 rows, 4 copies
   static_assert(kBM == kBN, "A and B tiles take the same copies");
@@ -76,17 +77,15 @@ struct StageLoader {
   __device__ __forceinline__ void load(unsigned char* stage, int64_t k0) const {
     const bool k_ok = k0 + 16 * c < k16;
     const uint32_t base = mma::smem_addr(stage) + dst;
+    const int8_t* as = a + k0;
 #pragma unroll
-    for (int j = 0; j < kCopies; ++j) {
-      const bool ok = k_ok && (rows_ok >> j & 1);
-      mma::cp_async16(base + j * kRowStep * wgmma::kRowBytes, ok ? a + j * a_step + k0 : a, ok);
-    }
+    for (int j = 0; j < kCopies; ++j, as += a_step)
+      mma::cp_async16(base + j * kRowStep * wgmma::kRowBytes, as, k_ok && (rows_ok >> j & 1));
+    const int8_t* bs = b + k0;
 #pragma unroll
-    for (int j = 0; j < kCopies; ++j) {
-      const bool ok = k_ok && (rows_ok >> (kCopies + j) & 1);
-      mma::cp_async16(base + kTileA + j * kRowStep * wgmma::kRowBytes, ok ? b + j * b_step + k0 : b,
-                      ok);
-    }
+    for (int j = 0; j < kCopies; ++j, bs += b_step)
+      mma::cp_async16(base + kTileA + j * kRowStep * wgmma::kRowBytes, bs,
+                      k_ok && (rows_ok >> (kCopies + j) & 1));
   }
 };
 

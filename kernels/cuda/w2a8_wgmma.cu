@@ -21,6 +21,7 @@
 // y's rows.
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "cuda_kernels.h"
 #include "int8_mma.cuh"
@@ -58,9 +59,11 @@ struct Tiles {
 
 // A thread's share of every stage's copies, found once: 16-byte chunk `xchunk` of x_q rows
 // xrow0 + i kXRowStep (i < kXCopies) and chunk `wchunk` (block wchunk / 2, half wchunk % 2) of
-// w2 rows wrow0 + i kWRowStep. Only the K offset moves from stage to stage.
-// Rows past m or n and bytes past K are zero-filled (such outputs are never stored; x is zero
-// past K, and codes past K are zero weights).
+// w2 rows wrow0 + i kWRowStep. From stage to stage only the K offset moves; a copy walks its
+// source pointer by the row step (measured a little faster than offsets from one base). Rows
+// past m or n and bytes past K are zero-filled: the copy reads 0 bytes, so its pointer may run
+// past the tensor (such outputs are never stored; x is zero past K, and codes past K are zero
+// weights).
 template <int WG, int BN, int KB, int S>
 struct StageLoader {
   using T = Tiles<WG, BN, KB, S>;
@@ -70,42 +73,48 @@ struct StageLoader {
   static_assert(BN % kXRowStep == 0 && T::kBM % kWRowStep == 0, "every thread copies alike");
   const int8_t* x;
   const uint8_t* w;
-  int64_t lda, ldw, k16, blocks;
-  uint32_t w_dst, x_rows_ok = 0, w_rows_ok = 0;  // bit i: copy i's row exists
+  int64_t x_step, w_step, k16, blocks;  // bytes between a thread's rows; K rounded up to 16
+  uint32_t x_dst, w_dst, x_rows_ok = 0, w_rows_ok = 0;  // bit i: copy i's row exists
   int xrow0, xchunk, wchunk;
   __device__ StageLoader(const int8_t* xq, const uint8_t* w2, int64_t m, int64_t n, int64_t k16_,
-                         int64_t lda_, int64_t blocks_, int64_t m0, int64_t n0)
-      : lda(lda_), ldw(blocks_ * kBlockBytes), k16(k16_), blocks(blocks_) {
+                         int64_t lda, int64_t blocks_, int64_t m0, int64_t n0)
+      : x_step(kXRowStep * lda),
+        w_step(kWRowStep * blocks_ * kBlockBytes),
+        k16(k16_),
+        blocks(blocks_) {
     const int wrow0 = threadIdx.x / kWChunks;
     xrow0 = threadIdx.x / kXChunks;
     xchunk = threadIdx.x % kXChunks;
     wchunk = threadIdx.x % kWChunks;
     x = xq + (m0 + xrow0) * lda + 16 * xchunk;
-    w = w2 + (n0 + wrow0) * ldw + 16 * wchunk;
+    w = w2 + (n0 + wrow0) * blocks * kBlockBytes + 16 * wchunk;
+    x_dst = (xchunk / 8) * BN * wgmma::kRowBytes + wgmma::swizzled_byte(xrow0, xchunk % 8);
     w_dst = T::kXBytes + ((wchunk / 2) * T::kBM + wrow0) * kBlockBytes + 16 * (wchunk % 2);
 #pragma unroll
     for (int i = 0; i < kXCopies; ++i) x_rows_ok |= uint32_t(m0 + xrow0 + i * kXRowStep < m) << i;
 #pragma unroll
     for (int i = 0; i < kWCopies; ++i) w_rows_ok |= uint32_t(n0 + wrow0 + i * kWRowStep < n) << i;
   }
+  // Where copy i of x lands in a stage: rows 8 apart share a swizzle, so a step that is a
+  // multiple of 8 moves the offset by whole rows; otherwise the swizzle is recomputed.
+  __device__ __forceinline__ uint32_t x_offset(int i) const {
+    if constexpr (kXRowStep % 8 == 0) return x_dst + i * kXRowStep * wgmma::kRowBytes;
+    return (xchunk / 8) * BN * wgmma::kRowBytes +
+           wgmma::swizzled_byte(xrow0 + i * kXRowStep, xchunk % 8);
+  }
   __device__ __forceinline__ void load(unsigned char* stage, int64_t kt) const {
     const uint32_t base = mma::smem_addr(stage);
     const int64_t k0 = kt * KB * kBlockK;
     const bool x_k_ok = k0 + 16 * xchunk < k16, w_k_ok = kt * KB + wchunk / 2 < blocks;
+    const int8_t* xs = x + k0;
 #pragma unroll
-    for (int i = 0; i < kXCopies; ++i) {
-      const bool ok = x_k_ok && (x_rows_ok >> i & 1);
-      const int r = xrow0 + i * kXRowStep;
-      mma::cp_async16(
-          base + (xchunk / 8) * BN * wgmma::kRowBytes + wgmma::swizzled_byte(r, xchunk % 8),
-          ok ? x + i * kXRowStep * lda + k0 : x, ok);
-    }
+    for (int i = 0; i < kXCopies; ++i, xs += x_step)
+      mma::cp_async16(base + x_offset(i), xs, x_k_ok && (x_rows_ok >> i & 1));
+    const uint8_t* ws = w + kt * KB * kBlockBytes;
 #pragma unroll
-    for (int i = 0; i < kWCopies; ++i) {
-      const bool ok = w_k_ok && (w_rows_ok >> i & 1);
-      mma::cp_async16(base + w_dst + i * kWRowStep * kBlockBytes,
-                      ok ? w + i * kWRowStep * ldw + kt * KB * kBlockBytes : w, ok);
-    }
+    for (int i = 0; i < kWCopies; ++i, ws += w_step)
+      mma::cp_async16(base + w_dst + i * kWRowStep * kBlockBytes, ws,
+                      w_k_ok && (w_rows_ok >> i & 1));
   }
 };
 
@@ -306,18 +315,27 @@ struct TileShape {
 #WG "x" #BN "x" #KB "x" #S, launch < float, WG, BN, KB, S>, launch < __nv_bfloat16, WG, BN, \
         KB, S>                                                                                  \
   }
-const TileShape kTiles[] = {BG_W2A8_TILE(1, 16, 4, 4),  BG_W2A8_TILE(1, 32, 2, 8),
-                            BG_W2A8_TILE(2, 64, 2, 4),  BG_W2A8_TILE(2, 64, 2, 6),
+const TileShape kTiles[] = {BG_W2A8_TILE(1, 16, 4, 4), BG_W2A8_TILE(2, 64, 2, 4),
                             BG_W2A8_TILE(2, 128, 2, 5), BG_W2A8_TILE(2, 256, 2, 3)};
 #undef BG_W2A8_TILE
 constexpr int kTileCount = int(sizeof(kTiles) / sizeof(kTiles[0]));
 
-// The tile a batch of m rows takes (bench/results/bitlinear_inference: every tile timed at the
-// batch shapes).
-int tile_for(int64_t m) {
+// The tile a batch of m rows and n features takes (bench/results/bitlinear_w2a8_wgmma: every
+// tile timed at the batch shapes). Up to 32 rows, one warpgroup on 64 features x 16 rows,
+// streaming the weights four blocks a stage. Above, the widest two-warpgroup tile that still
+// gives the GPU about a block per SM: wider tiles read x and the weights fewer times over, and
+// at 8192^2 batch 4096 the 256-row tile is 1.15x the 64-row one; at batch 256 the 128-row tile
+// (128 blocks) is the fastest, and at 4096^2 batch 256 the 64-row one (128 blocks, where the
+// 128-row tile leaves half the SMs idle).
+int tile_for(int64_t m, int64_t n) {
   if (m <= 32) return 0;
-  if (m < 2048) return 2;
-  return 5;
+  int device = 0, sms = 0;
+  BG_CUDA_CHECK(cudaGetDevice(&device));
+  BG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t feature_tiles = (n + 127) / 128;
+  for (const auto& [tile, rows] : {std::pair{3, 256}, std::pair{2, 128}})
+    if (10 * feature_tiles * ((m + rows - 1) / rows) >= 9 * int64_t(sms)) return tile;
+  return 1;
 }
 
 }  // namespace
@@ -327,7 +345,8 @@ const char* w2a8_wgmma_tile_name(int tile) { return kTiles[tile].name; }
 
 void w2a8_linear_wgmma(const KView& y, const KView& xq, const KView& w2, const KView& step,
                        const KView& beta, const KView& bias, int tile, StreamHandle stream) {
-  const TileShape& shape = kTiles[tile < 0 || tile >= kTileCount ? tile_for(xq.shape[0]) : tile];
+  const TileShape& shape =
+      kTiles[tile < 0 || tile >= kTileCount ? tile_for(xq.shape[0], w2.shape[0]) : tile];
   (y.dtype == DType::f32 ? shape.f32 : shape.bf16)(y, xq, w2, step, beta, bias, as_stream(stream));
 }
 
