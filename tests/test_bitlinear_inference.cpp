@@ -189,6 +189,31 @@ TEST_CASE("cuda: every tile shape of the Hopper W2A8 kernel gives the CPU's bits
 }
 #endif
 
+TEST_CASE("cuda: kernels above 48 KB of shared memory run on a second GPU too") {
+  // Their shared-memory opt-in is a setting of the current device: made once and remembered, it
+  // would leave the second GPU without it and the launch would fail there.
+  BG_REQUIRE_CUDA();
+  if (cuda_device_count() < 2) return skip_case("needs two GPUs");
+  Generator gen(31);
+  const auto [w, bias, x8] = w2a8_case(256, 1024, 300, gen);  // K a multiple of 16: q moves as is
+  const std::vector<float> want =
+      floats(w2a8_linear(x8, packed_on(w, Device::cpu()), bias, DType::f32));
+  const std::vector<float> want_int8 = floats(int8_linear(x8, w, bias, DType::f32));
+  for (int index : {0, 1}) {
+    CAPTURE(index);
+    const Device dev = Device::cuda(index);
+    const QuantizedActivations xg = on_device(x8, dev);
+    for (cuda::KernelFamily family : {cuda::KernelFamily::best, cuda::KernelFamily::portable}) {
+      const PinKernelFamily pin(family);
+      CHECK(mismatches(floats(w2a8_linear(xg, packed_on(w, dev), bias.to(dev), DType::f32)),
+                       want) == 0);
+      CHECK(mismatches(floats(int8_linear(xg, TernaryWeights{w.q.to(dev), w.beta.to(dev)},
+                                          bias.to(dev), DType::f32)),
+                       want_int8) == 0);
+    }
+  }
+}
+
 TEST_CASE("bitlinear on packed weights equals the training forward, and refuses bad input") {
   Generator gen(24);
   for (Device device : {Device::cpu(), Device::cuda(0)}) {

@@ -405,9 +405,7 @@ void dispatch_tiles(DType dtype, bool async, F&& f) {
 }
 
 // Whether bf16 rows that start 16-byte aligned go to the Hopper kernels.
-bool runs_wgmma() {
-  return kernel_family() == KernelFamily::best && hopper_kernels_available();
-}
+bool runs_wgmma() { return kernel_family() == KernelFamily::best && hopper_kernels_available(); }
 
 AttnShape make_shape(const KView& q, double scale, const AttentionDropout& drop) {
   return AttnShape{int(q.shape[1]), int(q.shape[2]),        float(scale) * kLog2e,
@@ -466,16 +464,12 @@ void attention_backward(const KView& dq, const KView& dk, const KView& dv, const
                               heads<const bf16>(dy), lse_p, delta_p, s,
                               int(q.shape[0] * q.shape[1]), st);
     }
-    // The opt-in is set on every launch (a host-side call) so it holds on whichever device is
-    // current.
     constexpr int dq_smem = dq_smem_bytes<kAsync>(), dkdv_smem = dkdv_smem_bytes<kAsync>();
-    BG_CUDA_CHECK(cudaFuncSetAttribute(attention_dq_kernel<T, kAsync>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, dq_smem));
+    allow_shared_memory(attention_dq_kernel<T, kAsync>, dq_smem);
     attention_dq_kernel<T, kAsync>
         <<<grid, kThreads, dq_smem, st>>>(heads<T>(dq), heads<const T>(q), heads<const T>(k),
                                           heads<const T>(v), heads<const T>(dy), lse_p, delta_p, s);
-    BG_CUDA_CHECK(cudaFuncSetAttribute(attention_dkdv_kernel<T, kAsync>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, dkdv_smem));
+    allow_shared_memory(attention_dkdv_kernel<T, kAsync>, dkdv_smem);
     attention_dkdv_kernel<T, kAsync><<<grid, kThreads, dkdv_smem, st>>>(
         heads<T>(dk), heads<T>(dv), heads<const T>(q), heads<const T>(k), heads<const T>(v),
         heads<const T>(dy), lse_p, delta_p, s);

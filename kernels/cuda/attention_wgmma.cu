@@ -340,15 +340,11 @@ void backward_wgmma(const HeadsView<bf16>& dq, const HeadsView<bf16>& dk, const 
                     const float* lse, const float* delta, const AttnShape& s, int heads_total,
                     cudaStream_t stream) {
   const dim3 grid(unsigned((s.t + kTile - 1) / kTile), unsigned(heads_total));
-  // Above 48 KiB of shared memory a kernel needs the opt-in, set on every launch (a host-side
-  // call) so it holds on whichever device is current.
   constexpr int dq_smem = smem_bytes(6);  // q, dy, and k and v in two buffers each
-  BG_CUDA_CHECK(
-      cudaFuncSetAttribute(dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dq_smem));
+  allow_shared_memory(dq_kernel, dq_smem);
   dq_kernel<<<grid, kThreads, dq_smem, stream>>>(dq, q, k, v, dy, lse, delta, s);
   constexpr int dkdv_smem = smem_bytes(6, 2 * 2 * kTile * int(sizeof(float)));  // + statistics
-  BG_CUDA_CHECK(
-      cudaFuncSetAttribute(dkdv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dkdv_smem));
+  allow_shared_memory(dkdv_kernel, dkdv_smem);
   dkdv_kernel<<<grid, kThreads, dkdv_smem, stream>>>(dk, dv, q, k, v, dy, lse, delta, s);
 }
 

@@ -134,12 +134,7 @@ void launch_gemm(const KView& yv, const KView& xp, const KView& wp, const KView&
                  const KView& beta, const KView& bias, cudaStream_t stream) {
   using C = PlaneConfig<MI, NI, WM, WN, kStages>;
   auto kernel = bitplane_gemm_kernel<O, MI, NI, WM, WN, kStages>;
-  static bool configured = false;  // one attribute call per instantiation
-  if (!configured) {
-    BG_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes));
-    configured = true;
-  }
+  allow_shared_memory(kernel, C::kSmemBytes);
   const int64_t m = xp.shape[1], n = wp.shape[1];
   const dim3 grid(unsigned((n + C::kBN - 1) / C::kBN), unsigned((m + C::kBM - 1) / C::kBM));
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(

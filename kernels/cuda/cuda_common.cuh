@@ -18,10 +18,19 @@ inline void check_cuda(cudaError_t err, const char* what, const char* file, int 
                             std::to_string(line));
 }
 #define BG_CUDA_CHECK(call) ::bg::cuda::check_cuda((call), #call, __FILE__, __LINE__)
+
 #define BG_CUDA_LAUNCH_CHECK() \
   ::bg::cuda::check_cuda(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
 
 inline cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
+
+// Lets `kernel` launch with `bytes` of dynamic shared memory (needed above 48 KB). The setting
+// belongs to the current device, so it is made on every launch (a host-side call, nothing on the
+// stream): a flag kept after a first launch would leave a second GPU without it.
+template <typename Kernel>
+inline void allow_shared_memory(Kernel kernel, int bytes) {
+  BG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
 
 // Calls f(T{}) with T = float, __half or __nv_bfloat16.
 template <typename F>

@@ -67,10 +67,9 @@ GemmAlgoSources batch_invariant_algo_sources();
 // BitLinear's int8 product and the W2A8 product at batches of 2 and up. `best`: the Hopper ones
 // (wgmma; built when the CUDA architectures include 90a) on a compute capability 9.0 GPU, for
 // the inputs they take (bf16 attention rows that start 16-byte aligned; any int8_linear or
-// w2a8_linear operands); the portable mma.sync ones (sm_80 and
-// later) otherwise. `portable`: those everywhere. The two families give the same bits on Hopper
-// (the attention's steps in the same order, tests/test_attention.cpp; the int8 product is exact
-// integer arithmetic). Tests and the benchmarks pin one to compare their speed; a command takes
+// w2a8_linear operands); the portable mma.sync ones (sm_80 and later) otherwise. `portable`:
+// those everywhere. The two families give the same bits on Hopper (the attention's steps in the
+// same order, tests/test_attention.cpp; the integer products are exact). Tests and the benchmarks pin one to compare their speed; a command takes
 // BITGRAD_KERNELS=portable (or best) from the environment.
 enum class KernelFamily { best, portable };
 void set_kernel_family(KernelFamily kernels);

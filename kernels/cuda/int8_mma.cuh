@@ -112,7 +112,7 @@ template <typename O, typename Kernel>
 void launch_int8_linear(Kernel kernel, int bm, int bn, int threads, int smem, const KView& y,
                         const KView& xq, const KView& wq, const KView& step, const KView& beta,
                         const KView& bias, const KView& residual, cudaStream_t stream) {
-  BG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  allow_shared_memory(kernel, smem);
   const int64_t m = xq.shape[0], k = xq.shape[1], n = wq.shape[0];
   const dim3 grid(unsigned((n + bn - 1) / bn), unsigned((m + bm - 1) / bm));
   kernel<<<grid, threads, smem, stream>>>(

@@ -399,12 +399,7 @@ void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulPar
                   unsigned(batch * chunks));
   float* dst = static_cast<float*>(out.data);
   if (split) dst = static_cast<float*>(scratch.get(size_t(chunks * batch * m * n) * 4));
-  static bool configured = false;  // one attribute call (over 48 KB of shared memory)
-  if (!configured) {
-    BG_CUDA_CHECK(cudaFuncSetAttribute(
-        lmul_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sizeof(LmulSmem))));
-    configured = true;
-  }
+  allow_shared_memory(lmul_gemm_kernel, int(sizeof(LmulSmem)));
   lmul_gemm_kernel<<<grid, kThreads, sizeof(LmulSmem), as_stream(stream)>>>(
       dst, static_cast<const float*>(a.data), static_cast<const float*>(b.data), m, n, k, la, lb,
       o0, o1, o2, p.mantissa_bits, p.offset, chunks);

@@ -217,8 +217,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_bruteforce_kernel(KernelArgs
 
 template <typename T, int NT, int KB, bool kSplit, bool kGrad>
 void launch_bruteforce_typed(const KernelArgs& ka, int64_t grid, cudaStream_t stream) {
-  static size_t configured = 0;  // the dynamic shared-memory cap, raised once per instantiation
-  launch_sick_kernel(sick_bruteforce_kernel<T, NT, KB, kSplit, kGrad>, configured, ka, grid,
+  launch_sick_kernel(sick_bruteforce_kernel<T, NT, KB, kSplit, kGrad>, ka, grid,
                      sick_bruteforce_smem(NT, KB), stream);
 }
 

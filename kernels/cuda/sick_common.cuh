@@ -400,15 +400,12 @@ __device__ void finish_cta(const KernelArgs& a, float* merge, int64_t n, int64_t
   }
   if (a.slices > 1) merge_slices_if_last(a, merge, n, w_at);
 }
-// Raises the dynamic shared-memory cap of a kernel once, then launches it.
+// Raises the dynamic shared-memory cap of a kernel where it needs more than 48 KB, then
+// launches it.
 template <typename Kernel>
-void launch_sick_kernel(Kernel kernel, size_t& configured, const KernelArgs& ka, int64_t grid,
-                        size_t smem, cudaStream_t stream) {
-  if (smem > 48 * 1024 && smem > configured) {
-    BG_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    configured = smem;
-  }
+void launch_sick_kernel(Kernel kernel, const KernelArgs& ka, int64_t grid, size_t smem,
+                        cudaStream_t stream) {
+  if (smem > 48 * 1024) allow_shared_memory(kernel, int(smem));
   kernel<<<unsigned(grid), kWarps * 32, smem, stream>>>(ka);
   BG_CUDA_LAUNCH_CHECK();
 }

@@ -436,8 +436,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_precomputed_kernel(KernelArg
 
 template <int NT, int KB, bool kSplit, bool kGrad, bool kExtras>
 void launch_precomputed_typed(const KernelArgs& ka, int64_t grid, cudaStream_t stream) {
-  static size_t configured = 0;  // the dynamic shared-memory cap, raised once per instantiation
-  launch_sick_kernel(sick_precomputed_kernel<NT, KB, kSplit, kGrad, kExtras>, configured, ka, grid,
+  launch_sick_kernel(sick_precomputed_kernel<NT, KB, kSplit, kGrad, kExtras>, ka, grid,
                      sick_precomputed_smem(NT, KB, kSplit, kGrad), stream);
 }
 

@@ -141,12 +141,7 @@ template <typename O, int R>
 void launch_gemv(O* y, const KView& xq, const KView& w2, const KView& step, const KView& beta,
                  const KView& bias, int64_t blocks, cudaStream_t stream) {
   const int64_t n = w2.shape[0], k = xq.shape[1];
-  static bool configured = false;  // x may take over 48 KB of shared memory
-  if (!configured) {
-    BG_CUDA_CHECK(cudaFuncSetAttribute(w2a8_gemv_kernel<O, R>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kGemvMaxSmem));
-    configured = true;
-  }
+  allow_shared_memory(w2a8_gemv_kernel<O, R>, kGemvMaxSmem);  // x may take over 48 KB
   w2a8_gemv_kernel<O, R>
       <<<unsigned((n + 8 * R - 1) / (8 * R)), kGemvWarps * 32, size_t(blocks) * kBlockK, stream>>>(
           y, static_cast<const int8_t*>(xq.data), static_cast<const uint8_t*>(w2.data),
@@ -268,12 +263,7 @@ void launch_gemm(O* y, const KView& xq, const KView& w2, const KView& step, cons
                  const KView& bias, int64_t blocks, cudaStream_t stream) {
   using C = GemmConfig<MI, NI, WM, WN, kStages, KB>;
   auto kernel = w2a8_gemm_kernel<O, MI, NI, WM, WN, kStages, KB>;
-  static bool configured = false;  // one attribute call per instantiation
-  if (!configured) {
-    BG_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes));
-    configured = true;
-  }
+  allow_shared_memory(kernel, C::kSmemBytes);
   const int64_t m = xq.shape[0], k = xq.shape[1], n = w2.shape[0];
   const dim3 grid(unsigned((n + C::kBN - 1) / C::kBN), unsigned((m + C::kBM - 1) / C::kBM));
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(

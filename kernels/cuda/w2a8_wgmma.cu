@@ -290,8 +290,7 @@ void launch(const KView& y, const KView& xq, const KView& w2, const KView& step,
   using T = Tiles<WG, BN, KB, S>;
   auto kernel = w2a8_wgmma_kernel<O, WG, BN, KB, S>;
   constexpr int smem = T::template smem_bytes<O>();
-  // Set on every launch (a host-side call), so it holds on whichever device is current.
-  BG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  allow_shared_memory(kernel, smem);
   const int64_t m = xq.shape[0], k = xq.shape[1], n = w2.shape[0];
   const int64_t blocks = (k + kBlockK - 1) / kBlockK;
   const dim3 grid(unsigned((n + T::kBM - 1) / T::kBM), unsigned((m + BN - 1) / BN));
