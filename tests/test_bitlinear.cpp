@@ -186,10 +186,16 @@ TEST_CASE("cuda: quantisers and the int8 product give the CPU's bits at odd shap
 TEST_CASE("cuda: the Hopper int8 product gives the portable kernel's bits") {
   BG_REQUIRE_HOPPER_KERNELS();
   // Exact integer products either way; the shapes cover ragged block edges in M, N and K (K
-  // past a 128-byte step, not a multiple of 16), several K steps, and both output dtypes.
+  // past a 128-byte step, not a multiple of 16), several K steps, both output dtypes, and more
+  // tiles than the persistent kernel has blocks (each block then takes several, its stage ring
+  // running on across them).
   Generator gen(8);
-  for (auto [m, k, n] :
-       {std::array<int64_t, 3>{333, 300, 500}, {130, 1000, 129}, {2048, 768, 2304}, {1, 77, 8}}) {
+  for (auto [m, k, n] : {std::array<int64_t, 3>{333, 300, 500},
+                         {130, 1000, 129},
+                         {2048, 768, 2304},
+                         {1, 77, 8},
+                         {4097, 1000, 1100},
+                         {9000, 136, 700}}) {
     CAPTURE(m);
     const Tensor x = randn({m, k}, gen, 0.1, 1.5, DType::f32, Device::cuda(0));
     const Tensor w = randn({n, k}, gen, 0, 0.02, DType::f32, Device::cuda(0));

@@ -85,8 +85,11 @@ void check_input_backward(Device device, DType x_dtype, DType g_dtype, DType t_d
 
 // int8_linear with the residual in its epilogue against residual + int8_linear.
 void check_residual_epilogue(Device device, Generator& gen) {
-  for (auto [m, k, n] :
-       {std::array<int64_t, 3>{1, 1, 1}, {7, 17, 5}, {130, 300, 129}, {257, 768, 768}})
+  for (auto [m, k, n] : {std::array<int64_t, 3>{1, 1, 1},
+                         {7, 17, 5},
+                         {130, 300, 129},
+                         {257, 768, 768},
+                         {2100, 96, 1000}})
     for (DType out : device.is_cuda() ? std::vector<DType>{DType::f32, DType::bf16}
                                       : std::vector<DType>{DType::f32}) {
       CAPTURE(m);

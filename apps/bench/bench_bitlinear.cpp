@@ -78,13 +78,14 @@ int run_bench_bitlinear(const Args& args) {
     const double dense_fwd_floor =
         product_floor(2 * macs, kBf16TensorFlops, 2 * m * k + 4 * n * k + 4 * m * n);
     const double dense_step_floor = 3 * dense_fwd_floor;
-    std::vector<Tensor> xs, ws, gs;
+    std::vector<Tensor> xs, ws, gs, biases;
     std::vector<QuantizedActivations> xq;
     std::vector<TernaryWeights> wq;
     for (int i = 0; i < kSets; ++i) {
       xs.push_back(randn({s.tokens, s.in}, gen, 0, 1, DType::f32, dev).to(DType::bf16));
       ws.push_back(randn({s.out, s.in}, gen, 0, 0.02, DType::f32, dev));
       gs.push_back(randn({s.tokens, s.out}, gen, 0, 1, DType::f32, dev));
+      biases.push_back(randn({s.out}, gen, 0, 0.1, DType::f32, dev));
       xq.push_back(act_quantize(xs.back(), opt.act));
       wq.push_back(ternary_quantize(ws.back(), opt.weight_scale));
     }
@@ -133,6 +134,15 @@ int run_bench_bitlinear(const Args& args) {
          [&](int i) { act_quantize(xs[size_t(i)], opt.act); });
     time("int8_linear", product_floor(2 * macs, kInt8TensorOps, m * k + n * k + 4 * m * n),
          [&](int i) { int8_linear(xq[size_t(i)], wq[size_t(i)], Tensor(), DType::f32); });
+    // bf16 out with a bias, as the step's c_attn and c_fc products write.
+    time("int8_linear_bf16_bias",
+         product_floor(2 * macs, kInt8TensorOps, m * k + n * k + 2 * m * n + 4 * n),
+         [&](int i) { int8_linear(xq[size_t(i)], wq[size_t(i)], biases[size_t(i)], DType::bf16); });
+    // f32 out with a bias and the residual added, as the step's output projections write.
+    time("int8_linear_residual",
+         product_floor(2 * macs, kInt8TensorOps, m * k + n * k + 8 * m * n + 4 * n), [&](int i) {
+           int8_linear(xq[size_t(i)], wq[size_t(i)], biases[size_t(i)], DType::f32, gs[size_t(i)]);
+         });
     time("dequantize_x", bytes_floor(3 * m * k), [&](int i) {
       int8_dequantize(xq[size_t(i)].q, xq[size_t(i)].step, Tensor(), DType::bf16);
     });

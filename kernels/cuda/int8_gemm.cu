@@ -1,5 +1,5 @@
 // int8_gemm.cu: BitLinear's training product y = x_q W_q^T on int8 tensor cores, rescaled in
-// the epilogue (this file's mma.sync kernel on any GPU; int8_gemm_wgmma.cu's on Hopper). x_q and
+// the epilogue (this file's mma.sync kernel on any GPU; int8_gemm_tma.cu's on Hopper). x_q and
 // W_q are exact small integers, so an int8 x int8 -> int32 mma gives the exact integer product at
 // twice the bf16 rate, and no order of the K loop can change a bit: the result equals the CPU's
 // Eigen product, batch-invariant and deterministic by construction.
@@ -18,10 +18,12 @@
 
 namespace bg::cuda {
 
-// int8_gemm_wgmma.cu: the Hopper kernel, for the same operands, with the same bits.
-void int8_linear_wgmma(const KView& y, const KView& xq, const KView& wq, const KView& step,
-                       const KView& beta, const KView& bias, const KView& residual,
-                       cudaStream_t stream);
+// The Hopper kernel (int8_gemm_tma.cu), for the same operands, with the same bits; false when
+// it cannot take them (the driver cannot build its tensor maps, or M or N reach 2^31), and this
+// file's kernel runs instead.
+bool int8_linear_tma(const KView& y, const KView& xq, const KView& wq, const KView& step,
+                     const KView& beta, const KView& bias, const KView& residual,
+                     cudaStream_t stream);
 
 namespace {
 
@@ -129,8 +131,9 @@ void int8_linear(const KView& y, const KView& xq, const KView& wq, const KView& 
   if (m == 0 || n == 0) return;
   if (y.dtype != DType::f32 && y.dtype != DType::bf16)
     kernel_fail("int8_linear", std::string("y must be f32 or bf16, got ") + dtype_name(y.dtype));
-  if (kernel_family() == KernelFamily::best && hopper_kernels_available())
-    return int8_linear_wgmma(y, xq, wq, step, beta, bias, residual, as_stream(stream));
+  if (kernel_family() == KernelFamily::best && hopper_kernels_available() &&
+      int8_linear_tma(y, xq, wq, step, beta, bias, residual, as_stream(stream)))
+    return;
   if (y.dtype == DType::f32)
     launch_int8_linear<float>(int8_gemm_kernel<float>, kBM, kBN, kThreads, kSmemBytes, y, xq, wq,
                               step, beta, bias, residual, as_stream(stream));

@@ -104,7 +104,7 @@ __device__ __forceinline__ void store_fragments(O* y, int64_t m, int64_t n, int6
     }
 }
 
-// The launch both int8_linear kernels share (int8_gemm.cu's mma.sync one, int8_gemm_wgmma.cu's):
+// The launch of int8_linear's portable kernel (int8_gemm.cu's mma.sync one):
 // a grid of bn x bm output tiles, the views' raw pointers, K padded to 16 as the quantisers lay
 // their rows out. The shared-memory opt-in is set on every launch (a host-side call), so it
 // holds on whichever device is current.

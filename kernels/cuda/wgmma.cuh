@@ -71,7 +71,7 @@ __device__ __forceinline__ void fence_regs(uint32_t* r) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
 
-// The cp.async ring the int8 wgmma kernels run over K: S stages, S - 2 of them loading ahead of
+// The cp.async ring the W2A8 wgmma kernel runs over K: S stages, S - 2 of them loading ahead of
 // the one multiplied, so a stage is refilled only after the products that read it (two steps
 // back) have retired, which each kernel's wgmma wait at the end of a step guarantees.
 // load(step) issues the copies of step `step` into stage step % S. ring_start before the loop;
