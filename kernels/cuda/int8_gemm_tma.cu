@@ -380,9 +380,10 @@ template <typename O>
 bool launch(const KView& y, const KView& xq, const KView& wq, const KView& step, const KView& beta,
             const KView& bias, const KView& residual, cudaStream_t stream) {
   const int64_t m = xq.shape[0], k16 = (xq.shape[1] + 15) / 16 * 16, n = wq.shape[0];
-  if (m + 2 * kBM >= (int64_t(1) << 31) || n + kBN >= (int64_t(1) << 31) ||
+  if (k16 == 0 || m + 2 * kBM >= (int64_t(1) << 31) || n + kBN >= (int64_t(1) << 31) ||
       k16 >= (int64_t(1) << 31))
-    return false;  // past 32-bit TMA coordinates: the portable kernel takes it
+    return false;  // no K (no product to start the accumulators), or past 32-bit TMA
+                   // coordinates: the portable kernel takes it
   const auto misaligned = [](const KView& v) { return reinterpret_cast<uintptr_t>(v.data) % 16; };
   if (misaligned(y) || misaligned(residual))
     return false;  // the epilogue moves y and the residual in 16-byte pieces
