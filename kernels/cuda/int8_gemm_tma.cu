@@ -70,37 +70,20 @@ __device__ __forceinline__ void stage_pair(__nv_bfloat16* dst, float v0, float v
   *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);  // each as from_float
 }
 
-// A 32-bit word of rounded outputs plus the residual's word, each element added after the
-// rounding (mma::output_value's order).
-__device__ __forceinline__ uint32_t add_residual(uint32_t v, uint32_t r, float*) {
-  return __float_as_uint(__fadd_rn(__uint_as_float(v), __uint_as_float(r)));
-}
-__device__ __forceinline__ uint32_t add_residual(uint32_t v, uint32_t r, __nv_bfloat16*) {
-  const __nv_bfloat162 a = *reinterpret_cast<const __nv_bfloat162*>(&v),
-                       b = *reinterpret_cast<const __nv_bfloat162*>(&r);
-  const __nv_bfloat162 sum = __floats2bfloat162_rn(__fadd_rn(__low2float(a), __low2float(b)),
-                                                   __fadd_rn(__high2float(a), __high2float(b)));
-  return *reinterpret_cast<const uint32_t*>(&sum);
-}
-
-// One 16-byte piece of an output row from the staging (plus the residual's piece); `whole`:
-// the piece lies inside y and y's rows are 16-byte multiples, else cols_left elements remain.
+// One 16-byte piece of an output row from the staging, at the edges of y: a whole piece of a
+// residual-free output as one store, else element by element (cols_left of them at most), the
+// residual added after the rounding (mma::output_value's order). Inside y the residual is
+// added while staging (stage_pass).
 template <typename O>
-__device__ __forceinline__ void copy_piece(O* out, const O* src, const O* res, bool whole,
-                                           int64_t cols_left) {
+__device__ __forceinline__ void copy_edge_piece(O* out, const O* src, const O* res, bool whole,
+                                                int64_t cols_left) {
   constexpr int kVec = 16 / int(sizeof(O));
-  if (whole) {
-    uint4 v = *reinterpret_cast<const uint4*>(src);
-    if (res) {
-      const uint4 r = *reinterpret_cast<const uint4*>(res);
-      v = make_uint4(add_residual(v.x, r.x, out), add_residual(v.y, r.y, out),
-                     add_residual(v.z, r.z, out), add_residual(v.w, r.w, out));
-    }
-    *reinterpret_cast<uint4*>(out) = v;
-  } else {
-    for (int e = 0; e < kVec && e < cols_left; ++e)
-      out[e] = res ? from_float<O>(__fadd_rn(to_float(src[e]), to_float(res[e]))) : src[e];
+  if (whole && !res) {
+    *reinterpret_cast<uint4*>(out) = *reinterpret_cast<const uint4*>(src);
+    return;
   }
+  for (int e = 0; e < kVec && e < cols_left; ++e)
+    out[e] = res ? from_float<O>(__fadd_rn(to_float(src[e]), to_float(res[e]))) : src[e];
 }
 
 // The byte of staged row `row` holding byte `byte` of the row (the swizzle above).
@@ -218,8 +201,9 @@ __device__ __forceinline__ void store_part(const EpilogueRows<O>& e, const int32
   const bool piece_whole = e.n % kVec == 0 && col + kVec <= e.n;
   for (int r = 0; r < 8 && first_row + 2 * r < e.m; ++r, out += 2 * e.n)
     if (col < e.n)
-      copy_piece(out, src(r), e.residual ? e.residual + (first_row + 2 * r) * e.n + col : nullptr,
-                 piece_whole, e.n - col);
+      copy_edge_piece(out, src(r),
+                      e.residual ? e.residual + (first_row + 2 * r) * e.n + col : nullptr,
+                      piece_whole, e.n - col);
 }
 
 // Rows wg * 64 .. + 63 of the tile at (m0, n0), from this consumer thread's accumulators
@@ -388,9 +372,8 @@ bool launch(const KView& y, const KView& xq, const KView& wq, const KView& step,
   if (misaligned(y) || misaligned(residual))
     return false;  // the epilogue moves y and the residual in 16-byte pieces
   CUtensorMap a_map, b_map;
-  const char* why = nullptr;
-  if (!tma::encode_byte_rows_map(&a_map, xq.data, m, k16, xq.strides[0], kBM, kBK, &why) ||
-      !tma::encode_byte_rows_map(&b_map, wq.data, n, k16, wq.strides[0], kHalfRowsB, kBK, &why))
+  if (!tma::encode_byte_rows_map(&a_map, xq.data, m, k16, xq.strides[0], kBM, kBK) ||
+      !tma::encode_byte_rows_map(&b_map, wq.data, n, k16, wq.strides[0], kHalfRowsB, kBK))
     return false;
   const int64_t work = ((m + kCluster * kBM - 1) / (kCluster * kBM)) * ((n + kBN - 1) / kBN);
   const auto kernel = int8_gemm_tma_kernel<O>;

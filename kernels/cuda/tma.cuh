@@ -17,9 +17,10 @@ namespace bg::cuda::tma {
 // A map of a row-major tensor of bytes (rows x cols, rows `stride` bytes apart, 16-byte aligned)
 // whose tiles are box_rows x box_cols bytes, written to shared memory in the 128-byte swizzle
 // wgmma reads (box_cols must be 128). Elements past the tensor's edge arrive as zeros. False
-// (with `why`) when the driver lacks the entry point or refuses the map.
+// when the driver lacks the entry point or refuses the map (the caller then runs another
+// kernel).
 bool encode_byte_rows_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols,
-                          int64_t stride, int box_rows, int box_cols, const char** why);
+                          int64_t stride, int box_rows, int box_cols);
 
 __device__ __forceinline__ void barrier_init(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(mma::smem_addr(bar)), "r"(count)
