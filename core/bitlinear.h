@@ -8,7 +8,9 @@
 // x_q with step = gamma / Q, gamma = max|x_n| of the row. y = fma(float(x_q . W_q) * step, beta,
 // bias): that is the one float rescale, the same on the CPU and CUDA.
 #pragma once
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "compute_mode.h"
 #include "tensor.h"
@@ -28,8 +30,18 @@ Tensor padded_int8(int64_t rows, int64_t k, Device device);
 
 struct TernaryWeights {
   Tensor q, beta;
+  // W~ = beta * W_q (N, K), int8_dequantize's bits, where it was asked for: what bitlinear's
+  // backward multiplies by.
+  Tensor tilde;
 };
 TernaryWeights ternary_quantize(const Tensor& weight, TernaryScale method);
+// Several weights of one device at once: ternary_quantize of each, bit for bit (a weight's
+// results do not depend on the others), with W~ in tilde_dtype beside each where one is given
+// (f32, or bf16 on CUDA; f64 on the CPU). On CUDA absmean takes three launches for up to 48
+// weights: a model quantises all its BitLinear weights so once a forward.
+std::vector<TernaryWeights> ternary_quantize_all(const std::vector<Tensor>& weights,
+                                                 TernaryScale method,
+                                                 std::optional<DType> tilde_dtype = std::nullopt);
 
 // x (M, K) -> q (M, K) i8 (rows padded as above), step (M) = gamma / Q, quant_scale (M) =
 // Q / gamma (what x_n was multiplied by before rounding), and the norm's statistics for its
@@ -40,6 +52,22 @@ struct QuantizedActivations {
   int bits = 8;  // act_bits: at 2 the values are ternary, -1, 0 or 1
 };
 QuantizedActivations act_quantize(const Tensor& x, const ActQuantOptions& opt);
+// The tensors act_quantize fills for m rows of k features (statistics in `stats`), after checking
+// opt (act_bits in [2, 8], eps > 0).
+QuantizedActivations empty_quantized(int64_t m, int64_t k, DType stats, const ActQuantOptions& opt,
+                                     Device device);
+
+// layernorm(x, weight, bias, eps, out_dtype) and act_quantize of its output as stored (rows of
+// the last dim), in one pass over x on CUDA where rows are up to 1024 wide: both results equal
+// the two ops' in turn, bit for bit. y carries layernorm's gradient; q carries none (bitlinear's
+// backward passes straight through its quantiser to y). What a LayerNorm runs for the BitLinear
+// layer that reads its output.
+struct NormedActivations {
+  Tensor y;
+  QuantizedActivations q;
+};
+NormedActivations layernorm_quantize(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                     double eps, DType out_dtype, const ActQuantOptions& opt);
 
 // y (M, N) = fma(float(x.q . w.q^T) * x.step, w.beta, bias or 0) in out_dtype (f32, or bf16 on
 // CUDA; f64 when x's statistics are f64). Exact integer product (int8 tensor cores on CUDA).
@@ -101,6 +129,14 @@ Tensor bitlinear_packed(const Tensor& x, const PackedTernary& w, const Tensor& b
                         const BitLinearOptions& opt, const ComputeMode& mode,
                         Consumer consumer = Consumer::any);
 
+// What a caller may make ahead for bitlinear: the weights quantised (ternary_quantize_all: a
+// model's weights in one pass, with the backward's W~) and the input quantised with the layer's
+// act options (layernorm_quantize: by the kernel that wrote x). Undefined parts bitlinear makes.
+struct BitLinearPrepared {
+  TernaryWeights weights;
+  QuantizedActivations input;
+};
+
 // "" when bitlinear runs `mode` on `device`; else why not, in one line. An allowlist: the
 // ternary product is exact integer arithmetic, and its backward products run the exact
 // algorithms only.
@@ -114,8 +150,10 @@ std::string bitlinear_supports(const ComputeMode& mode, Device device);
 // stored as stored_dtype(mode, consumer) says.
 // A residual of the output's shape is added after the output's rounding (residual + bitlinear
 // bit for bit), in the product's epilogue when it has the output's dtype.
+// `prepared` holds what a caller made ahead, each what bitlinear would make itself, bit for bit.
 Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
                  const BitLinearOptions& opt, const ComputeMode& mode,
-                 Consumer consumer = Consumer::any, const Tensor& residual = Tensor());
+                 Consumer consumer = Consumer::any, const Tensor& residual = Tensor(),
+                 const BitLinearPrepared& prepared = BitLinearPrepared());
 
 }  // namespace bg

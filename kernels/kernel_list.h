@@ -119,11 +119,14 @@ void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dw
 // bitlinear: BitNet b1.58 (docs/bitlinear.md). Int8 operands are (rows, K) views whose rows are
 // `row` bytes apart, row a multiple of 16 >= K, the bytes past K zero: the CUDA product reads
 // whole 16-byte groups. Every scale multiplies to dequantise (W~ = beta W_q, x~ = step x_q).
-// ternary_quantize: w (N, K) f32 contiguous -> wq (N, K) i8 = clamp(rint(w / beta), -1, 1) and
-// beta (f32 scalar) = max(mean |w| or the lower median of |w|, 1e-5). The mean sums |w| in f64
-// over chunks of 4096 in one fixed tree that both backends share, so they give the same bits.
-void ternary_quantize(const KView& wq, const KView& beta, const KView& w, TernaryScale method,
-                      Scratch& scratch, StreamHandle stream);
+// ternary_quantize_group: each of `count` weights w (N, K) f32 contiguous -> wq (N, K) i8 =
+// clamp(rint(w / beta), -1, 1), beta (f32 scalar) = max(mean |w| or the lower median of |w|,
+// 1e-5) and, where tilde has data, tilde = float(wq) * beta rounded to tilde's dtype
+// (int8_dequantize's bits). The mean sums |w| in f64 over chunks of 4096 in one fixed tree that
+// both backends share, so they give the same bits, and a weight's results do not depend on the
+// others in the group. CUDA quantises the whole group in three launches (absmean).
+void ternary_quantize_group(const TernaryTarget* targets, int count, TernaryScale method,
+                            Scratch& scratch, StreamHandle stream);
 // act_quantize: x (M, K) contiguous (f32; CUDA also bf16/f16; CPU f64) -> xq (M, K) i8, step (M)
 // = gamma / Q, quant_scale (M) = Q / gamma, rstd (M) and mean (M; layer norm only, else null).
 // x_n = (x - mean) * rstd (none: x), gamma = max(max |x_n|, 1e-5), xq = clamp(rint(x_n *
@@ -133,6 +136,15 @@ void ternary_quantize(const KView& wq, const KView& beta, const KView& w, Ternar
 void act_quantize(const KView& xq, const KView& step, const KView& quant_scale, const KView& mean,
                   const KView& rstd, const KView& x, const ActQuantOptions& opt,
                   StreamHandle stream);
+// layernorm_quantize: layernorm_forward (y, mean, rstd from x, weight, bias) and act_quantize of
+// y as stored (xq, step, quant_scale, q_mean, q_rstd), in one pass over x where the kernel can
+// (CUDA: rows up to 1024 wide): each output equals the two kernels' in turn, bit for bit. y is
+// contiguous, xq (rows, c) with act_quantize's padded rows.
+void layernorm_quantize(const KView& y, const KView& mean, const KView& rstd, const KView& x,
+                        const KView& weight, const KView& bias, double eps, bool rms,
+                        const KView& xq, const KView& step, const KView& quant_scale,
+                        const KView& q_mean, const KView& q_rstd, const ActQuantOptions& opt,
+                        StreamHandle stream);
 // bitlinear_input_backward: the input side of BitLinear's backward in one pass over x (M, K),
 // from act_quantize's statistics (mean null unless layer norm; rstd null for none):
 // x_tilde (M, K) f32/bf16 (CPU f32/f64) = step * xq, with xq recomputed from x as act_quantize

@@ -157,6 +157,25 @@ struct NoScratch : Scratch {
   void* get(size_t) override { kernel_fail("scratch", "this call was given no scratch memory"); }
 };
 
+// A contiguous view as (rows, c): rows of its last dim c, what the row kernels (act_quantize)
+// take.
+inline KView as_rows(const KView& v, int64_t c) {
+  KView rows = v;
+  rows.ndim = 2;
+  rows.shape[0] = c ? v.numel() / c : 0;
+  rows.shape[1] = c;
+  rows.strides[0] = c;
+  rows.strides[1] = 1;
+  return rows;
+}
+
+// One weight of ternary_quantize_group: w (N, K) f32 contiguous in, wq (N, K) i8 (rows padded
+// as the int8 kernels read them) and beta (f32 scalar) out, and tilde (N, K) contiguous, W~ =
+// beta * W_q in its own dtype, out where tilde.data is set.
+struct TernaryTarget {
+  KView wq, beta, w, tilde;
+};
+
 // Opaque stream handle (cudaStream_t on the CUDA side, ignored on the CPU side).
 using StreamHandle = void*;
 

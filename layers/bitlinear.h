@@ -23,11 +23,29 @@ class BitLinear : public LinearLayer {
   void use_packed(PackedTernary packed);
   const PackedTernary& packed() const { return packed_; }
   bool is_packed() const { return packed_.w2.defined(); }
+  // Weights quantised ahead (quantize_bitlinear_weights) for the next forward, which takes them;
+  // a forward finding none quantises its own. Either way the bits are the same.
+  void set_quantized(TernaryWeights w) const { prepared_.weights = std::move(w); }
+  const ActQuantOptions* input_quantizer() const override {
+    return is_packed() ? nullptr : &opt_.act;
+  }
+  // The next forward takes q when its input is x itself (same data, shape and dtype).
+  void set_quantized_input(const Tensor& x, QuantizedActivations q) const override;
   Tensor weight, bias;
 
  private:
+  BitLinearPrepared take_prepared(const Tensor& x) const;
   BitLinearOptions opt_;
   PackedTernary packed_;
+  mutable BitLinearPrepared prepared_;
+  mutable Tensor prepared_input_of_;  // the x prepared_.input was made from
 };
+
+// Quantises the latent weight of every BitLinear layer under `roots` at once (ternary_quantize_all
+// per weight scale; on CUDA three launches for the lot), with W~ in the backward's operand dtype
+// while gradients are on, and hands each layer its result for its next forward. A model calls it
+// at the start of a forward that runs every one of those layers once, so no result outlives the
+// weights it was made from.
+void quantize_bitlinear_weights(const std::vector<const Module*>& roots);
 
 }  // namespace bg

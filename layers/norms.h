@@ -1,5 +1,6 @@
 // norms.h: LayerNorm and RMSNorm (PyTorch's parameter names: weight, bias).
 #pragma once
+#include "core/bitlinear.h"
 #include "module.h"
 
 namespace bg {
@@ -13,6 +14,9 @@ class LayerNorm : public Module {
   Tensor forward_for_matmul(const Tensor& x) const {
     return layernorm(x, weight, bias, eps_, compute_mode());
   }
+  // forward_for_matmul's output and, in the same pass, its activations quantised with `opt` for
+  // the BitLinear layer that reads it (layernorm_quantize).
+  NormedActivations forward_quantized(const Tensor& x, const ActQuantOptions& opt) const;
   Tensor weight, bias;
 
  private:

@@ -248,18 +248,33 @@ Block::Block(const GPTConfig& cfg, Generator& init) {
                                                      proj_std, cfg.gelu, cfg.linear));
 }
 
+namespace {
+
+// ln(x) for `reader`, a projection whose only input it is; where the reader quantises its input
+// (BitLinear), the LayerNorm does so in its own pass and hands the result over.
+Tensor normed_for(const LayerNorm& ln, const LinearLayer& reader, const Tensor& x) {
+  const ActQuantOptions* quantizer = reader.input_quantizer();
+  if (!quantizer) return ln.forward_for_matmul(x);
+  NormedActivations out = ln.forward_quantized(x, *quantizer);
+  reader.set_quantized_input(out.y, std::move(out.q));
+  return out.y;
+}
+
+}  // namespace
+
 Tensor Block::forward(const Tensor& x, Generator& gen) const {
-  const Tensor h = attn->forward(ln_1->forward_for_matmul(x), gen, x);  // x + attn(ln_1(x))
-  return mlp->forward(ln_2->forward_for_matmul(h), gen, h);
+  // x + attn(ln_1(x)), then h + mlp(ln_2(h))
+  const Tensor h = attn->forward(normed_for(*ln_1, *attn->c_attn, x), gen, x);
+  return mlp->forward(normed_for(*ln_2, *mlp->c_fc, h), gen, h);
 }
 
 Tensor Block::forward_cached(const Tensor& x, const Tensor& k, const Tensor& v,
                              int64_t past) const {
   // The residual adds as forward makes them (in c_proj's epilogue): the stream's bits are
   // training's (sampler = trainer).
-  const Tensor h = attn->forward_cached(ln_1->forward_for_matmul(x), k, v, past, x);
+  const Tensor h = attn->forward_cached(normed_for(*ln_1, *attn->c_attn, x), k, v, past, x);
   Generator unused;
-  return mlp->forward(ln_2->forward_for_matmul(h), unused, h);  // inference: dropout is off
+  return mlp->forward(normed_for(*ln_2, *mlp->c_fc, h), unused, h);  // inference: dropout is off
 }
 
 GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
@@ -325,7 +340,17 @@ Tensor GPT::token_features(const Tensor& idx) const {
   return wbe_->forward(embedding(bit_table_, idx));
 }
 
+void GPT::quantize_weights() const {
+  // The blocks' BitLinear weights in one pass (three launches on CUDA) rather than one per layer.
+  // Not the head's: not every reader of the head runs all its layers once a forward.
+  if (cfg_.linear.kind != LinearKind::bitlinear) return;
+  std::vector<const Module*> blocks;
+  for (const auto& block : blocks_) blocks.push_back(block.get());
+  quantize_bitlinear_weights(blocks);
+}
+
 Tensor GPT::hidden_from_embeddings(const Tensor& embedded, Generator& gen) const {
+  quantize_weights();
   Tensor x = embedded;
   for (const auto& block : blocks_) x = block->forward(x, gen);
   return ln_f_->forward_for_matmul(x);
@@ -361,6 +386,7 @@ Tensor GPT::forward_cached_hidden(const Tensor& idx, KVCache& cache) const {
   const int64_t t = idx.size(1), past = cache.length;
   BG_CHECK(t >= 1 && past + t <= cfg_.block_size, "gpt", "positions ", past, "..", past + t - 1,
            " run past block_size = ", cfg_.block_size);
+  quantize_weights();
   Tensor x = token_features(idx) + wpe_->weight.slice(0, past, past + t);
   for (size_t i = 0; i < blocks_.size(); ++i)
     x = blocks_[i]->forward_cached(x, cache.k[i], cache.v[i], past);

@@ -127,6 +127,8 @@ class GPT : public Module {
  private:
   // Each token's input features (B, T, n_embd): its wte row, or its bits through wbe.
   Tensor token_features(const Tensor& idx) const;
+  // With BitLinear blocks, their weights quantised for this forward (quantize_bitlinear_weights).
+  void quantize_weights() const;
   GPTConfig cfg_;
   std::shared_ptr<GPTHead> head_;
   std::shared_ptr<Embedding> wte_, wpe_;

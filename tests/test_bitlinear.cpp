@@ -393,7 +393,7 @@ TEST_CASE("cuda: packing and unpacking give the CPU's bytes") {
   Generator gen(13);
   for (int64_t k : {1, 5, 17, 384, 1537}) {
     const TernaryWeights w = ternary_quantize(randn({33, k}, gen), TernaryScale::absmean);
-    const TernaryWeights wg{w.q.to(Device::cuda(0)), w.beta.to(Device::cuda(0))};
+    const TernaryWeights wg{w.q.to(Device::cuda(0)), w.beta.to(Device::cuda(0)), Tensor()};
     const Tensor pg = pack_ternary(wg), pc = pack_ternary(w);
     CHECK(pg.to(Device::cpu()).to(DType::i64).to_vector<int64_t>() ==
           pc.to(DType::i64).to_vector<int64_t>());

@@ -143,7 +143,7 @@ TEST_CASE("cuda: w2a8 (GEMV and GEMM) and bit-plane kernels give the CPU's bits"
     const TernaryPlanes xp = bitplanes(x2.q), wp = bitplanes(w.q);
     const QuantizedActivations x2g = on_device(x2, cuda);
     const TernaryPlanes xpg = bitplanes(x2g.q);
-    const TernaryWeights wg{w.q.to(cuda), w.beta.to(cuda)};
+    const TernaryWeights wg{w.q.to(cuda), w.beta.to(cuda), Tensor()};
     const TernaryPlanes wpg = bitplanes(wg.q);
     CHECK(floats(xpg.planes) == floats(xp.planes));
     CHECK(floats(wpg.planes) == floats(wp.planes));
@@ -207,7 +207,7 @@ TEST_CASE("cuda: kernels above 48 KB of shared memory run on a second GPU too") 
       const PinKernelFamily pin(family);
       CHECK(mismatches(floats(w2a8_linear(xg, packed_on(w, dev), bias.to(dev), DType::f32)),
                        want) == 0);
-      CHECK(mismatches(floats(int8_linear(xg, TernaryWeights{w.q.to(dev), w.beta.to(dev)},
+      CHECK(mismatches(floats(int8_linear(xg, TernaryWeights{w.q.to(dev), w.beta.to(dev), Tensor()},
                                           bias.to(dev), DType::f32)),
                        want_int8) == 0);
     }

@@ -2,13 +2,17 @@
 // bf16 layer on the four projections of the Baby GPT and of GPT-2 124M (16384 tokens a step),
 // and the parts of the BitLinear step one by one: the weight quantiser, the norm + activation
 // quantiser, the int8 tensor-core product, the dequantiser the backward feeds its products, and
-// those products. Median microseconds over inputs rotated past the L2 cache (three input sets),
+// those products; then a step's weight quantisation for each whole model, one weight at a time
+// against all together, timed as a captured step runs it. Median microseconds over inputs rotated
+// past the L2 cache (three input sets),
 // each beside its floor: the bytes it must move at the copy bandwidth measured in the same run,
 // or its products at the tensor-core ceiling (bench_common.h), whichever is larger. Writes JSON.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "bench_common.h"
 #include "core/bitlinear.h"
@@ -63,6 +67,16 @@ int run_bench_bitlinear(const Args& args) {
     std::printf("device-to-device copy: %.0f GB/s\n%-6s %-10s %-22s %10s %10s %7s\n",
                 bandwidth / 1e9, "model", "layer", "part", "median_us", "floor_us", "share");
   bool first = true;
+  auto emit = [&](const char* model_name, const char* layer, int64_t tokens, int64_t in,
+                  int64_t out, const char* part_name, double us, double floor_us) {
+    std::printf("%-6s %-10s %-22s %10.1f %10.1f %6.0f%%\n", model_name, layer, part_name, us,
+                floor_us, 100 * floor_us / us);
+    json << (first ? "" : ",\n") << "    {\"model\": \"" << model_name << "\", \"layer\": \""
+         << layer << "\", \"tokens\": " << tokens << ", \"in\": " << in << ", \"out\": " << out
+         << ", \"part\": \"" << part_name << "\", \"median_us\": " << us
+         << ", \"floor_us\": " << floor_us << ", \"share_of_floor\": " << floor_us / us << "}";
+    first = false;
+  };
   Generator gen(1);
   for (const Shape3& s : shapes) {
     if (part == "inference") break;
@@ -97,14 +111,7 @@ int run_bench_bitlinear(const Args& args) {
         const double ms = bench_time_ms(dev, [&] { fn(i); });
         if (r >= 2) t.push_back(ms);  // two warm-up calls
       }
-      const double us = median(t) * 1e3;
-      std::printf("%-6s %-10s %-22s %10.1f %10.1f %6.0f%%\n", s.model, s.layer, part, us, floor_us,
-                  100 * floor_us / us);
-      json << (first ? "" : ",\n") << "    {\"model\": \"" << s.model << "\", \"layer\": \""
-           << s.layer << "\", \"tokens\": " << s.tokens << ", \"in\": " << s.in
-           << ", \"out\": " << s.out << ", \"part\": \"" << part << "\", \"median_us\": " << us
-           << ", \"floor_us\": " << floor_us << ", \"share_of_floor\": " << floor_us / us << "}";
-      first = false;
+      emit(s.model, s.layer, s.tokens, s.in, s.out, part, median(t) * 1e3, floor_us);
     };
     auto fwd_bwd = [&](int i, bool bit) {
       Tensor x = xs[size_t(i)].detach(), w = ws[size_t(i)].detach();
@@ -157,6 +164,34 @@ int run_bench_bitlinear(const Args& args) {
            gradient_product(g16, w16, mode, false);
            gradient_product(g16.transpose(0, 1), x16, mode, true);
          });
+  }
+  // A step's weight quantisation for the whole model, timed as a captured step runs it (no host
+  // work): each weight's quantiser and the backward's bf16 W~ one by one, against
+  // ternary_quantize_all's one pass (three launches). The floor reads W once and writes W_q and W~.
+  for (const char* name : {"baby", "gpt2"}) {
+    if (part == "inference" || (model != "all" && model != name)) continue;
+    const bool gpt2 = std::string(name) == "gpt2";
+    const int64_t d = gpt2 ? 768 : 384, layers = gpt2 ? 12 : 6;
+    std::vector<Tensor> ws;
+    double params = 0;
+    for (int64_t l = 0; l < layers; ++l)
+      for (auto [out, in] :
+           {std::pair<int64_t, int64_t>{3 * d, d}, {d, d}, {4 * d, d}, {d, 4 * d}}) {
+        ws.push_back(randn({out, in}, gen, 0, 0.02, DType::f32, dev));
+        params += double(out * in);
+      }
+    const double floor_us = 1e6 * 7 * params / bandwidth;
+    const std::string layer = std::to_string(ws.size()) + "_weights";
+    const double one_by_one = graph_us(dev, 1, reps, [&](int) {
+      for (const Tensor& w : ws) {
+        const TernaryWeights q = ternary_quantize(w, opt.weight_scale);
+        int8_dequantize(q.q, Tensor(), q.beta, DType::bf16);
+      }
+    });
+    emit(name, layer.c_str(), 0, 0, 0, "weights_one_by_one", one_by_one, floor_us);
+    const double together = graph_us(
+        dev, 1, reps, [&](int) { ternary_quantize_all(ws, opt.weight_scale, DType::bf16); });
+    emit(name, layer.c_str(), 0, 0, 0, "weights_together", together, floor_us);
   }
   const std::string inference =
       part == "training" ? "" : bench_bitlinear_inference(reps, args.option("shapes", ""));

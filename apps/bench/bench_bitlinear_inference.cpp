@@ -33,23 +33,6 @@ struct InferenceShape {
   int64_t m, n, k;
 };
 
-// Median microseconds per call of `call(i)` for i in [0, sets), each replay of the captured
-// graph running all of them once.
-double graph_us(Device dev, int sets, int reps, const std::function<void(int)>& call) {
-  const StreamHandle stream = stream_for(dev);
-  for (int i = 0; i < sets; ++i) call(i);  // warm-up outside the capture (library set-up)
-  cuda::graph_begin_capture(stream);
-  for (int i = 0; i < sets; ++i) call(i);
-  void* graph = cuda::graph_end_capture(stream);
-  std::vector<double> t;
-  for (int r = 0; r < reps + 2; ++r) {
-    const double ms = bench_time_ms(dev, [&] { cuda::graph_launch(graph, stream); });
-    if (r >= 2) t.push_back(ms * 1e3 / sets);
-  }
-  cuda::graph_destroy(graph);
-  return median(t);
-}
-
 int sets_for(double bytes) { return int(std::clamp(std::ceil(3 * kL2Bytes / bytes), 2.0, 128.0)); }
 
 // --shapes "MxNxK[,MxNxK...]": batch M, output features N, input features K, each 1 to 65536.

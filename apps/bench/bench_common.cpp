@@ -31,6 +31,21 @@ double copy_bandwidth(Device dev, int reps) {
   return 2.0 * double(a.numel() * 4) / (median(t) * 1e-3);
 }
 
+double graph_us(Device dev, int sets, int reps, const std::function<void(int)>& call) {
+  const StreamHandle stream = stream_for(dev);
+  for (int i = 0; i < sets; ++i) call(i);  // warm-up outside the capture (library set-up)
+  cuda::graph_begin_capture(stream);
+  for (int i = 0; i < sets; ++i) call(i);
+  void* graph = cuda::graph_end_capture(stream);
+  std::vector<double> t;
+  for (int r = 0; r < reps + 2; ++r) {
+    const double ms = bench_time_ms(dev, [&] { cuda::graph_launch(graph, stream); });
+    if (r >= 2) t.push_back(ms * 1e3 / sets);
+  }
+  cuda::graph_destroy(graph);
+  return median(t);
+}
+
 void write_bench_json(const Args& args, const std::string& json) {
   const std::string out = args.option("out", "");
   if (out.empty()) return;

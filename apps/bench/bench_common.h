@@ -23,6 +23,9 @@ double bench_time_ms(Device dev, const std::function<void()>& fn);
 // Device-to-device copy bandwidth (bytes read + written per second) over 1 GiB: the memory
 // floor's rate.
 double copy_bandwidth(Device dev, int reps);
+// Median microseconds per call of `call(i)` for i in [0, sets), each replay of one captured CUDA
+// graph running all of them once (no host work in the time, as in a captured training step).
+double graph_us(Device dev, int sets, int reps, const std::function<void(int)>& call);
 // Writes a benchmark's JSON to --out (when given).
 void write_bench_json(const Args& args, const std::string& json);
 

@@ -13,15 +13,53 @@ Tensor padded_int8(int64_t rows, int64_t k, Device device) {
 }
 
 TernaryWeights ternary_quantize(const Tensor& weight, TernaryScale method) {
-  check_float(weight, "ternary_quantize", "weight");
-  BG_CHECK(weight.ndim() == 2, "ternary_quantize", "weight must be (out, in), got ",
-           shape_str(weight.shape()));
-  const Tensor w = weight.detach().to(DType::f32).contiguous();
-  TernaryWeights out{padded_int8(w.size(0), w.size(1), w.device()),
-                     empty({}, DType::f32, w.device())};
-  ScratchArena scratch(w.device());
-  BG_DISPATCH(w.device(), ternary_quantize, out.q.kview(), out.beta.kview(), w.kview(), method,
-              scratch, stream_for(w.device()));
+  return ternary_quantize_all({weight}, method)[0];
+}
+
+std::vector<TernaryWeights> ternary_quantize_all(const std::vector<Tensor>& weights,
+                                                 TernaryScale method,
+                                                 std::optional<DType> tilde_dtype) {
+  std::vector<TernaryWeights> out;
+  if (weights.empty()) return out;
+  const Device device = weights[0].device();
+  if (tilde_dtype) {
+    const DType t = *tilde_dtype;
+    const bool ok = t == DType::f32 || (device.is_cuda() ? t == DType::bf16 : t == DType::f64);
+    BG_CHECK(ok, "ternary_quantize", "W~ can be f32 or ", device.is_cuda() ? "bf16" : "f64",
+             " on this device, not ", dtype_name(t));
+  }
+  std::vector<Tensor> kept;  // the f32 contiguous weights, alive until the kernels are queued
+  std::vector<TernaryTarget> targets;
+  for (const Tensor& weight : weights) {
+    check_float(weight, "ternary_quantize", "weight");
+    BG_CHECK(weight.ndim() == 2, "ternary_quantize", "weight must be (out, in), got ",
+             shape_str(weight.shape()));
+    check_same_device(weight, weights[0], "ternary_quantize");
+    kept.push_back(weight.detach().to(DType::f32).contiguous());
+    const Tensor& w = kept.back();
+    TernaryWeights q{padded_int8(w.size(0), w.size(1), device), empty({}, DType::f32, device),
+                     tilde_dtype ? empty(w.shape(), *tilde_dtype, device) : Tensor()};
+    targets.push_back({q.q.kview(), q.beta.kview(), w.kview(), view_or_null(q.tilde)});
+    out.push_back(std::move(q));
+  }
+  ScratchArena scratch(device);
+  BG_DISPATCH(device, ternary_quantize_group, targets.data(), int(targets.size()), method, scratch,
+              stream_for(device));
+  return out;
+}
+
+QuantizedActivations empty_quantized(int64_t m, int64_t k, DType stats, const ActQuantOptions& opt,
+                                     Device device) {
+  BG_CHECK(opt.bits >= 2 && opt.bits <= 8, "act_quantize", "act_bits must be in [2, 8], got ",
+           opt.bits);
+  BG_CHECK(opt.eps > 0, "act_quantize", "eps must be positive, got ", opt.eps);
+  QuantizedActivations out;
+  out.q = padded_int8(m, k, device);
+  out.step = empty({m}, stats, device);
+  out.quant_scale = empty({m}, stats, device);
+  out.bits = opt.bits;
+  if (opt.norm != BitNorm::none) out.rstd = empty({m}, stats, device);
+  if (opt.norm == BitNorm::layer) out.mean = empty({m}, stats, device);
   return out;
 }
 
@@ -29,19 +67,9 @@ QuantizedActivations act_quantize(const Tensor& x, const ActQuantOptions& opt) {
   check_float(x, "act_quantize", "input");
   BG_CHECK(x.ndim() == 2, "act_quantize", "input must be (rows, features), got ",
            shape_str(x.shape()));
-  BG_CHECK(opt.bits >= 2 && opt.bits <= 8, "act_quantize", "act_bits must be in [2, 8], got ",
-           opt.bits);
-  BG_CHECK(opt.eps > 0, "act_quantize", "eps must be positive, got ", opt.eps);
   const Tensor xc = compute_input(x);
-  const int64_t m = xc.size(0), k = xc.size(1);
-  const DType sd = stats_dtype(xc.dtype());
-  QuantizedActivations out;
-  out.q = padded_int8(m, k, x.device());
-  out.step = empty({m}, sd, x.device());
-  out.quant_scale = empty({m}, sd, x.device());
-  out.bits = opt.bits;
-  if (opt.norm != BitNorm::none) out.rstd = empty({m}, sd, x.device());
-  if (opt.norm == BitNorm::layer) out.mean = empty({m}, sd, x.device());
+  QuantizedActivations out =
+      empty_quantized(xc.size(0), xc.size(1), stats_dtype(xc.dtype()), opt, x.device());
   BG_DISPATCH(x.device(), act_quantize, out.q.kview(), out.step.kview(), out.quant_scale.kview(),
               view_or_null(out.mean), view_or_null(out.rstd), xc.kview(), opt,
               stream_for(x.device()));
@@ -130,7 +158,7 @@ TernaryWeights unpack_ternary(const Tensor& packed, int64_t k, const Tensor& bet
   BG_CHECK(beta.numel() == 1 && beta.dtype() == DType::f32, "unpack_ternary",
            "the scale must be one f32 value, got ", beta.numel(), " ", dtype_name(beta.dtype()));
   TernaryWeights w{padded_int8(packed.size(0), k, packed.device()),
-                   beta.reshape({}).to(packed.device())};
+                   beta.reshape({}).to(packed.device()), Tensor()};
   BG_DISPATCH(packed.device(), unpack_ternary, w.q.kview(), packed.kview(),
               stream_for(packed.device()));
   return w;
@@ -153,7 +181,7 @@ std::string bitlinear_supports(const ComputeMode& mode, Device device) {
 
 Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
                  const BitLinearOptions& opt, const ComputeMode& mode, Consumer consumer,
-                 const Tensor& residual) {
+                 const Tensor& residual, const BitLinearPrepared& prepared) {
   check_float(x, "bitlinear", "input");
   check_float(weight, "bitlinear", "weight");
   check_same_device(x, weight, "bitlinear");
@@ -171,9 +199,28 @@ Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
              " does not match the output ", shape_str(out_shape));
     check_same_device(residual, x, "bitlinear");
   }
+  const TernaryWeights& ahead = prepared.weights;
+  if (ahead.q.defined())
+    BG_CHECK(ahead.q.ndim() == 2 && ahead.q.size(0) == n && ahead.q.size(1) == k &&
+                 ahead.q.device() == weight.device(),
+             "bitlinear", "the quantised weights ", shape_str(ahead.q.shape()),
+             " were not made from this ", shape_str(weight.shape()), " weight");
   const Tensor xc = compute_input(x.reshape({-1, k}));
-  const TernaryWeights wq = ternary_quantize(weight, opt.weight_scale);
-  QuantizedActivations stats = act_quantize(xc, opt.act);
+  const QuantizedActivations& given = prepared.input;
+  if (given.q.defined()) {
+    const int64_t m = xc.size(0);
+    const bool stats = given.step.defined() && given.step.numel() == m &&
+                       given.step.dtype() == stats_dtype(xc.dtype()) &&
+                       (opt.act.norm == BitNorm::none || given.rstd.defined()) &&
+                       (opt.act.norm != BitNorm::layer || given.mean.defined());
+    BG_CHECK(given.q.ndim() == 2 && given.q.size(0) == m && given.q.size(1) == k &&
+                 given.bits == opt.act.bits && stats && given.q.device() == x.device(),
+             "bitlinear", "the quantised input ", shape_str(given.q.shape()), " (act_bits ",
+             given.bits, ") was not made from this ", shape_str(xc.shape()),
+             " input with act_bits ", opt.act.bits);
+  }
+  TernaryWeights wq = ahead.q.defined() ? ahead : ternary_quantize(weight, opt.weight_scale);
+  QuantizedActivations stats = given.q.defined() ? given : act_quantize(xc, opt.act);
   // The statistics' dtype is the computation's: f64 for f64 inputs (gradient checks), else f32.
   const DType natural = stats.step.dtype();
   const DType out_dtype = stored_dtype(mode, consumer, natural, x.device());
@@ -191,6 +238,9 @@ Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   // otherwise in the computation's dtype.
   const DType operand =
       x.is_cuda() && mode.precision == MatmulPrecision::bf16 ? DType::bf16 : natural;
+  // A W~ made beside the quantised weights serves the backward when it has the operand's dtype;
+  // else it is dropped here, not kept until the backward.
+  if (wq.tilde.defined() && wq.tilde.dtype() != operand) wq.tilde = Tensor();
   std::vector<Tensor> inputs{x, weight, bias};
   if (fused_residual) inputs.push_back(residual);
   record(y, "bitlinear", inputs, [=](const Tensor& g) {
@@ -198,7 +248,8 @@ Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
     // dy rounded to the operand dtype once for both products, contiguous, so the weight
     // gradient's transposed operand is a view and not a strided cast.
     const Tensor g_op = g2.dtype() == operand ? g2.contiguous() : g2.contiguous().to(operand);
-    const Tensor w_tilde = int8_dequantize(wq.q, Tensor(), wq.beta, operand);
+    const Tensor w_tilde =
+        wq.tilde.defined() ? wq.tilde : int8_dequantize(wq.q, Tensor(), wq.beta, operand);
     // dx_n straight from the product's epilogue in x's dtype where x is bf16 (the rounding the
     // norm's backward would read it with); f32 otherwise.
     const bool narrow = operand == DType::bf16 && xc.dtype() == DType::bf16;

@@ -1,6 +1,7 @@
 // nn.cpp: embedding, dropout, layernorm/rmsnorm and (composed) causal self-attention.
 #include <cmath>
 
+#include "../bitlinear.h"
 #include "../dispatch.h"
 #include "../ops.h"
 
@@ -92,8 +93,12 @@ namespace {
 
 // out_dtype: x's, or bf16 for f32 x (stored directly by the CUDA kernel: the operand of the
 // bf16 matmul that consumes it, without a cast pass).
+// With `quantize`, also act_quantize of the output as stored into *quantized: in the kernel's
+// pass where it stores y as the reader sees it (the CPU narrows y afterwards, and quantises after
+// that).
 Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, bool rms,
-            DType out_dtype) {
+            DType out_dtype, const ActQuantOptions* quantize = nullptr,
+            QuantizedActivations* quantized = nullptr) {
   const char* name = rms ? "rmsnorm" : "layernorm";
   check_float(x, name, "input");
   BG_CHECK(x.ndim() >= 1, name, "needs at least 1-D input");
@@ -119,9 +124,20 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
   Tensor y = empty(xc.shape(), narrow && x.is_cuda() ? out_dtype : xc.dtype(), x.device());
   Tensor mu = rms ? Tensor() : empty({rows}, sd, x.device());
   Tensor rstd = empty({rows}, sd, x.device());
-  BG_DISPATCH(x.device(), layernorm_forward, y.kview(), view_or_null(mu), rstd.kview(), xc.kview(),
-              view_or_null(wc), view_or_null(bc), eps, rms, stream_for(x.device()));
+  const bool fused = quantize && y.dtype() == out_dtype;
+  if (fused) {
+    *quantized = empty_quantized(rows, c, stats_dtype(compute_dtype(y)), *quantize, x.device());
+    BG_DISPATCH(x.device(), layernorm_quantize, y.kview(), view_or_null(mu), rstd.kview(),
+                xc.kview(), view_or_null(wc), view_or_null(bc), eps, rms, quantized->q.kview(),
+                quantized->step.kview(), quantized->quant_scale.kview(),
+                view_or_null(quantized->mean), view_or_null(quantized->rstd), *quantize,
+                stream_for(x.device()));
+  } else {
+    BG_DISPATCH(x.device(), layernorm_forward, y.kview(), view_or_null(mu), rstd.kview(),
+                xc.kview(), view_or_null(wc), view_or_null(bc), eps, rms, stream_for(x.device()));
+  }
   Tensor out = compute_output(y, out_dtype);
+  if (quantize && !fused) *quantized = act_quantize(out.reshape({rows, c}), *quantize);
   const DType dt = x.dtype();
   const bool has_w = weight.defined(), has_b = bias.defined();
   // The backward folds the gradient pending for x (the residual stream's, in a pre-norm
@@ -158,6 +174,12 @@ Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, doub
                  const ComputeMode& consumer) {
   return layernorm(x, weight, bias, eps,
                    stored_dtype(consumer, Consumer::matmul, x.dtype(), x.device()));
+}
+NormedActivations layernorm_quantize(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                     double eps, DType out_dtype, const ActQuantOptions& opt) {
+  NormedActivations out;
+  out.y = norm(x, weight, bias, eps, false, out_dtype, &opt, &out.q);
+  return out;
 }
 Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps) {
   return norm(x, weight, Tensor(), eps, true, x.dtype());

@@ -58,9 +58,12 @@ A lane_sum(int64_t n, F&& term) {  // term(e, acc) -> acc with element e folded 
 
 }  // namespace
 
-void ternary_quantize(const KView& wq, const KView& beta, const KView& w, TernaryScale method,
-                      Scratch&, StreamHandle) {
-  if (w.dtype != DType::f32 || wq.dtype != DType::i8 || beta.dtype != DType::f32)
+namespace {
+
+// ternary_quantize_group's work for one weight.
+void ternary_quantize_one(const TernaryTarget& t, TernaryScale method) {
+  const KView &wq = t.wq, &w = t.w;
+  if (w.dtype != DType::f32 || wq.dtype != DType::i8 || t.beta.dtype != DType::f32)
     kernel_fail("ternary_quantize", "expects f32 weights, i8 output and an f32 scale");
   const int64_t n_rows = wq.shape[0], k = wq.shape[1], row = wq.strides[0], n = n_rows * k;
   const float* src = ptr<float>(w);
@@ -85,7 +88,7 @@ void ternary_quantize(const KView& wq, const KView& beta, const KView& w, Ternar
     }
   }
   b = std::max(b, kMinScale);
-  *ptr<float>(beta) = b;
+  *ptr<float>(t.beta) = b;
   int8_t* dst = ptr<int8_t>(wq);
   for (int64_t r = 0; r < n_rows; ++r) {
     int8_t* out = dst + r * row;
@@ -93,6 +96,19 @@ void ternary_quantize(const KView& wq, const KView& beta, const KView& w, Ternar
       out[j] = int8_t(std::clamp(std::nearbyint(src[r * k + j] / b), -1.0f, 1.0f));
     std::memset(out + k, 0, size_t(row - k));
   }
+  if (t.tilde.data) {  // W~ as int8_dequantize makes it from (wq, beta)
+    KView scale{};
+    scale.data = &b;
+    scale.dtype = DType::f32;
+    int8_dequantize(t.tilde, wq, KView{}, scale, nullptr);
+  }
+}
+
+}  // namespace
+
+void ternary_quantize_group(const TernaryTarget* targets, int count, TernaryScale method, Scratch&,
+                            StreamHandle) {
+  for (int i = 0; i < count; ++i) ternary_quantize_one(targets[i], method);
 }
 
 void act_quantize(const KView& xq, const KView& step, const KView& quant_scale, const KView& mean,
@@ -197,6 +213,18 @@ void rescale_int_product(const KView& y, const int32_t* acc, const KView& step, 
         ptr<T>(y)[i * n + j] = std::fma(t, T(scale), bv ? bv[j] : T(0));
       }
   });
+}
+
+void layernorm_quantize(const KView& y, const KView& mean, const KView& rstd, const KView& x,
+                        const KView& weight, const KView& bias, double eps, bool rms,
+                        const KView& xq, const KView& step, const KView& quant_scale,
+                        const KView& q_mean, const KView& q_rstd, const ActQuantOptions& opt,
+                        StreamHandle stream) {
+  // The reference is the two kernels in turn; y (the CPU's compute dtype) as act_quantize reads
+  // it, (rows, c).
+  layernorm_forward(y, mean, rstd, x, weight, bias, eps, rms, stream);
+  act_quantize(xq, step, quant_scale, q_mean, q_rstd, as_rows(y, x.ndim ? x.shape[x.ndim - 1] : 1),
+               opt, stream);
 }
 
 void int8_dequantize(const KView& out, const KView& q, const KView& row_scale,

@@ -1,115 +1,17 @@
-// bitlinear.cu: BitNet b1.58's quantisers and the dequantiser on CUDA (the int8 product is
-// int8_gemm.cu). Each equals kernels/cpu/bitlinear.cpp bit for bit: the same reduction trees,
-// IEEE roundings spelled out (__fdiv_rn, __fsqrt_rn, __fmaf_rn), rint's ties to even.
-//
-// The weight scale: absmean sums |w| in f64, 4096 elements per block (thread t: elements t,
-// t + 256, ... in order, then a shared-memory tree), then one block sums the partials the same
-// way. absmedian is a radix select over the bits of |w| (non-negative floats order as their
-// bits): four passes of 8-bit histograms whose integer counts no order can change.
+// bitlinear.cu: BitNet b1.58's activation quantiser and the dequantiser on CUDA (the weight
+// quantiser is ternary_quantize.cu, the int8 product int8_gemm.cu). Each equals
+// kernels/cpu/bitlinear.cpp bit for bit: the same reduction trees, IEEE roundings spelled out
+// (__fdiv_rn, __fsqrt_rn, __fmaf_rn), rint's ties to even.
 #include <cstdint>
 #include <type_traits>
 
+#include "act_quantize_row.cuh"
 #include "bitlinear_common.cuh"
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
 
 namespace bg::cuda {
 namespace {
-
-constexpr int kTree = 256;
-constexpr int64_t kAbsSumChunk = 4096;
-constexpr float kMinScale = 1e-5f;
-
-__device__ double block_tree_sum(double v, double* lane) {
-  lane[threadIdx.x] = v;
-  __syncthreads();
-  for (int stride = kTree / 2; stride > 0; stride /= 2) {
-    if (int(threadIdx.x) < stride) lane[threadIdx.x] += lane[threadIdx.x + stride];
-    __syncthreads();
-  }
-  return lane[0];
-}
-
-__global__ void abs_sum_chunks(double* partial, const float* w, int64_t n) {
-  __shared__ double lane[kTree];
-  const int64_t base = int64_t(blockIdx.x) * kAbsSumChunk;
-  const int64_t len = min(kAbsSumChunk, n - base);
-  double acc = 0;
-  for (int64_t i = threadIdx.x; i < len; i += kTree) acc += double(fabsf(w[base + i]));
-  const double s = block_tree_sum(acc, lane);
-  if (threadIdx.x == 0) partial[blockIdx.x] = s;
-}
-
-__global__ void abs_mean_finish(float* beta, const double* partial, int64_t chunks, int64_t n) {
-  __shared__ double lane[kTree];
-  double acc = 0;
-  for (int64_t i = threadIdx.x; i < chunks; i += kTree) acc += partial[i];
-  const double total = block_tree_sum(acc, lane);
-  if (threadIdx.x == 0) *beta = fmaxf(n ? float(total / double(n)) : 0.0f, kMinScale);
-}
-
-// Radix select state: the high bits found so far, and the rank still sought among the
-// elements that share them.
-struct SelectState {
-  uint32_t prefix;
-  uint32_t rank;
-};
-
-__global__ void radix_histogram(uint32_t* hist, const SelectState* st, const float* w, int64_t n,
-                                int shift) {
-  __shared__ uint32_t local[256];
-  local[threadIdx.x] = 0;
-  __syncthreads();
-  const uint32_t high_mask = shift == 24 ? 0u : ~0u << (shift + 8);
-  const uint32_t prefix = st->prefix & high_mask;
-  BG_GRID_LOOP(i, n) {
-    const uint32_t key = __float_as_uint(fabsf(w[i]));
-    if ((key & high_mask) == prefix) atomicAdd(&local[(key >> shift) & 255u], 1u);
-  }
-  __syncthreads();
-  if (local[threadIdx.x]) atomicAdd(&hist[threadIdx.x], local[threadIdx.x]);
-}
-
-__global__ void radix_pick(SelectState* st, uint32_t* hist, int shift, float* beta) {
-  uint32_t below = 0, bin = 0;
-  for (; bin < 255; ++bin) {
-    if (below + hist[bin] > st->rank) break;
-    below += hist[bin];
-  }
-  st->rank -= below;
-  st->prefix |= bin << shift;
-  for (int i = 0; i < 256; ++i) hist[i] = 0;  // ready for the next pass
-  if (shift == 0) *beta = fmaxf(__uint_as_float(st->prefix), kMinScale);
-}
-
-__device__ __forceinline__ int8_t ternary_value(float w, float b) {
-  return int8_t(fminf(fmaxf(rintf(__fdiv_rn(w, b)), -1.0f), 1.0f));
-}
-
-// Block rows over the weight rows (blockIdx.y, stepping by gridDim.y), four columns a thread: a
-// 16-byte load and a 4-byte store where `vector` (K a multiple of 4, both tensors aligned to
-// it), with no 64-bit division per element (it dominated the element-at-a-time loop this
-// replaced). Columns K .. row - 1 (the padding) get 0.
-__global__ void ternary_round(int8_t* wq, const float* w, const float* beta, int64_t rows,
-                              int64_t k, int64_t row, bool vector) {
-  const float b = *beta;
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const float* src = w + r * k;
-    int8_t* dst = wq + r * row;
-    for (int64_t j = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4; j < row;
-         j += int64_t(gridDim.x) * blockDim.x * 4) {
-      if (vector && j + 4 <= k) {
-        const float4 v = *reinterpret_cast<const float4*>(src + j);
-        *reinterpret_cast<char4*>(dst + j) =
-            make_char4(ternary_value(v.x, b), ternary_value(v.y, b), ternary_value(v.z, b),
-                       ternary_value(v.w, b));
-      } else {
-        for (int64_t c = j; c < j + 4 && c < row; ++c)
-          dst[c] = c < k ? ternary_value(src[c], b) : 0;
-      }
-    }
-  }
-}
 
 // One warp per row. Element e belongs to lane (e / 4) % 32; a lane folds its elements in order.
 template <typename T>
@@ -143,7 +45,7 @@ __global__ void act_quantize_rows(int8_t* xq, float* step, float* scale_out, flo
   };
   float gamma = 0.0f;
   for_lane([&](int64_t, float v) { gamma = fmaxf(gamma, fabsf(normed(v))); });
-  gamma = fmaxf(warp_max(gamma), kMinScale);
+  gamma = fmaxf(warp_max(gamma), kActMinScale);
   const float inv = __fdiv_rn(q_max, gamma);
   int8_t* out = xq + r * row;
   for_lane([&](int64_t e, float v) {
@@ -158,129 +60,29 @@ __global__ void act_quantize_rows(int8_t* xq, float* step, float* scale_out, flo
   }
 }
 
-// Four consecutive elements of T, as held raw in registers (8 bytes of f16/bf16, 16 of f32) and
-// read back as floats.
-template <typename T>
-struct Group4 {
-  using Raw = std::conditional_t<sizeof(T) == 4, float4, uint2>;
-  Raw raw;
-  // n elements from p (0 <= n <= 4), zeros after them. p must point into the row even for
-  // n = 0: the compiler may then issue the vector load and discard it.
-  __device__ __forceinline__ void load(const T* p, int n, bool vec) {
-    if (vec && n == 4) {
-      raw = *reinterpret_cast<const Raw*>(p);
-    } else {
-      T* h = reinterpret_cast<T*>(&raw);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) h[i] = i < n ? p[i] : from_float<T>(0.0f);
-    }
-  }
-  __device__ __forceinline__ float operator[](int i) const {
-    return to_float(reinterpret_cast<const T*>(&raw)[i]);
-  }
-};
-
-// act_quantize_rows with the row held in registers: lane l holds groups l, l + 32, ... (kG of
-// them) of four elements, loaded once; the sums, the max and the rounding then run in
-// act_quantize_rows' order (element e in lane (e / 4) % 32), so the bits are the same. Short
-// rows are held as floats, normalised once; long rows of 2-byte inputs raw (half the registers),
-// converted at each pass. kFull: k = 128 kG, every group whole (no per-element bounds). vec:
-// rows of whole, aligned groups (K % 4 == 0, x aligned), loaded as vectors. Rows are shorter
-// than 2^31 elements (kG <= 24).
+// act_quantize_rows with the row held in registers (act_quantize_row.cuh): lane l loads groups
+// l, l + 32, ... (kG of them) of four elements once. Short rows are held as floats, long rows of
+// 2-byte inputs raw (half the registers), converted at each pass. kFull: k = 128 kG, every group
+// whole (no per-element bounds). vec: rows of whole, aligned groups (K % 4 == 0, x aligned),
+// loaded as vectors. Rows are shorter than 2^31 elements (kG <= 24).
 template <typename T, int kG, bool kFull>
-__global__ void act_quantize_rows_held(int8_t* xq, float* step, float* scale_out, float* mean_out,
-                                       float* rstd_out, const T* x, int64_t m, int64_t k64,
-                                       int64_t row, BitNorm norm, float q_max, float eps,
-                                       bool vec) {
+__global__ void act_quantize_rows_held(const T* x, int64_t m, int64_t k64, bool vec,
+                                       RowQuantizer quantizer) {
   constexpr bool kFloats = sizeof(T) == 4 || kG <= 8;
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (r >= m) return;
   const int k = int(k64);
   const T* xr = x + r * k64;
-  Group4<T> raw[kFloats ? 1 : kG];
-  float held[kFloats ? kG : 1][4];
+  HeldRow<T, kG, kFloats> held;
 #pragma unroll
   for (int j = 0; j < kG; ++j) {
     const int e0 = (lane + 32 * j) * 4, n = kFull ? 4 : max(0, min(4, k - e0));
     Group4<T> g;
     g.load(xr + (n > 0 ? e0 : 0), n, vec);
-    if constexpr (kFloats) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) held[j][i] = g[i];
-    } else {
-      raw[j] = g;
-    }
+    held.set(j, g);
   }
-  auto value = [&](int j, int i) {
-    if constexpr (kFloats)
-      return held[j][kFloats ? i : 0];
-    else
-      return raw[kFloats ? 0 : j][i];
-  };
-  auto in_row = [&](int j, int i) { return kFull || (lane + 32 * j) * 4 + i < k; };
-  float mu = 0.0f, rs = 1.0f;
-  if (norm == BitNorm::layer) {
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kG; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (in_row(j, i)) s = __fadd_rn(s, value(j, i));
-    mu = __fdiv_rn(warp_sum(s), float(k));
-  }
-  if (norm != BitNorm::none) {
-    float ss = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kG; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (in_row(j, i)) {
-          const float d = __fsub_rn(value(j, i), mu);
-          ss = __fmaf_rn(d, d, ss);
-        }
-    rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(warp_sum(ss), float(k)), eps)));
-  }
-  auto normalise = [&](float v) {
-    return norm == BitNorm::none ? v : __fmul_rn(__fsub_rn(v, mu), rs);
-  };
-  if constexpr (kFloats) {
-#pragma unroll
-    for (int j = 0; j < kG; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) held[j][i] = normalise(held[j][i]);
-  }
-  auto normed = [&](int j, int i) {
-    if constexpr (kFloats)
-      return value(j, i);
-    else
-      return normalise(value(j, i));
-  };
-  float gamma = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kG; ++j)
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (in_row(j, i)) gamma = fmaxf(gamma, fabsf(normed(j, i)));
-  gamma = fmaxf(warp_max(gamma), kMinScale);
-  const float inv = __fdiv_rn(q_max, gamma), lo = -q_max - 1.0f;
-  int8_t* out = xq + r * row;
-#pragma unroll
-  for (int j = 0; j < kG; ++j) {
-    const int e0 = (lane + 32 * j) * 4;
-    if (!kFull && e0 >= row) continue;  // row <= 128 kG: the padded row is covered
-    uint32_t b[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      b[i] = in_row(j, i) ? rounded_bits(__fmul_rn(normed(j, i), inv), lo, q_max) : kRoundedZero;
-    *reinterpret_cast<uint32_t*>(out + e0) = pack_int8(b[0], b[1], b[2], b[3]);
-  }
-  if (lane == 0) {
-    step[r] = __fdiv_rn(gamma, q_max);
-    if (scale_out) scale_out[r] = inv;
-    if (rstd_out) rstd_out[r] = rs;
-    if (mean_out) mean_out[r] = mu;
-  }
+  quantizer.quantize<kFull>(held, r, k, lane);
 }
 
 // Four bytes of a row per thread. Rows whose length is a multiple of 4 run as one flat range of
@@ -335,97 +137,38 @@ __global__ void dequantize_rows(O* out, const int8_t* q, const float* row_scale,
 
 }  // namespace
 
-void ternary_quantize(const KView& wq, const KView& beta, const KView& w, TernaryScale method,
-                      Scratch& scratch, StreamHandle stream) {
-  if (w.dtype != DType::f32 || wq.dtype != DType::i8 || beta.dtype != DType::f32)
-    kernel_fail("ternary_quantize", "expects f32 weights, i8 output and an f32 scale");
-  const cudaStream_t s = as_stream(stream);
-  const int64_t rows = wq.shape[0], k = wq.shape[1], row = wq.strides[0], n = rows * k;
-  const float* src = static_cast<const float*>(w.data);
-  float* b = static_cast<float*>(beta.data);
-  if (method == TernaryScale::absmean) {
-    const int64_t chunks = (n + kAbsSumChunk - 1) / kAbsSumChunk;
-    double* partial = static_cast<double*>(scratch.get(size_t(std::max<int64_t>(chunks, 1)) * 8));
-    if (chunks) abs_sum_chunks<<<unsigned(chunks), kTree, 0, s>>>(partial, src, n);
-    abs_mean_finish<<<1, kTree, 0, s>>>(b, partial, chunks, n);
-  } else {
-    auto* mem = static_cast<uint8_t*>(scratch.get(256 * 4 + sizeof(SelectState)));
-    auto* hist = reinterpret_cast<uint32_t*>(mem);
-    auto* st = reinterpret_cast<SelectState*>(mem + 256 * 4);
-    const SelectState init{0u, n ? uint32_t((n - 1) / 2) : 0u};
-    BG_CUDA_CHECK(cudaMemsetAsync(hist, 0, 256 * 4, s));
-    BG_CUDA_CHECK(cudaMemcpyAsync(st, &init, sizeof(init), cudaMemcpyHostToDevice, s));
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      radix_histogram<<<grid_for(n, 256, 2048), 256, 0, s>>>(hist, st, src, n, shift);
-      radix_pick<<<1, 1, 0, s>>>(st, hist, shift, b);
-    }
-  }
-  BG_CUDA_LAUNCH_CHECK();
-  if (rows > 0) {
-    const bool vector = k % 4 == 0 && row % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0 &&
-                        reinterpret_cast<uintptr_t>(wq.data) % 4 == 0;
-    const dim3 grid(unsigned(std::min<int64_t>((row + 1023) / 1024, 64)),
-                    unsigned(std::min<int64_t>(rows, 65535)));
-    ternary_round<<<grid, 256, 0, s>>>(static_cast<int8_t*>(wq.data), src, b, rows, k, row, vector);
-  }
-  BG_CUDA_LAUNCH_CHECK();
-}
-
 void act_quantize(const KView& xq, const KView& step, const KView& quant_scale, const KView& mean,
                   const KView& rstd, const KView& x, const ActQuantOptions& opt,
                   StreamHandle stream) {
   if (xq.dtype != DType::i8 || step.dtype != DType::f32)
     kernel_fail("act_quantize", "xq must be i8 and step f32");
-  const int64_t m = xq.shape[0], k = xq.shape[1], row = xq.strides[0];
+  const int64_t m = xq.shape[0], k = xq.shape[1];
   if (m == 0) return;
-  const float q_max = float((1 << (opt.bits - 1)) - 1);
   const cudaStream_t s = as_stream(stream);
-  const int64_t groups_per_lane = (k + 127) / 128;
+  const int64_t groups = (k + 127) / 128;
   // Wide rows hold many registers a lane: smaller blocks then pack the SMs more evenly.
-  const int kWarps = groups_per_lane > 8 ? 4 : 8;
+  const int kWarps = groups > 8 ? 4 : 8;
   const unsigned grid = unsigned((m + kWarps - 1) / kWarps);
+  const RowQuantizer quantizer = row_quantizer(xq, step, quant_scale, mean, rstd, opt);
   dispatch_float(x.dtype, "act_quantize", [&](auto zero) {
     using T = decltype(zero);
-    auto* q = static_cast<int8_t*>(xq.data);
-    auto* st = static_cast<float*>(step.data);
-    auto* sc = static_cast<float*>(quant_scale.data);
-    auto* mu = static_cast<float*>(mean.data);
-    auto* rs = static_cast<float*>(rstd.data);
     const T* px = static_cast<const T*>(x.data);
     const bool vec = k % 4 == 0 && reinterpret_cast<uintptr_t>(px) % (4 * sizeof(T)) == 0;
-    const float e = float(opt.eps);
-    auto held = [&](auto groups) {
-      constexpr int kG = decltype(groups)::value;
-      if (k == 128 * kG)
-        act_quantize_rows_held<T, kG, true><<<grid, kWarps * 32, 0, s>>>(
-            q, st, sc, mu, rs, px, m, k, row, opt.norm, q_max, e, vec);
-      else
-        act_quantize_rows_held<T, kG, false><<<grid, kWarps * 32, 0, s>>>(
-            q, st, sc, mu, rs, px, m, k, row, opt.norm, q_max, e, vec);
-    };
     // Rows up to 3072 wide (GPT-2's MLP) live in registers; wider ones read their row once per
     // pass.
-    if (groups_per_lane <= 1)
-      held(std::integral_constant<int, 1>());
-    else if (groups_per_lane <= 2)
-      held(std::integral_constant<int, 2>());
-    else if (groups_per_lane <= 3)
-      held(std::integral_constant<int, 3>());  // the Baby GPT's 384
-    else if (groups_per_lane <= 4)
-      held(std::integral_constant<int, 4>());
-    else if (groups_per_lane <= 6)
-      held(std::integral_constant<int, 6>());  // GPT-2's 768
-    else if (groups_per_lane <= 8)
-      held(std::integral_constant<int, 8>());
-    else if (groups_per_lane <= 12)
-      held(std::integral_constant<int, 12>());
-    else if (groups_per_lane <= 16)
-      held(std::integral_constant<int, 16>());
-    else if (groups_per_lane <= 24)
-      held(std::integral_constant<int, 24>());
-    else
-      act_quantize_rows<T>
-          <<<grid, kWarps * 32, 0, s>>>(q, st, sc, mu, rs, px, m, k, row, opt.norm, q_max, e);
+    if (groups > 24) {
+      act_quantize_rows<T><<<grid, kWarps * 32, 0, s>>>(
+          quantizer.xq, quantizer.step, quantizer.scale_out, quantizer.mean_out, quantizer.rstd_out,
+          px, m, k, quantizer.row, opt.norm, quantizer.q_max, quantizer.eps);
+      return;
+    }
+    with_row_groups<24>(groups, [&](auto size) {
+      constexpr int kG = decltype(size)::value;
+      if (k == 128 * kG)
+        act_quantize_rows_held<T, kG, true><<<grid, kWarps * 32, 0, s>>>(px, m, k, vec, quantizer);
+      else
+        act_quantize_rows_held<T, kG, false><<<grid, kWarps * 32, 0, s>>>(px, m, k, vec, quantizer);
+    });
   });
   BG_CUDA_LAUNCH_CHECK();
 }

@@ -8,6 +8,7 @@
 
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
+#include "layernorm_row.cuh"
 #include "layernorm_rows.h"
 
 namespace bg::cuda {
@@ -24,24 +25,13 @@ __global__ void layernorm_forward_kernel(TOut* y, float* mean, float* rstd, cons
   const int lane = threadIdx.x & 31;
   if (r >= rows) return;
   const T* xr = x + r * c;
-  float mu = 0.f;
-  if (!rms) {
-    for (int64_t j = lane; j < c; j += 32) mu += to_float(xr[j]);
-    mu = warp_sum(mu) / float(c);
-  }
-  float var = 0.f;
-  for (int64_t j = lane; j < c; j += 32) {
-    const float d = to_float(xr[j]) - mu;
-    var += d * d;
-  }
-  const float rs = rsqrtf(warp_sum(var) / float(c) + eps);
+  float mu, rs;
+  layernorm_row_stats([&](int64_t j) { return to_float(xr[j]); }, lane, c, eps, rms, mu, rs);
   TOut* yr = y + r * c;
-  for (int64_t j = lane; j < c; j += 32) {
-    float v = (to_float(xr[j]) - mu) * rs;
-    if (w) v *= to_float(w[j]);
-    if (b) v += to_float(b[j]);
-    yr[j] = from_float<TOut>(v);
-  }
+  for (int64_t j = lane; j < c; j += 32)
+    yr[j] = from_float<TOut>(layernorm_row_value(to_float(xr[j]), mu, rs, w != nullptr,
+                                                 w ? to_float(w[j]) : 1.f, b != nullptr,
+                                                 b ? to_float(b[j]) : 0.f));
   if (lane == 0) {
     if (mean) mean[r] = mu;
     rstd[r] = rs;
