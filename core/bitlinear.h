@@ -137,6 +137,11 @@ struct BitLinearPrepared {
   QuantizedActivations input;
 };
 
+// The dtype of bitlinear's backward operands (W~, x~, dy) for inputs computed in `natural` (f32,
+// or f64 in gradient checks): bf16 under bf16 precision on CUDA, else `natural`. What a W~ made
+// ahead must have for the backward to use it.
+DType bitlinear_operand_dtype(const ComputeMode& mode, Device device, DType natural = DType::f32);
+
 // "" when bitlinear runs `mode` on `device`; else why not, in one line. An allowlist: the
 // ternary product is exact integer arithmetic, and its backward products run the exact
 // algorithms only.

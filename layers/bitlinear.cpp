@@ -71,14 +71,9 @@ void quantize_bitlinear_weights(const std::vector<const Module*>& roots) {
   for (const BitLinear* layer : found) {
     if (layer->is_packed()) continue;
     std::optional<DType> tilde;
-    if (grads && layer->weight.requires_grad()) {
-      // bitlinear's backward operand: bf16 under bf16 precision on CUDA, else f32 (for f32 and
-      // bf16 inputs).
-      const bool narrow =
-          layer->weight.is_cuda() &&
-          layer->compute_mode().at(layer->site()).precision == MatmulPrecision::bf16;
-      tilde = narrow ? DType::bf16 : DType::f32;
-    }
+    if (grads && layer->weight.requires_grad())
+      tilde =
+          bitlinear_operand_dtype(layer->compute_mode().at(layer->site()), layer->weight.device());
     const TernaryScale method = layer->options().weight_scale;
     auto same = [&](const Batch& b) {
       return b.method == method && b.tilde == tilde &&

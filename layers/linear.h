@@ -38,10 +38,7 @@ class LinearLayer : public Module {
   // writes the layer's input may run it too (layernorm_quantize) and hand the result over.
   virtual const ActQuantOptions* input_quantizer() const { return nullptr; }
   // x quantised with input_quantizer's options, for the next forward whose input is x.
-  virtual void set_quantized_input(const Tensor& x, QuantizedActivations q) const {
-    (void)x;
-    (void)q;
-  }
+  virtual void set_quantized_input(const Tensor&, QuantizedActivations) const {}
   // Where the layer sits (lmul.scope picks sites): its products run in compute_mode().at(site).
   MatmulSite site() const { return site_; }
   void set_site(MatmulSite site) { site_ = site; }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 namespace bg::test {
@@ -13,6 +14,17 @@ uint64_t test_seed() {
     return uint64_t(std::random_device{}()) << 20 ^ uint64_t(std::random_device{}());
   }();
   return seed;
+}
+
+int64_t bit_mismatches(const Tensor& a, const Tensor& b) {
+  auto bits = [](const Tensor& t) {
+    return t.to(Device::cpu()).to(DType::f64).contiguous().to_vector<double>();
+  };
+  const std::vector<double> x = bits(a), y = bits(b);
+  if (x.size() != y.size()) return -1;
+  int64_t bad = 0;
+  for (size_t i = 0; i < x.size(); ++i) bad += std::memcmp(&x[i], &y[i], sizeof(double)) != 0;
+  return bad;
 }
 
 double rel_err(const Tensor& got, const Tensor& want) {

@@ -46,6 +46,9 @@ struct OpCase {
 
 uint64_t test_seed();
 double rel_err(const Tensor& got, const Tensor& want);
+// How many elements of a and b differ in their bits (compared as f64, which every float dtype
+// widens to exactly); -1 when their sizes differ.
+int64_t bit_mismatches(const Tensor& a, const Tensor& b);
 std::vector<Tensor> make_inputs(const OpCase& c, Generator& gen, DType dtype);
 Tensor noncontiguous_copy(const Tensor& t);
 void check_cpu_case(const OpCase& c);

@@ -5,7 +5,6 @@
 // CPU and on CUDA (both kernel families), at odd sizes, every norm and several act_bits; and
 // the activation quantiser's CUDA kernels against the CPU at the widths training uses.
 #include <array>
-#include <cstring>
 
 #include "core/bitlinear.h"
 #include "core/dispatch.h"
@@ -14,18 +13,6 @@
 
 namespace bg::test {
 namespace {
-
-std::vector<float> floats_of(const Tensor& t) {
-  return t.to(Device::cpu()).to(DType::f32).contiguous().to_vector<float>();
-}
-
-int64_t mismatches(const Tensor& a, const Tensor& b) {
-  const std::vector<float> x = floats_of(a), y = floats_of(b);
-  if (x.size() != y.size()) return -1;
-  int64_t bad = 0;
-  for (size_t i = 0; i < x.size(); ++i) bad += std::memcmp(&x[i], &y[i], 4) != 0;
-  return bad;
-}
 
 // The unfused input side of the backward: x_q dequantised, and layernorm_backward with no
 // affine parameters on the quantiser's statistics.
@@ -77,9 +64,9 @@ void check_input_backward(Device device, DType x_dtype, DType g_dtype, DType t_d
         stats.q = Tensor();  // the fused pass must not need x_q
         const BitLinearInputGradients got = bitlinear_input_backward(dxn, x, stats, opt, t_dtype);
         CHECK(got.x_tilde.dtype() == t_dtype);
-        CHECK(mismatches(got.x_tilde, want.x_tilde) == 0);
+        CHECK(bit_mismatches(got.x_tilde, want.x_tilde) == 0);
         CHECK(got.dx.dtype() == want.dx.dtype());
-        CHECK(mismatches(got.dx, want.dx) == 0);
+        CHECK(bit_mismatches(got.dx, want.dx) == 0);
       }
 }
 
@@ -100,10 +87,10 @@ void check_residual_epilogue(Device device, Generator& gen) {
       const QuantizedActivations xq = act_quantize(x, act_with(BitNorm::rms, 8));
       const TernaryWeights wq = ternary_quantize(w, TernaryScale::absmean);
       const Tensor want = residual + int8_linear(xq, wq, bias, out);
-      CHECK(mismatches(int8_linear(xq, wq, bias, out, residual), want) == 0);
+      CHECK(bit_mismatches(int8_linear(xq, wq, bias, out, residual), want) == 0);
       if (device.is_cuda()) {
         const PinKernelFamily pin(cuda::KernelFamily::portable);
-        CHECK(mismatches(int8_linear(xq, wq, bias, out, residual), want) == 0);
+        CHECK(bit_mismatches(int8_linear(xq, wq, bias, out, residual), want) == 0);
       }
     }
 }
@@ -127,8 +114,8 @@ void check_forward_onto(Device device, const ComputeMode& mode, Generator& gen) 
     sum(outs[fused] * g).backward();
     grads[fused] = {x.grad(), w.grad(), b.grad(), r.grad()};
   }
-  CHECK(mismatches(outs[1], outs[0]) == 0);
-  for (size_t i = 0; i < 4; ++i) CHECK(mismatches(grads[1][i], grads[0][i]) == 0);
+  CHECK(bit_mismatches(outs[1], outs[0]) == 0);
+  for (size_t i = 0; i < 4; ++i) CHECK(bit_mismatches(grads[1][i], grads[0][i]) == 0);
 }
 
 }  // namespace
@@ -163,10 +150,10 @@ TEST_CASE("cuda: the activation quantiser gives the CPU's bits at whole and ragg
         const Tensor x = randn({37, k}, gen, 0.1, 1.5).to(dtype);
         const QuantizedActivations cpu = act_quantize(x.to(DType::f32), opt);
         const QuantizedActivations gpu = act_quantize(x.to(Device::cuda(0)), opt);
-        CHECK(mismatches(gpu.q, cpu.q) == 0);
-        CHECK(mismatches(gpu.step, cpu.step) == 0);
-        CHECK(mismatches(gpu.quant_scale, cpu.quant_scale) == 0);
-        if (norm != BitNorm::none) CHECK(mismatches(gpu.rstd, cpu.rstd) == 0);
+        CHECK(bit_mismatches(gpu.q, cpu.q) == 0);
+        CHECK(bit_mismatches(gpu.step, cpu.step) == 0);
+        CHECK(bit_mismatches(gpu.quant_scale, cpu.quant_scale) == 0);
+        if (norm != BitNorm::none) CHECK(bit_mismatches(gpu.rstd, cpu.rstd) == 0);
       }
 }
 

@@ -6,7 +6,6 @@
 // act_quantize (every norm and act_bits, widths up to past the fused kernel's); bitlinear given
 // either gives the output and gradients it gives alone; and a layer uses what it is handed for
 // one forward only.
-#include <cstring>
 
 #include "core/bitlinear.h"
 #include "harness.h"
@@ -15,18 +14,6 @@
 
 namespace bg::test {
 namespace {
-
-std::vector<double> doubles_of(const Tensor& t) {
-  return t.to(Device::cpu()).to(DType::f64).contiguous().to_vector<double>();
-}
-
-int64_t mismatches(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = doubles_of(a), y = doubles_of(b);
-  if (x.size() != y.size()) return -1;
-  int64_t bad = 0;
-  for (size_t i = 0; i < x.size(); ++i) bad += std::memcmp(&x[i], &y[i], 8) != 0;
-  return bad;
-}
 
 // Weights of awkward shapes: K of 0, 1, 3, 17 and 383 (no 16-byte loads), wide and tall ones,
 // and enough small ones that CUDA needs two launches of its 48.
@@ -60,15 +47,15 @@ void check_group_against_single(Device device, DType tilde) {
       const TernaryWeights one = ternary_quantize(w[i], method);
       // On the CPU, the quantiser of record for both backends.
       const TernaryWeights cpu = ternary_quantize(w[i].to(Device::cpu()), method);
-      CHECK(mismatches(all[i].beta, one.beta) == 0);
-      CHECK(mismatches(all[i].beta, cpu.beta) == 0);
-      CHECK(mismatches(all[i].q, one.q) == 0);
-      CHECK(mismatches(all[i].q, cpu.q) == 0);
-      CHECK(mismatches(bare[i].q, one.q) == 0);
+      CHECK(bit_mismatches(all[i].beta, one.beta) == 0);
+      CHECK(bit_mismatches(all[i].beta, cpu.beta) == 0);
+      CHECK(bit_mismatches(all[i].q, one.q) == 0);
+      CHECK(bit_mismatches(all[i].q, cpu.q) == 0);
+      CHECK(bit_mismatches(bare[i].q, one.q) == 0);
       CHECK_FALSE(bare[i].tilde.defined());
       REQUIRE(all[i].tilde.defined());
       CHECK(all[i].tilde.dtype() == tilde);
-      CHECK(mismatches(all[i].tilde, int8_dequantize(one.q, Tensor(), one.beta, tilde)) == 0);
+      CHECK(bit_mismatches(all[i].tilde, int8_dequantize(one.q, Tensor(), one.beta, tilde)) == 0);
     }
   }
 }
@@ -115,7 +102,7 @@ void check_quantised_ahead(Device device, const ComputeMode& mode, DType tilde) 
     sum(y * g).backward();
     got[ahead] = {y, x.grad(), w.grad(), b.grad()};
   }
-  for (size_t i = 0; i < 4; ++i) CHECK(mismatches(got[1][i], got[0][i]) == 0);
+  for (size_t i = 0; i < 4; ++i) CHECK(bit_mismatches(got[1][i], got[0][i]) == 0);
 }
 
 }  // namespace
@@ -156,13 +143,13 @@ namespace {
 
 // The quantised activations' parts bit for bit.
 void check_same_quantized(const QuantizedActivations& got, const QuantizedActivations& want) {
-  CHECK(mismatches(got.q, want.q) == 0);
-  CHECK(mismatches(got.step, want.step) == 0);
-  CHECK(mismatches(got.quant_scale, want.quant_scale) == 0);
+  CHECK(bit_mismatches(got.q, want.q) == 0);
+  CHECK(bit_mismatches(got.step, want.step) == 0);
+  CHECK(bit_mismatches(got.quant_scale, want.quant_scale) == 0);
   CHECK(got.rstd.defined() == want.rstd.defined());
   CHECK(got.mean.defined() == want.mean.defined());
-  if (want.rstd.defined()) CHECK(mismatches(got.rstd, want.rstd) == 0);
-  if (want.mean.defined()) CHECK(mismatches(got.mean, want.mean) == 0);
+  if (want.rstd.defined()) CHECK(bit_mismatches(got.rstd, want.rstd) == 0);
+  if (want.mean.defined()) CHECK(bit_mismatches(got.mean, want.mean) == 0);
 }
 
 // layernorm_quantize against layernorm then act_quantize of its stored output: y, x_q and every
@@ -192,7 +179,7 @@ void check_layernorm_quantize(Device device) {
           const Tensor y = layernorm(x, w, b, 1e-5, out);
           const QuantizedActivations q = act_quantize(y, opt);
           CHECK(got.y.dtype() == out);
-          CHECK(mismatches(got.y, y) == 0);
+          CHECK(bit_mismatches(got.y, y) == 0);
           check_same_quantized(got.q, q);
         }
   // A batch of sequences (3-D) and y's gradient.
@@ -205,7 +192,7 @@ void check_layernorm_quantize(Device device) {
   CHECK(got.q.q.size(0) == 38);
   sum(got.y * g).backward();
   sum(layernorm(x2, w, Tensor(), 1e-5) * g).backward();
-  CHECK(mismatches(x.grad(), x2.grad()) == 0);
+  CHECK(bit_mismatches(x.grad(), x2.grad()) == 0);
 }
 
 }  // namespace
@@ -228,19 +215,19 @@ TEST_CASE(
   REQUIRE(a.input_quantizer());
   const Tensor alone = a.forward(ln.forward_for_matmul(x));
   NormedActivations normed = ln.forward_quantized(x, *a.input_quantizer());
-  CHECK(mismatches(normed.y, ln.forward_for_matmul(x)) == 0);
+  CHECK(bit_mismatches(normed.y, ln.forward_for_matmul(x)) == 0);
   a.set_quantized_input(normed.y, normed.q);
-  CHECK(mismatches(a.forward(normed.y), alone) == 0);
+  CHECK(bit_mismatches(a.forward(normed.y), alone) == 0);
   // What is handed over is what the next forward on that input multiplies: here another
   // input's quantisation, to show it is used, and only by that forward.
   const Tensor other = randn({5, 16}, gen);
   const Tensor want = a.forward(other);
   a.set_quantized_input(normed.y, act_quantize(other, a.options().act));
-  CHECK(mismatches(a.forward(normed.y), want) == 0);
-  CHECK(mismatches(a.forward(normed.y), alone) == 0);
+  CHECK(bit_mismatches(a.forward(normed.y), want) == 0);
+  CHECK(bit_mismatches(a.forward(normed.y), alone) == 0);
   // Handed over for one tensor, ignored by a forward on another.
   a.set_quantized_input(other, act_quantize(other, a.options().act));
-  CHECK(mismatches(a.forward(normed.y), alone) == 0);
+  CHECK(bit_mismatches(a.forward(normed.y), alone) == 0);
 }
 
 TEST_CASE("cpu: a BitLinear layer uses weights quantised ahead for its next forward only") {
@@ -249,14 +236,14 @@ TEST_CASE("cpu: a BitLinear layer uses weights quantised ahead for its next forw
   const Tensor x = randn({5, 16}, gen);
   const Tensor alone = b.forward(a.forward(x));
   quantize_bitlinear_weights({&a, &b});
-  CHECK(mismatches(b.forward(a.forward(x)), alone) == 0);
+  CHECK(bit_mismatches(b.forward(a.forward(x)), alone) == 0);
   // Weights handed over are what the next forward multiplies by, and only that forward.
   const Tensor other = randn({12, 16}, gen);
   a.set_quantized(ternary_quantize(other, TernaryScale::absmean));
-  CHECK(mismatches(a.forward(x), bitlinear(x, other, a.bias, BitLinearOptions(), ComputeMode())) ==
-        0);
-  CHECK(mismatches(a.forward(x),
-                   bitlinear(x, a.weight, a.bias, BitLinearOptions(), ComputeMode())) == 0);
+  CHECK(bit_mismatches(a.forward(x),
+                       bitlinear(x, other, a.bias, BitLinearOptions(), ComputeMode())) == 0);
+  CHECK(bit_mismatches(a.forward(x),
+                       bitlinear(x, a.weight, a.bias, BitLinearOptions(), ComputeMode())) == 0);
 }
 
 }  // namespace bg::test

@@ -164,6 +164,10 @@ TernaryWeights unpack_ternary(const Tensor& packed, int64_t k, const Tensor& bet
   return w;
 }
 
+DType bitlinear_operand_dtype(const ComputeMode& mode, Device device, DType natural) {
+  return device.is_cuda() && mode.precision == MatmulPrecision::bf16 ? DType::bf16 : natural;
+}
+
 std::string bitlinear_supports(const ComputeMode& mode, Device device) {
   if (mode.on(device) != mode)
     return str_cat(enum_name(mode.precision), " precision is a CUDA mode; the CPU computes fp32");
@@ -236,8 +240,7 @@ Tensor bitlinear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const ActQuantOptions act = opt.act;
   // Under bf16 precision the surrogate operands are dequantised straight to bf16 (one rounding);
   // otherwise in the computation's dtype.
-  const DType operand =
-      x.is_cuda() && mode.precision == MatmulPrecision::bf16 ? DType::bf16 : natural;
+  const DType operand = bitlinear_operand_dtype(mode, x.device(), natural);
   // A W~ made beside the quantised weights serves the backward when it has the operand's dtype;
   // else it is dropped here, not kept until the backward.
   if (wq.tilde.defined() && wq.tilde.dtype() != operand) wq.tilde = Tensor();
