@@ -4,12 +4,13 @@
 // writes x~ = step * x_q, the weight gradient's operand (int8_dequantize's bits), and in the
 // same pass the parameter-free norm's backward of dx_n (layernorm_dx_kernel's bits: the same
 // lane-strided sums, element j in lane j % 32, and the same expressions). One warp per row; the
-// row of x and of dx_n is first staged in shared memory with 16-byte loads, so a warp has its
-// whole row in flight at once instead of one 64-byte load per lane step.
+// row of x and of dx_n is first staged in shared memory by 16-byte cp.async copies, all issued
+// before any is waited on, so a warp has both whole rows in flight at once.
 #include <algorithm>
 #include <cstdint>
 
 #include "bitlinear_common.cuh"
+#include "cp_async.cuh"
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
 #include "layernorm_rows.h"
@@ -22,14 +23,17 @@ constexpr int kStagedBytesPerBlock = 48 * 1024;  // no opt-in needed below this
 
 __host__ __device__ constexpr int64_t round16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
-// Copies n elements of T from global src to shared dst, 16-byte vectors when both allow.
+// Copies n elements of T from global src to shared dst (16-byte aligned): 16-byte cp.async
+// copies when the row allows, which complete at the caller's cp.async wait, else element by
+// element.
 template <typename T>
 __device__ __forceinline__ void stage_row(T* dst, const T* src, int64_t n, int lane) {
   const int64_t bytes = n * int64_t(sizeof(T));
   if (bytes % 16 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
-    const uint4* s = reinterpret_cast<const uint4*>(src);
-    uint4* d = reinterpret_cast<uint4*>(dst);
-    for (int64_t i = lane; i < bytes / 16; i += 32) d[i] = s[i];
+    const uint32_t d = mma::smem_addr(dst);
+    const unsigned char* s = reinterpret_cast<const unsigned char*>(src);
+    for (int64_t i = lane; i < bytes / 16; i += 32)
+      mma::cp_async16(d + uint32_t(16 * i), s + 16 * i, true);
   } else {
     for (int64_t i = lane; i < n; i += 32) dst[i] = src[i];
   }
@@ -60,6 +64,8 @@ __global__ void bitlinear_input_backward_kernel(T* dx, O* x_tilde, const TG* dxn
       stage_row(gs, gr, k, lane);
       gr = gs;
     }
+    mma::cp_async_commit();
+    mma::cp_async_wait<0>();
     __syncwarp();
   }
   const float mu = norm == BitNorm::layer ? mean[r] : 0.f;

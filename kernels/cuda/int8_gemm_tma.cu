@@ -105,18 +105,44 @@ __device__ __forceinline__ __nv_bfloat162 plus_residual(float v0, float v1, __nv
       __fadd_rn(__bfloat162float(__float2bfloat16_rn(v1)), __high2float(r)));
 }
 
+// Where this thread stages its pairs: its row's 16-byte pieces p = 0..7 of every 128 bytes sit
+// at piece[p] bytes into the warp's staging (the swizzle of staged_byte, with the thread's row
+// and the part of its column offset that is not a multiple of 16 bytes folded in once), so each
+// staged pair is one store at a register plus a constant.
+template <typename O>
+struct StagingSlots {
+  int piece[8];
+  __device__ __forceinline__ StagingSlots() {
+    const int lane = threadIdx.x % 32, row = lane / 4;
+    // The thread's first column 2 (lane % 4) is byte 2 (lane % 4) sizeof(O): pieces of bf16
+    // pairs start at bytes 4 (lane % 4) of piece 0, of f32 pairs at 8 (lane % 2) of piece
+    // (lane % 4) / 2, which is an odd piece offset and so folds into the xor with the row.
+    const int byte = 2 * (lane % 4) * int(sizeof(O)), key = (row ^ (byte >> 4)) & 7;
+#pragma unroll
+    for (int p = 0; p < 8; ++p) piece[p] = row * kStagedPitch + ((p ^ key) & 7) * 16 + (byte & 15);
+  }
+  // The staged byte of this thread's pair j (columns 8 j + 2 (lane % 4) of the pass); j is a
+  // constant once the loops over pairs are unrolled, so this is a register and an offset.
+  __device__ __forceinline__ int at(int j) const {
+    const int piece = j * 8 * int(sizeof(O)) / 16;  // the pair's piece, less the thread's
+    return this->piece[piece & 7] + (piece & ~7) * 16;
+  }
+};
+
 // The rescaled outputs of one pass: this thread's pairs in its two rows (lane / 4 of the warp's
-// 16, and the one 8 below), bias[col] added where there is one (cols_left: columns of y from
-// the pass's first), each bias pair read once for both rows. With kResidual (tiles wholly inside
-// y), the residual's pairs (res: its element at the thread's first row and the pass's first
-// column; n: its row pitch) are all loaded first, so their latency is paid once a pass, and
-// added here rather than in the copy.
-template <typename O, bool kBias, bool kResidual, int kPass>
-__device__ __forceinline__ void stage_pass(unsigned char* rows, const int32_t* acc,
-                                           const float* row_step, float beta, const float* bias,
-                                           int64_t cols_left, const O* res, int64_t n) {
+// 16, and the one 8 below), bias[col] added where there is one, each bias pair read once for
+// both rows. kWhole (tiles inside y, a bias 8-byte aligned): no bounds checks, the bias read in
+// pairs. Else cols_left (columns of y from the pass's first) bounds the bias. With kResidual
+// (tiles wholly inside y), the residual's pairs (res: its element at the thread's first row and
+// the pass's first column; n: its row pitch) are all loaded first, so their latency is paid once
+// a pass, and added here rather than in the copy.
+template <typename O, bool kBias, bool kResidual, bool kWhole, int kPass>
+__device__ __forceinline__ void stage_pass(unsigned char* rows, const StagingSlots<O>& slots,
+                                           const int32_t* acc, const float* row_step, float beta,
+                                           const float* bias, int64_t cols_left, const O* res,
+                                           int64_t n) {
   constexpr int kPassCols = kStagedRowBytes / int(sizeof(O)), kPairs = kPassCols / 8;
-  const int lane = threadIdx.x % 32, row = lane / 4;
+  const int lane = threadIdx.x % 32;
   Pair<O> r[kResidual ? 2 * kPairs : 1];
   if constexpr (kResidual) {
 #pragma unroll
@@ -130,7 +156,10 @@ __device__ __forceinline__ void stage_pass(unsigned char* rows, const int32_t* a
   for (int j = 0; j < kPairs; ++j) {
     const int col = j * 8 + 2 * (lane % 4), i = (kPass * kPairs + j) * 4;
     float b0 = 0.0f, b1 = 0.0f;
-    if constexpr (kBias) {
+    if constexpr (kBias && kWhole) {
+      const float2 b = *reinterpret_cast<const float2*>(bias + col);
+      b0 = b.x, b1 = b.y;
+    } else if constexpr (kBias) {
       if (col < cols_left) b0 = bias[col];
       if (col + 1 < cols_left) b1 = bias[col + 1];
     }
@@ -138,9 +167,8 @@ __device__ __forceinline__ void stage_pass(unsigned char* rows, const int32_t* a
                 v1 = mma::rescale(acc[i + 1], row_step[0], beta, b1),
                 v2 = mma::rescale(acc[i + 2], row_step[1], beta, b0),
                 v3 = mma::rescale(acc[i + 3], row_step[1], beta, b1);
-    const int byte = staged_byte(row, col * int(sizeof(O)));  // row + 8: the same swizzle
-    O* upper = reinterpret_cast<O*>(rows + byte);
-    O* lower = reinterpret_cast<O*>(rows + byte + 8 * kStagedPitch);
+    O* upper = reinterpret_cast<O*>(rows + slots.at(j));  // row + 8: the same swizzle
+    O* lower = reinterpret_cast<O*>(rows + slots.at(j) + 8 * kStagedPitch);
     if constexpr (kResidual) {
       *reinterpret_cast<Pair<O>*>(upper) = plus_residual(v0, v1, r[2 * j]);
       *reinterpret_cast<Pair<O>*>(lower) = plus_residual(v2, v3, r[2 * j + 1]);
@@ -161,6 +189,8 @@ struct EpilogueRows {
   int64_t m, n, n0, warp_row0;  // warp_row0: the first of the warp's 16 output rows
   unsigned char* rows;          // the warp's 16 staged rows
   bool whole;                   // the warpgroup's 64 x 256 block lies inside y
+  bool bias_pairs;              // whole, and the bias may be read in 8-byte pairs
+  StagingSlots<O> slots;
 };
 
 // Columns kPass * kPassCols .. of the warp's 16 rows: staged, then copied out two rows at a time,
@@ -176,14 +206,28 @@ __device__ __forceinline__ void store_part(const EpilogueRows<O>& e, const int32
   const O* res =
       e.whole && e.residual ? e.residual + (e.warp_row0 + lane / 4) * e.n + col0 : nullptr;
   const float* bias = e.bias ? e.bias + col0 : nullptr;
-  if (bias && res)
-    stage_pass<O, true, true, kPass>(e.rows, acc, e.row_step, e.beta, bias, e.n - col0, res, e.n);
-  else if (bias)
-    stage_pass<O, true, false, kPass>(e.rows, acc, e.row_step, e.beta, bias, e.n - col0, res, e.n);
-  else if (res)
-    stage_pass<O, false, true, kPass>(e.rows, acc, e.row_step, e.beta, bias, 0, res, e.n);
-  else
-    stage_pass<O, false, false, kPass>(e.rows, acc, e.row_step, e.beta, bias, 0, res, e.n);
+  const int64_t left = e.n - col0;
+  if (bias && e.bias_pairs) {
+    if (res)
+      stage_pass<O, true, true, true, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, left,
+                                             res, e.n);
+    else
+      stage_pass<O, true, false, true, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, left,
+                                              res, e.n);
+  } else if (bias) {
+    if (res)
+      stage_pass<O, true, true, false, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, left,
+                                              res, e.n);
+    else
+      stage_pass<O, true, false, false, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, left,
+                                               res, e.n);
+  } else if (res) {
+    stage_pass<O, false, true, true, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, 0, res,
+                                            e.n);
+  } else {
+    stage_pass<O, false, false, true, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, 0, res,
+                                             e.n);
+  }
   __syncwarp();
   const int64_t first_row = e.warp_row0 + lane / 16, col = col0 + (lane % 16) * kVec;
   O* out = e.y + first_row * e.n + col;
@@ -206,18 +250,20 @@ __device__ __forceinline__ void store_part(const EpilogueRows<O>& e, const int32
                       piece_whole, e.n - col);
 }
 
-// Rows wg * 64 .. + 63 of the tile at (m0, n0), from this consumer thread's accumulators
+// Rows m0 .. m0 + 63 (a warpgroup's) of the tile at column n0, from this consumer thread's
+// accumulators
 // (value i: row 16 warp + lane / 4 + 8 (i / 2 % 2), column 8 (i / 4) + 2 (lane % 4) + i % 2);
 // row_step: step[] of the thread's two rows, read before the products. Each warp works alone on
 // its 16 rows, in its own 16 staged rows, so only __syncwarp orders the staging.
 // Tiles wholly inside y (all but the edges) skip the bounds checks.
 template <typename O>
-__device__ __forceinline__ void store_rows(O* y, unsigned char* staging, int wg, const int32_t* acc,
+__device__ __forceinline__ void store_rows(O* y, unsigned char* staging, const int32_t* acc,
                                            const float* row_step, float beta, const float* bias,
                                            const O* residual, int64_t m, int64_t n, int64_t m0,
                                            int64_t n0) {
   constexpr int kPasses = kBN * int(sizeof(O)) / kStagedRowBytes;
   const int warp = (threadIdx.x / 32) % 4;
+  const bool whole = m0 + 64 <= m && n0 + kBN <= n && n % (16 / sizeof(O)) == 0;
   const EpilogueRows<O> e{y,
                           residual,
                           bias,
@@ -226,9 +272,10 @@ __device__ __forceinline__ void store_rows(O* y, unsigned char* staging, int wg,
                           m,
                           n,
                           n0,
-                          m0 + wg * 64 + warp * 16,
+                          m0 + warp * 16,
                           staging + warp * 16 * kStagedPitch,
-                          m0 + wg * 64 + 64 <= m && n0 + kBN <= n && n % (16 / sizeof(O)) == 0};
+                          whole,
+                          whole && reinterpret_cast<uintptr_t>(bias) % 8 == 0};
   store_part<O, 0>(e, acc);
   store_part<O, 1>(e, acc);
   if constexpr (kPasses > 2) {
@@ -292,7 +339,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, uint64_t* full, uin
     wgmma::wait<0>();
     wgmma::fence_regs<kAcc>(reinterpret_cast<uint32_t*>(acc));
     if (previous >= 0) give_back(previous);
-    if (m0 < m) store_rows(y, staging, wg, acc, row_step, beta, bias, residual, m, n, m0, n0);
+    if (m0 < m) store_rows(y, staging, acc, row_step, beta, bias, residual, m, n, m0 + wg * 64, n0);
   }
 }
 
