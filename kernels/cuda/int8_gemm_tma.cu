@@ -131,12 +131,12 @@ struct StagingSlots {
 
 // The rescaled outputs of one pass: this thread's pairs in its two rows (lane / 4 of the warp's
 // 16, and the one 8 below), bias[col] added where there is one, each bias pair read once for
-// both rows. kWhole (tiles inside y, a bias 8-byte aligned): no bounds checks, the bias read in
-// pairs. Else cols_left (columns of y from the pass's first) bounds the bias. With kResidual
+// both rows. kBiasInPairs (tiles inside y, a bias 8-byte aligned): the bias read in pairs with
+// no bounds checks; else cols_left (columns of y from the pass's first) bounds it. With kResidual
 // (tiles wholly inside y), the residual's pairs (res: its element at the thread's first row and
 // the pass's first column; n: its row pitch) are all loaded first, so their latency is paid once
 // a pass, and added here rather than in the copy.
-template <typename O, bool kBias, bool kResidual, bool kWhole, int kPass>
+template <typename O, bool kBias, bool kResidual, bool kBiasInPairs, int kPass>
 __device__ __forceinline__ void stage_pass(unsigned char* rows, const StagingSlots<O>& slots,
                                            const int32_t* acc, const float* row_step, float beta,
                                            const float* bias, int64_t cols_left, const O* res,
@@ -156,7 +156,7 @@ __device__ __forceinline__ void stage_pass(unsigned char* rows, const StagingSlo
   for (int j = 0; j < kPairs; ++j) {
     const int col = j * 8 + 2 * (lane % 4), i = (kPass * kPairs + j) * 4;
     float b0 = 0.0f, b1 = 0.0f;
-    if constexpr (kBias && kWhole) {
+    if constexpr (kBias && kBiasInPairs) {
       const float2 b = *reinterpret_cast<const float2*>(bias + col);
       b0 = b.x, b1 = b.y;
     } else if constexpr (kBias) {
@@ -207,27 +207,23 @@ __device__ __forceinline__ void store_part(const EpilogueRows<O>& e, const int32
       e.whole && e.residual ? e.residual + (e.warp_row0 + lane / 4) * e.n + col0 : nullptr;
   const float* bias = e.bias ? e.bias + col0 : nullptr;
   const int64_t left = e.n - col0;
-  if (bias && e.bias_pairs) {
+  // The pass's variant: with the residual or not, and the bias absent, read in pairs (inside y)
+  // or read with bounds checks.
+  const auto pass = [&](auto with_bias, auto bias_in_pairs) {
+    constexpr bool kBias = decltype(with_bias)::value, kInPairs = decltype(bias_in_pairs)::value;
     if (res)
-      stage_pass<O, true, true, true, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, left,
-                                             res, e.n);
+      stage_pass<O, kBias, true, kInPairs, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias,
+                                                  left, res, e.n);
     else
-      stage_pass<O, true, false, true, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, left,
-                                              res, e.n);
-  } else if (bias) {
-    if (res)
-      stage_pass<O, true, true, false, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, left,
-                                              res, e.n);
-    else
-      stage_pass<O, true, false, false, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, left,
-                                               res, e.n);
-  } else if (res) {
-    stage_pass<O, false, true, true, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, 0, res,
-                                            e.n);
-  } else {
-    stage_pass<O, false, false, true, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias, 0, res,
-                                             e.n);
-  }
+      stage_pass<O, kBias, false, kInPairs, kPass>(e.rows, e.slots, acc, e.row_step, e.beta, bias,
+                                                   left, res, e.n);
+  };
+  if (!bias)
+    pass(std::false_type(), std::true_type());
+  else if (e.bias_pairs)
+    pass(std::true_type(), std::true_type());
+  else
+    pass(std::true_type(), std::false_type());
   __syncwarp();
   const int64_t first_row = e.warp_row0 + lane / 16, col = col0 + (lane % 16) * kVec;
   O* out = e.y + first_row * e.n + col;
