@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli.h"
+#include "core/config.h"
 #include "core/error.h"
 
 namespace bg::cli {
@@ -26,16 +27,21 @@ Args parse_args(int argc, char** argv, int first) {
   Args a;
   for (int i = first; i < argc; ++i) {
     const std::string s = argv[i];
-    if (s == "--set") {
-      if (i + 1 >= argc) fail("cli", "--set needs key.path=value");
-      a.overrides.push_back(argv[++i]);
-    } else if (s.rfind("--set=", 0) == 0) {
-      a.overrides.push_back(s.substr(6));
+    if (s == "--set" || s.rfind("--set=", 0) == 0) {
+      BG_CHECK(s != "--set" || i + 1 < argc, "cli", "--set needs key.path=value");
+      const std::string set = s == "--set" ? argv[++i] : s.substr(6);
+      // "--set key value" would leave the value behind as a positional argument.
+      BG_CHECK(set.find('=') != std::string::npos, "cli", "--set ", set,
+               ": expected key.path=value, with '=' between the key and its value");
+      a.overrides.push_back(set);
     } else if (is_flag(s)) {
       a.options.emplace_back(s.substr(2), "");
     } else if (s.rfind("--", 0) == 0) {
       if (i + 1 >= argc) fail("cli", "option ", s, " needs a value");
-      a.options.emplace_back(s.substr(2), argv[++i]);
+      const std::string value = argv[++i];
+      // An empty value would be taken as "not given" (an output never written, a default used).
+      BG_CHECK(!value.empty(), "cli", "option ", s, ": empty value");
+      a.options.emplace_back(s.substr(2), value);
     } else {
       a.positional.push_back(s);
     }
@@ -96,6 +102,19 @@ double parse_number(const std::string& text, const std::string& option, double l
            "'");
   BG_CHECK(v >= lo && v <= hi, "cli", option, ": ", v, " is outside [", lo, ", ", hi, "]");
   return v;
+}
+
+std::string read_out_dir(ConfigReader& r, const std::string& default_name) {
+  const std::string name = r.string("run.name", default_name);
+  if (name == "." || name == ".." || name.find('/') != std::string::npos)
+    r.fail_at("run.name", "'" + name + "' is not a folder name (the run writes runs/<run.name>; " +
+                              "run.out_dir names any other folder)");
+  if (r.from_command_line("run.name") && r.has("run.out_dir") &&
+      !r.from_command_line("run.out_dir"))
+    r.fail_at("run.name", "the config pins run.out_dir: " + r.string("run.out_dir", "") +
+                              ", so the output would not move; --set run.out_dir=runs/" + name +
+                              " instead");
+  return r.string("run.out_dir", "runs/" + name);
 }
 
 void check_data_path(const std::string& path, const std::string& what) {

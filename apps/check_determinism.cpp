@@ -34,6 +34,8 @@ namespace {
 
 using Row = DeterminismRow;
 
+std::string run_folder(const std::string& out, int64_t r) { return out + "/run" + std::to_string(r); }
+
 // The first element where two float vectors differ bitwise (-1: none).
 int64_t first_difference(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return 0;
@@ -180,8 +182,6 @@ int run_check_determinism(const Args& args) {
            "usage: bitgrad check-determinism CONFIG [--runs N] [--steps S] [--out DIR] "
            "[--record FILE] [--compare FILE] [--set key=value ...]");
   const std::string record = args.option("record", ""), compare = args.option("compare", "");
-  if (!record.empty())
-    check_output_not_input(record, {args.positional[0], compare}, "check-determinism", "--record");
   DeterminismRecord recorded;
   if (!compare.empty()) recorded = read_determinism_record(compare);
   const int64_t runs = parse_integer(args.option("runs", "3"), "--runs", 2, 100);
@@ -212,6 +212,15 @@ int run_check_determinism(const Args& args) {
   const TrainConfig cfg = read_train_config(reader);
   const Device device = parse_device(cfg.device);
   check_output_dir(out, "check-determinism");
+  const std::vector<std::string> settings = determinism_settings(reader.effective_yaml());
+  if (!compare.empty()) check_same_settings(recorded, settings);
+  if (args.has("record")) {
+    // Read later: the run's data, and each run's outputs (the comparison opens them).
+    std::vector<std::string> later = train_inputs(cfg);
+    for (int64_t r = 1; r <= runs; ++r)
+      for (const char* name : kRunOutputs) later.push_back(run_folder(out, r) + "/" + name);
+    check_output_file(record, "check-determinism", "--record", later);
+  }
 
   std::vector<Row> rows;
   std::vector<std::string> paths;
@@ -222,9 +231,15 @@ int run_check_determinism(const Args& args) {
     Args train_args;
     train_args.positional = {args.positional[0]};
     train_args.overrides = sets;
-    train_args.overrides.push_back("run.out_dir=" + out + "/run" + std::to_string(r));
-    BG_CHECK(run_train(train_args) == 0, "check-determinism", "run ", r, " did not finish");
-    paths.push_back(out + "/run" + std::to_string(r) + "/last.h5");
+    train_args.overrides.push_back("run.out_dir=" + run_folder(out, r));
+    const int status = run_train(train_args);
+    if (status == 130) {  // Ctrl-C: the run saved its state and stopped; so does the check
+      std::printf("check-determinism: stopped by a signal during run %lld; nothing compared\n",
+                  (long long)r);
+      return 130;
+    }
+    BG_CHECK(status == 0, "check-determinism", "run ", r, " did not finish");
+    paths.push_back(run_folder(out, r) + "/last.h5");
   }
   std::fflush(stdout);
   // The runs' cached device memory goes back to the driver: the checks below build batches of
@@ -236,7 +251,8 @@ int run_check_determinism(const Args& args) {
   if (!record.empty())
     write_determinism_record(
         record, paths[0], args.positional[0], steps,
-        device.is_cuda() ? cuda::describe(cuda::device_info(device.index)) : "cpu", mode_text);
+        device.is_cuda() ? cuda::describe(cuda::device_info(device.index)) : "cpu", mode_text,
+        settings);
   if (cfg.model_type == "gpt") {
     const auto ck = load_gpt_checkpoint(paths[0], device);
     GPT& model = *ck->model;

@@ -40,6 +40,11 @@ double parse_number(const std::string& text, const std::string& option, double l
 // naming `what` (a key or flag) and scripts/get_data.sh, which fetches it.
 void check_data_path(const std::string& path, const std::string& what);
 
+// run.name and run.out_dir: the folder a run writes, runs/<run.name> unless run.out_dir names
+// another. A name is one folder name (not ".", "..", nor a path); a --set run.name on a config
+// that pins run.out_dir is refused, since the output would not move.
+std::string read_out_dir(ConfigReader& r, const std::string& default_name);
+
 // Per-command defaults of the shared optimizer.* and schedule.* keys.
 struct OptimizerDefaults {
   double lr;

@@ -9,10 +9,39 @@
 #include "core/files.h"
 #include "core/sha256.h"
 
+#include <yaml-cpp/yaml.h>
+
 namespace bg::cli {
 namespace {
 
 constexpr const char* kHeader = "# bitgrad check-determinism record";
+constexpr const char* kSettingPrefix = "#| ";  // one line a setting of the recorded run
+
+// The settings as "key.path: value" lines, in the config's order. Where the run writes (run.name,
+// run.out_dir) does not change its bits and is left out.
+void flatten(const YAML::Node& node, const std::string& key, std::vector<std::string>* out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string k = (key.empty() ? "" : key + ".") + kv.first.as<std::string>();
+      if (k == "run.name" || k == "run.out_dir") continue;
+      flatten(kv.second, k, out);
+    }
+    return;
+  }
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  out->push_back(key + ": " + e.c_str());
+}
+
+}  // namespace
+
+std::vector<std::string> determinism_settings(const std::string& effective_yaml) {
+  std::vector<std::string> lines;
+  flatten(YAML::Load(effective_yaml), "", &lines);
+  return lines;
+}
+
+namespace {
 
 // dataset name -> SHA-256 of its stored bytes, in name order.
 std::map<std::string, std::string> digests(const std::string& checkpoint) {
@@ -29,10 +58,12 @@ std::map<std::string, std::string> digests(const std::string& checkpoint) {
 
 void write_determinism_record(const std::string& path, const std::string& checkpoint,
                               const std::string& config, int64_t steps,
-                              const std::string& device_name, const std::string& mode_text) {
+                              const std::string& device_name, const std::string& mode_text,
+                              const std::vector<std::string>& settings) {
   std::ostringstream text;
   text << kHeader << "\n# config " << config << ", " << steps << " steps, on " << device_name
        << " (compute " << mode_text << ")\n";
+  for (const std::string& s : settings) text << kSettingPrefix << s << "\n";
   for (const auto& [name, digest] : digests(checkpoint)) text << digest << "  " << name << "\n";
   write_file_atomic(path, text.str(), "check-determinism");
 }
@@ -46,6 +77,10 @@ DeterminismRecord read_determinism_record(const std::string& path) {
   DeterminismRecord record;
   record.path = path;
   for (int64_t n = 2; std::getline(in, line); ++n) {
+    if (line.rfind(kSettingPrefix, 0) == 0) {
+      record.settings.push_back(line.substr(3));
+      continue;
+    }
     if (line.rfind("# ", 0) == 0) {
       if (record.origin.empty()) record.origin = line.substr(2);
       continue;
@@ -59,10 +94,23 @@ DeterminismRecord read_determinism_record(const std::string& path) {
   return record;
 }
 
+void check_same_settings(const DeterminismRecord& record, const std::vector<std::string>& here) {
+  if (record.settings.empty()) return;  // a record from before settings were recorded
+  const std::vector<std::string>& there = record.settings;
+  for (size_t i = 0; i < std::max(here.size(), there.size()); ++i) {
+    const std::string a = i < here.size() ? here[i] : "(nothing)",
+                      b = i < there.size() ? there[i] : "(nothing)";
+    if (a != b)
+      fail("check-determinism", record.path, " records a run of other settings (here '", a,
+           "', in the record '", b, "'); compare the same config, --set and --steps");
+  }
+}
+
 DeterminismRow compare_determinism_record(const DeterminismRecord& record,
                                           const std::string& checkpoint) {
   const std::map<std::string, std::string> here = digests(checkpoint);
-  int64_t differ = 0;
+  int64_t differ = 0, total = int64_t(record.digests.size());
+  for (const auto& [name, digest] : here) total += !record.digests.count(name);
   for (const auto& [name, digest] : record.digests) {
     const auto it = here.find(name);
     const char* what = it == here.end() ? "missing here" : it->second != digest ? "differs" : "";
@@ -78,7 +126,7 @@ DeterminismRow compare_determinism_record(const DeterminismRecord& record,
   const std::string from = str_cat(record.path, " (", record.origin, ")");
   if (differ)
     return {"against record", "DIFFER",
-            str_cat(differ, " of ", record.digests.size(), " datasets differ from ", from)};
+            str_cat(differ, " of ", total, " datasets differ from ", from)};
   return {"against record", "equal",
           str_cat("all ", record.digests.size(), " datasets bitwise equal to ", from)};
 }

@@ -16,12 +16,19 @@ struct DeterminismRow {
 // `mode_text`) to `path`.
 void write_determinism_record(const std::string& path, const std::string& checkpoint,
                               const std::string& config, int64_t steps,
-                              const std::string& device_name, const std::string& mode_text);
+                              const std::string& device_name, const std::string& mode_text,
+                              const std::vector<std::string>& settings);
+// The settings that decide a run's bits as "key.path: value" lines (the effective config without
+// where the run writes): a record holds them, and a comparison refuses other settings by name.
+std::vector<std::string> determinism_settings(const std::string& effective_yaml);
 // A record read back: where it was made, and each dataset's digest.
 struct DeterminismRecord {
   std::string path, origin;
+  std::vector<std::string> settings;  // empty in records made before settings were recorded
   std::map<std::string, std::string> digests;
 };
+// Refuses a record of other settings, naming the first that differs.
+void check_same_settings(const DeterminismRecord& record, const std::vector<std::string>& here);
 // Reads a record, refusing a file that is not one (before any run starts).
 DeterminismRecord read_determinism_record(const std::string& path);
 // Compares `checkpoint` with a record: one row, "equal" or "DIFFER"; every differing dataset is

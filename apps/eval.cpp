@@ -23,10 +23,8 @@ int run_eval(const Args& args) {
   BG_CHECK(args.positional.size() == 1, "eval",
            "usage: bitgrad eval CKPT [--data FILE(.txt|.bin)] [--batch-size B] [--device D] "
            "[--per-token FILE]");
+  const bool write_rows = args.has("per-token");
   const std::string per_token = args.option("per-token", "");
-  if (!per_token.empty())
-    check_output_not_input(per_token, {args.positional[0], args.option("data", "")}, "eval",
-                           "--per-token");
   const Device device = parse_device(args.option("device", "auto"));
   const auto ck = load_gpt_checkpoint(args.positional[0], device);
   const int64_t batch = parse_integer(args.option("batch-size", "8"), "--batch-size", 1, 1 << 16);
@@ -45,6 +43,8 @@ int run_eval(const Args& args) {
       source += " (last " + std::to_string(ck->val_fraction).substr(0, 4) + ")";
     }
   }
+  // Every input is read by now (the checkpoint, its recorded data or --data): none may be the output.
+  if (write_rows) check_output_file(per_token, "eval", "--per-token");
   const GPT& model = *ck->model;
   const GPTConfig& cfg = model.config();
   const int64_t ahead = cfg.predict_tokens;
@@ -63,7 +63,8 @@ int run_eval(const Args& args) {
   double total = 0, outside = 0;
   int64_t counted = 0, bytes = 0;
   std::ostringstream rows_csv;
-  if (!per_token.empty()) rows_csv << "position,target,nats\n";
+  rows_csv.precision(9);  // %.9g: every f32 loss read back exactly
+  if (write_rows) rows_csv << "position,target,nats\n";
   // Windows [w, w + len] predict tokens w+1..w+len; full windows go in batches, the tail alone.
   for (int64_t w = 0; w < n - 1;) {
     const int64_t len = std::min(block, n - 1 - w);
@@ -81,7 +82,7 @@ int run_eval(const Args& args) {
         model.hidden_from_embeddings(model.embed(xt, unused), unused).reshape({rows * len, -1});
     const Tensor nats = model.head().loss(h, yt.reshape({rows * len}), "none");
     total += sum(nats).item();
-    if (!per_token.empty()) {
+    if (write_rows) {
       const std::vector<double> v = nats.to(Device::cpu(), DType::f64).to_vector<double>();
       for (size_t i = 0; i < v.size(); ++i)
         rows_csv << w + int64_t(i) << ',' << y[i] << ',' << v[i] << '\n';
@@ -107,7 +108,7 @@ int run_eval(const Args& args) {
     std::printf(" | unrestricted, the head would put %.3g of its mass outside the vocabulary",
                 outside / double(counted));
   std::printf("\n");
-  if (!per_token.empty()) write_file_atomic(per_token, rows_csv.str(), "eval");
+  if (write_rows) write_file_atomic(per_token, rows_csv.str(), "eval");
   return 0;
 }
 

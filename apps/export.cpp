@@ -23,7 +23,7 @@ int run_export(const Args& args) {
            "say --packed: the packed inference file is the one export form");
   const std::string src = args.positional[0], dst = args.option("out", "");
   check_input_file(src, "export", "checkpoint");
-  check_output_not_input(dst, {src}, "export", "--out");
+  check_output_file(dst, "export", "--out", {src});
   const CheckpointReader ck(src);
   BG_CHECK(is_train_checkpoint(ck), "export", src, " is not a bitgrad train checkpoint");
   const auto loaded = load_gpt_checkpoint(src, Device::cpu());

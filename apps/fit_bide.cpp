@@ -128,7 +128,7 @@ int run_fit_bide(const Args& args) {
     if (spec.from_file) inputs.push_back(spec.file.path);
   for (const char* name : {"config.yaml", "metrics.csv", "summary.csv", "curves.csv", "fit.svg",
                            "loss.svg", "checkpoint.h5"})
-    check_output_not_input(cfg.out_dir + "/" + name, inputs, "fit-bide", "run.out_dir's");
+    check_output_file(cfg.out_dir + "/" + name, "fit-bide", "run.out_dir's", inputs);
   const Tensor y_all = from_vector(train_y, {cfg.steps, per_step}, device);
   std::vector<int64_t> idx_v(static_cast<size_t>(per_step));
   for (int64_t i = 0; i < per_step; ++i) idx_v[size_t(i)] = i / cfg.batch;

@@ -106,8 +106,7 @@ void read_dist_params(ConfigReader& r, const std::string& p, DistSpec& d) {
 
 FitConfig read_fit_config(ConfigReader& r) {
   FitConfig c;
-  const std::string name = r.string("run.name", "bide_fit");
-  c.out_dir = r.string("run.out_dir", "runs/" + name);
+  c.out_dir = read_out_dir(r, "bide_fit");
   c.seed = uint64_t(r.integer("run.seed", 0, 0, INT64_MAX));
   c.device = r.string("run.device", "auto");
   const std::string vt = r.choice(

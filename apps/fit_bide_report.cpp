@@ -197,12 +197,14 @@ void report_fit(const FitConfig& cfg, const ConfigReader& reader, const std::vec
         {row.name + ": CDF",
          "value",
          "P(X <= x)",
-         {{"BIDE fit", "#d62728", xs, cf, false}, {ref_label, "#1f77b4", xs, ct, true}}});
+         {{"BIDE fit", "#d62728", xs, cf, false}, {ref_label, "#1f77b4", xs, ct, true}},
+         true});
     panels.push_back(
         {row.name + ": density",
          "value",
          "density (per bin)",
-         {{"BIDE fit", "#d62728", xs, df, false}, {ref_label, "#1f77b4", xs, dt, true}}});
+         {{"BIDE fit", "#d62728", xs, df, false}, {ref_label, "#1f77b4", xs, dt, true}},
+         true});
   }
 
   // Report and write every output (atomically) only now that everything succeeded.

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "core/distributed.h"
 #include "core/error.h"
+#include "core/files.h"
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help") ||
@@ -17,6 +18,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("bitgrad %s (%s)\n", BITGRAD_VERSION, BITGRAD_BUILD_TEXT);
+    return 0;
+  }
   // `bitgrad <command> --help` anywhere among its arguments: that command's usage, exit 0.
   for (int i = 2; i < argc && bg::cli::is_command(cmd); ++i)
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
@@ -24,6 +29,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   try {
+    bg::guard_inputs(true);  // no command writes over a file it read (core/files.h)
     const bg::cli::Args args = bg::cli::parse_args(argc, argv, 2);
     // --set changes a config: a command that reads none would ignore it.
     if (!args.overrides.empty() && bg::cli::is_command(cmd) && cmd != "train" &&

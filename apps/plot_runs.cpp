@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "data/text.h"
+#include "models/trainer.h"
 #include "plot.h"
 
 namespace bg::cli {
@@ -21,36 +22,9 @@ const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
 std::pair<plot::Series, plot::Series> read_metrics(const std::string& path,
                                                    const std::string& label, const char* color) {
   check_input_file(path, "plot", "metrics file");
-  std::istringstream in(read_text_file(path));
-  std::string header;
-  std::getline(in, header);
-  BG_CHECK(header.rfind("step,train_loss,val_loss", 0) == 0, "plot", path,
-           ": not a bitgrad metrics.csv (its header is '", header.substr(0, 60),
-           "', expected step,train_loss,val_loss,...)");
-  plot::Series train{label, color, {}, {}, true}, val{label, color, {}, {}, false};
-  std::string line;
-  int64_t line_no = 1;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    std::istringstream row(line);
-    std::string f[3];
-    for (std::string& s : f) std::getline(row, s, ',');
-    char* end = nullptr;
-    const double step = std::strtod(f[0].c_str(), &end);
-    BG_CHECK(!f[0].empty() && *end == '\0', "plot", path, ":", line_no, ": step '", f[0],
-             "' is not a number");
-    for (int i = 1; i < 3; ++i) {
-      if (f[i].empty()) continue;  // no validation at this step
-      const double v = std::strtod(f[i].c_str(), &end);
-      BG_CHECK(*end == '\0', "plot", path, ":", line_no, ": '", f[i], "' is not a number");
-      plot::Series& s = i == 1 ? train : val;
-      s.x.push_back(step);
-      s.y.push_back(v);
-    }
-  }
-  BG_CHECK(!train.x.empty(), "plot", path, ": no rows");
-  return {train, val};
+  const std::vector<MetricsRow> rows = parse_metrics_csv(read_text_file(path), path);
+  BG_CHECK(!rows.empty(), "plot", path, ": no rows");
+  return plot::metrics_series(rows, label, color);
 }
 
 }  // namespace
@@ -82,7 +56,7 @@ int run_plot(const Args& args) {
   const std::string out = args.option("out", "");
   std::vector<std::string> inputs;
   for (const std::string& arg : args.positional) inputs.push_back(arg.substr(arg.find('=') + 1));
-  check_output_not_input(out, inputs, "plot", "--out");
+  check_output_file(out, "plot", "--out", inputs);
   write_file_atomic(out, plot::svg({val, train}, 2, 560, 360));
   std::printf("wrote %s (%zu runs)\n", out.c_str(), args.positional.size());
   return 0;

@@ -35,9 +35,7 @@ int run_prepare(const Args& args) {
            " val tokens)");
   const std::string out = args.option("out", "");
   for (const char* name : {"/train.bin", "/val.bin"})
-    check_output_not_input(
-        out + name, {args.positional[0], gpt2_dir + "/encoder.json", gpt2_dir + "/vocab.bpe"},
-        "prepare", "--out");
+    check_output_file(out + name, "prepare", "--out's");
   write_token_shard(out + "/train.bin", train);
   write_token_shard(out + "/val.bin", val);
   std::printf("%s: %zu train tokens -> %s/train.bin, %zu val tokens -> %s/val.bin (%s)\n",

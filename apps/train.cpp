@@ -22,6 +22,10 @@
 #include "models/trainer.h"
 
 namespace bg::cli {
+namespace {
+// model.vocab_size pads the tokenizer's ids up to at most the next multiple of this.
+constexpr int64_t kMaxVocabPadding = 1024;
+}  // namespace
 
 int run_train(const Args& args) {
   args.allow_only({});
@@ -46,11 +50,10 @@ int run_train(const Args& args) {
   // otherwise surface only at the first save.
   if (lead) check_output_dir(cfg.trainer.out_dir, "train");
   // No output may be one of the run's inputs (a config or data file inside out_dir).
-  std::vector<std::string> inputs = {args.positional[0], cfg.data_path, cfg.train_bin, cfg.val_bin};
-  if (cfg.tokenizer == "gpt2")
-    for (const char* f : {"/encoder.json", "/vocab.bpe"}) inputs.push_back(cfg.gpt2_dir + f);
-  for (const char* name : {"last.h5", "best.h5", "config.yaml", "metrics.csv", "loss.svg"})
-    check_output_not_input(cfg.trainer.out_dir + "/" + name, inputs, "train", "run.out_dir's");
+  std::vector<std::string> inputs = train_inputs(cfg);
+  inputs.push_back(args.positional[0]);
+  for (const char* name : kRunOutputs)
+    check_output_file(cfg.trainer.out_dir + "/" + name, "train", "run.out_dir's", inputs);
   const std::string last_path = cfg.trainer.out_dir + "/last.h5";
   BG_CHECK(!cfg.trainer.resume || std::filesystem::exists(last_path), "train",
            "run.resume is true but there is no checkpoint to resume: ", last_path,
@@ -108,14 +111,28 @@ int run_train(const Args& args) {
     if (g.vocab_size == 0) g.vocab_size = tok->vocab_size();
     BG_CHECK(g.vocab_size >= tok->vocab_size(), "train", "model.vocab_size ", g.vocab_size,
              " is smaller than the ", tok->kind(), " tokenizer's ", tok->vocab_size());
+    // Padding is for the GEMMs' tile sizes (GPT-2's 50257 -> 50304): every padded row costs
+    // embedding, head and optimizer work, and no token ever uses it.
+    const int64_t pad_limit = (tok->vocab_size() + kMaxVocabPadding - 1) / kMaxVocabPadding *
+                              kMaxVocabPadding;
+    BG_CHECK(g.vocab_size <= pad_limit, "config", "model.vocab_size: ", g.vocab_size,
+             " pads the ", tok->kind(), " tokenizer's ", tok->vocab_size(), " ids with ",
+             g.vocab_size - tok->vocab_size(), " rows no token uses (pad to at most ", pad_limit,
+             ", the next multiple of ", kMaxVocabPadding, ")");
     if (g.head == HeadKind::bide) {  // the BIDE head's support: exactly the tokenizer's ids
       GPTConfig unpadded = g;        // a padded vocabulary's extra ids are never targets
       unpadded.vocab_size = tok->vocab_size();
       g.bide.support = target_vocabulary(unpadded);
+      const int fewest = bits_for_vocabulary(g.bide.support);
       BG_CHECK(g.bide.bits == 0 || (int64_t(1) << g.bide.bits) >= g.bide.support, "config",
                "head.bide.bits: ", g.bide.bits, " bits hold ", int64_t(1) << g.bide.bits,
-               " ids, the ", tok->kind(), " targets number ", g.bide.support, " (use ",
-               bits_for_vocabulary(g.bide.support), " or more)");
+               " ids, the ", tok->kind(), " targets number ", g.bide.support, " (use ", fewest,
+               " or more)");
+      BG_CHECK(g.bide.bits <= fewest + kMaxBideSpareBits, "config", "head.bide.bits: ",
+               g.bide.bits, " bits make ", int64_t(1) << g.bide.bits, " patterns for the ",
+               tok->kind(), " tokenizer's ", g.bide.support,
+               " targets; the unrestricted normaliser and the GPU pass cost 2^bits, not the "
+               "targets (use ", fewest, " to ", fewest + kMaxBideSpareBits, ", or 0)");
       BG_CHECK(g.bide.softmax_ids < g.bide.support, "config",
                "head.bide.softmax_ids: ", g.bide.softmax_ids, " leaves the BIDE none of the ",
                tok->kind(), " tokenizer's ", g.bide.support, " ids (use at most ",
@@ -181,6 +198,12 @@ int run_train(const Args& args) {
   }
   Trainer trainer(tc, params, task);
   trainer.set_process_group(group.get());
+  // The run's config and its loss curve are there from the start, the curve redrawn at each
+  // evaluation (not only when the run ends).
+  if (lead) write_file_atomic(cfg.trainer.out_dir + "/config.yaml", reader.effective_yaml());
+  trainer.after_evaluation([&](const std::string& metrics) {
+    write_file_atomic(cfg.trainer.out_dir + "/loss.svg", loss_plot(metrics));
+  });
   const TrainResult result = trainer.run();
   if (device.is_cuda()) {
     // The allocator's high-water mark plus what lives outside it (cuBLAS/cuBLASLt workspaces,
@@ -191,7 +214,6 @@ int run_train(const Args& args) {
   }
   if (result.stop_signal) return 130;
   if (!result.finished || !lead) return 0;  // run.stop_after_steps; rank 0 writes the outputs
-  write_file_atomic(cfg.trainer.out_dir + "/config.yaml", reader.effective_yaml());
   write_file_atomic(cfg.trainer.out_dir + "/loss.svg", loss_plot(result.metrics_csv));
 
   // A sample from the trained model with `bitgrad sample`'s temperature and top-k, its prompt the

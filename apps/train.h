@@ -2,6 +2,7 @@
 // running (train.cpp).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/compute_mode.h"
 #include "core/optim.h"
@@ -31,6 +32,11 @@ struct TrainConfig {
 };
 
 TrainConfig read_train_config(ConfigReader& r);
+// The files a run of `cfg` reads (besides its config): the data, the tokenizer's files.
+std::vector<std::string> train_inputs(const TrainConfig& cfg);
+// The files a run writes into run.out_dir.
+inline constexpr const char* kRunOutputs[] = {"last.h5", "best.h5", "config.yaml", "metrics.csv",
+                                              "loss.svg"};
 
 // The train and validation loss against step, from the metrics CSV (resumed runs included).
 std::string loss_plot(const std::string& metrics_csv);

@@ -8,11 +8,17 @@
 
 namespace bg::cli {
 
+std::vector<std::string> train_inputs(const TrainConfig& cfg) {
+  std::vector<std::string> inputs = {cfg.data_path, cfg.train_bin, cfg.val_bin};
+  if (cfg.tokenizer == "gpt2")
+    for (const char* f : {"/encoder.json", "/vocab.bpe"}) inputs.push_back(cfg.gpt2_dir + f);
+  return inputs;
+}
+
 TrainConfig read_train_config(ConfigReader& r) {
   TrainConfig c;
   c.trainer.command = "train";
-  const std::string name = r.string("run.name", "run");
-  c.trainer.out_dir = r.string("run.out_dir", "runs/" + name);
+  c.trainer.out_dir = read_out_dir(r, "run");
   c.seed = uint64_t(r.integer("run.seed", 1337, 0, INT64_MAX));
   c.device = r.string("run.device", "auto");
   c.trainer.resume = r.boolean("run.resume", false);
@@ -180,30 +186,11 @@ TrainConfig read_train_config(ConfigReader& r) {
 
 // Train and validation loss against step, from the metrics CSV (resumed runs included).
 std::string loss_plot(const std::string& metrics_csv) {
-  plot::Series train{"train", "#1f77b4", {}, {}}, val{"val", "#d62728", {}, {}};
-  std::istringstream in(metrics_csv);
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    std::istringstream row(line);
-    std::string fields[3];
-    for (std::string& f : fields) std::getline(row, f, ',');
-    // A row that does not parse (a hand-edited metrics_csv attribute) is left out of the plot.
-    double v[3];
-    bool ok[3];
-    for (int i = 0; i < 3; ++i) {
-      char* end = nullptr;
-      v[i] = std::strtod(fields[i].c_str(), &end);
-      ok[i] = !fields[i].empty() && *end == '\0';
-    }
-    if (!ok[0] || !ok[1]) continue;
-    train.x.push_back(v[0]);
-    train.y.push_back(v[1]);
-    if (ok[2]) {
-      val.x.push_back(v[0]);
-      val.y.push_back(v[2]);
-    }
-  }
+  auto [train, val] = plot::metrics_series(parse_metrics_csv(metrics_csv, "metrics.csv"), "train",
+                                           "#1f77b4");
+  val.label = "val";
+  val.color = "#d62728";
+  train.dashed = false;
   return plot::svg({{"loss (cross-entropy, nats per token)", "step", "loss", {train, val}}}, 1, 640,
                    360);
 }

@@ -112,6 +112,7 @@ const std::vector<Command>& commands() {
        {}},
       {"info", "info", "build and device information", {}},
       {"help", "help", "this list of every command and flag", {}},
+      {"version", "version  (or --version)", "the release and what this build holds (CUDA and its architectures)", {}},
   };
   return table;
 }

@@ -118,9 +118,11 @@ namespace bg {
 // The bit pattern of `v` in the options' value type (round to nearest even for floats). On
 // failure returns false and says why (overflow to Inf, not an integer, out of range).
 bool bide_encode(const BideCode& code, double v, uint32_t* pattern, std::string* why);
-// log p of every pattern for each example: (N, 2^B), materialised (evaluation and plots only;
-// training never does this). Computes log Z with SICK passes, then the logits in chunks;
-// patterns outside the support get -inf.
-Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOptions& opt);
+// log p of the patterns [k_begin, k_end) (k_end < 0: 2^B) for each example: (N, k_end - k_begin),
+// materialised (evaluation, sampling and plots; training never does this). Computes log Z with
+// SICK passes, then the logits of those patterns only, in chunks; patterns outside the support
+// get -inf. A head over a few ids of many bits asks for its ids alone: the cost follows them.
+Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOptions& opt,
+                              int64_t k_begin = 0, int64_t k_end = -1);
 
 }  // namespace bg

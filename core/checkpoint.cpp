@@ -1,6 +1,7 @@
 #include "checkpoint.h"
 
 #include <hdf5.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <new>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -122,6 +124,55 @@ const char* class_name(H5T_class_t c) {
   }
 }
 
+// The name of a numeric datatype HDF5 converts exactly ("f32le", "i64be", "u8le"), or "" for a
+// float or integer that is not standard: a changed exponent bias, field position, bit offset or
+// precision, which HDF5 would convert into other numbers (zeros, NaN) without complaint.
+std::string exact_numeric_type(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  const H5T_order_t order = H5Tget_order(type);
+  if (order != H5T_ORDER_LE && order != H5T_ORDER_BE && !(size == 1 && order == H5T_ORDER_NONE))
+    return "";
+  if (H5Tget_offset(type) != 0 || H5Tget_precision(type) != 8 * size) return "";
+  H5T_pad_t lsb = H5T_PAD_ERROR, msb = H5T_PAD_ERROR;
+  if (H5Tget_pad(type, &lsb, &msb) < 0 || lsb != H5T_PAD_ZERO || msb != H5T_PAD_ZERO) return "";
+  const std::string end = order == H5T_ORDER_BE ? "be" : "le", bits = std::to_string(8 * size);
+  if (cls == H5T_INTEGER) {
+    const H5T_sign_t sign = H5Tget_sign(type);
+    const bool width = size == 1 || size == 2 || size == 4 || size == 8;
+    if (!width || (sign != H5T_SGN_NONE && sign != H5T_SGN_2)) return "";
+    return (sign == H5T_SGN_NONE ? "u" : "i") + bits + end;
+  }
+  if (cls != H5T_FLOAT) return "";
+  size_t f[5] = {};  // sign position, exponent position and size, mantissa position and size
+  if (H5Tget_fields(type, &f[0], &f[1], &f[2], &f[3], &f[4]) < 0) return "";
+  struct Ieee {
+    size_t size, f[5], ebias;
+  };
+  static constexpr Ieee kIeee[] = {
+      {2, {15, 10, 5, 0, 10}, 15}, {4, {31, 23, 8, 0, 23}, 127}, {8, {63, 52, 11, 0, 52}, 1023}};
+  for (const Ieee& ieee : kIeee)
+    if (size == ieee.size && std::equal(f, f + 5, ieee.f) && H5Tget_ebias(type) == ieee.ebias &&
+        H5Tget_norm(type) == H5T_NORM_IMPLIED && H5Tget_inpad(type) == H5T_PAD_ZERO)
+      return "f" + bits + end;
+  return "";
+}
+
+// Refuses a float or integer datatype that is not exact (above), naming it.
+void check_exact_numeric(hid_t type, const std::string& path, const std::string& what) {
+  if (!exact_numeric_type(type).empty()) return;
+  size_t f[5] = {};
+  const bool is_float = H5Tget_class(type) == H5T_FLOAT;
+  if (is_float) H5Tget_fields(type, &f[0], &f[1], &f[2], &f[3], &f[4]);
+  fail("checkpoint", path, ": ", what, " is stored as a non-standard ",
+       is_float ? "float" : "integer", " (", H5Tget_size(type), " bytes, precision ",
+       H5Tget_precision(type), " at bit ", H5Tget_offset(type),
+       is_float ? str_cat(", exponent bias ", H5Tget_ebias(type), " in bits ", f[1], "..",
+                          f[1] + f[2] - 1)
+                : std::string(),
+       "); bitgrad reads IEEE floats and whole-byte integers only");
+}
+
 }  // namespace
 
 CheckpointWriter::CheckpointWriter(std::string path) : path_(std::move(path)) {}
@@ -205,20 +256,31 @@ bool fits_file(hssize_t n, size_t element) {
   return n > 0 && (long double)n * (long double)element <= g_probe_file_bytes;
 }
 
+constexpr int kProbeOutOfMemory = 3;  // the probe's exit status when an allocation failed
+constexpr int kProbeUnreadable = 4;   // ... when a piece of the structure could not be read
+
+// A piece of structure that a sound file always yields (an attribute its list names, an object
+// the walk reaches, a string's heap entry) failed to read: the parent's own read of it could
+// fail, or read garbage and crash (HDF5 does not check every heap address), so the file is
+// refused as a whole.
+[[noreturn]] void unreadable() { ::_exit(kProbeUnreadable); }
+
 extern "C" herr_t probe_attribute(hid_t loc, const char* name, const H5A_info_t*, void*) {
   const hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-  if (a < 0) return 0;
+  if (a < 0) unreadable();
   const hid_t type = H5Aget_type(a), space = H5Aget_space(a);
+  if (type < 0 || space < 0) unreadable();
   const hssize_t n = H5Sget_simple_extent_npoints(space);
   const bool variable =
       type >= 0 && (H5Tis_variable_str(type) > 0 || H5Tdetect_class(type, H5T_VLEN) > 0);
   if (type >= 0 && fits_file(n, variable ? 16 : H5Tget_size(type))) {
     if (variable) {
       std::vector<unsigned char> buf(size_t(n) * std::max<size_t>(H5Tget_size(type), 16));
-      if (H5Aread(a, type, buf.data()) >= 0) H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf.data());
+      if (H5Aread(a, type, buf.data()) < 0) unreadable();
+      H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf.data());
     } else {
       std::vector<unsigned char> buf(size_t(n) * H5Tget_size(type));
-      H5Aread(a, type, buf.data());
+      if (H5Aread(a, type, buf.data()) < 0) unreadable();
     }
   }
   H5Sclose(space);
@@ -229,9 +291,10 @@ extern "C" herr_t probe_attribute(hid_t loc, const char* name, const H5A_info_t*
 
 extern "C" herr_t probe_object(hid_t root, const char* name, const H5O_info_t* info, void*) {
   const hid_t obj = H5Oopen(root, name, H5P_DEFAULT);
-  if (obj < 0) return 0;
+  if (obj < 0) unreadable();
   hsize_t idx = 0;
-  H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, probe_attribute, nullptr);
+  if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, probe_attribute, nullptr) < 0)
+    unreadable();
   if (info->type == H5O_TYPE_DATASET) {
     const hid_t type = H5Dget_type(obj), space = H5Dget_space(obj), dcpl = H5Dget_create_plist(obj);
     const hssize_t n = H5Sget_simple_extent_npoints(space);
@@ -239,14 +302,49 @@ extern "C" herr_t probe_object(hid_t root, const char* name, const H5O_info_t* i
     if (type >= 0 && fits_file(n, 16) &&
         (H5Tis_variable_str(type) > 0 || H5Tdetect_class(type, H5T_VLEN) > 0)) {
       std::vector<unsigned char> buf(size_t(n) * std::max<size_t>(H5Tget_size(type), 16));
-      if (H5Dread(obj, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) >= 0)
-        H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf.data());
+      if (H5Dread(obj, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0) unreadable();
+      H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf.data());
     }
     H5Pclose(dcpl);
     H5Sclose(space);
     H5Tclose(type);
   }
   H5Oclose(obj);
+  return 0;
+}
+
+// The probe's bounds, from the file's size: its structure is at most the file, so reading it may
+// take a few seconds and a few times the file in memory, however the bytes were changed. CPU
+// time, not wall time, so a machine busy with other work never fails a good file; an alarm
+// stays as the bound on waiting (a file on a stalled network mount).
+void limit_probe(long long file_bytes) {
+  const rlim_t cpu_s = rlim_t(2 + file_bytes / (20ll << 20));
+  const rlimit cpu{cpu_s, cpu_s + 2};
+  ::setrlimit(RLIMIT_CPU, &cpu);
+  // Address space beyond what the process already maps (its libraries, a CUDA context): the
+  // current size from /proc plus a budget.
+  long long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%lld", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  if (pages > 0) {
+    const rlim_t bytes =
+        rlim_t(pages) * rlim_t(::sysconf(_SC_PAGESIZE)) + (rlim_t(256) << 20) + 8 * rlim_t(file_bytes);
+    const rlimit as{bytes, bytes};
+    ::setrlimit(RLIMIT_AS, &as);
+  }
+  ::alarm(unsigned(600 + cpu_s));
+}
+
+// In the probe, an HDF5 call that failed because an allocation did (the address-space bound)
+// ends the probe: the parent would make the same allocation, unbounded, when it reads the file.
+extern "C" herr_t allocation_failed(unsigned, const H5E_error2_t* e, void*) {
+  if (e->min_num == H5E_CANTALLOC || e->min_num == H5E_NOSPACE) ::_exit(kProbeOutOfMemory);
+  return 0;
+}
+extern "C" herr_t on_probe_error(hid_t stack, void*) {
+  H5Ewalk2(stack, H5E_WALK_DOWNWARD, allocation_failed, nullptr);
   return 0;
 }
 
@@ -257,13 +355,16 @@ std::string probe_in_child(const std::string& path, long long file_bytes) {
   const pid_t pid = ::fork();
   if (pid < 0) return "";  // no process to spare: read it directly, as before
   if (pid == 0) {
-    ::alarm(60);  // a file that makes HDF5 loop forever ends the probe
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    limit_probe(file_bytes);
+    std::set_new_handler([] { ::_exit(kProbeOutOfMemory); });
+    H5Eset_auto2(H5E_DEFAULT, on_probe_error, nullptr);
     const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f >= 0) {
+    if (f >= 0) {  // (a file HDF5 cannot open at all is the parent's to report)
       H5O_info_t info;
-      if (H5Oget_info2(f, &info, H5O_INFO_BASIC) >= 0) probe_object(f, ".", &info, nullptr);
-      H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_INC, probe_object, nullptr, H5O_INFO_BASIC);
+      if (H5Oget_info2(f, &info, H5O_INFO_BASIC) < 0) unreadable();
+      probe_object(f, ".", &info, nullptr);
+      if (H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_INC, probe_object, nullptr, H5O_INFO_BASIC) < 0)
+        unreadable();
       H5Fclose(f);
     }
     ::_exit(0);
@@ -271,9 +372,17 @@ std::string probe_in_child(const std::string& path, long long file_bytes) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFSIGNALED(status))
-    return WTERMSIG(status) == SIGALRM ? "reading its structure does not finish"
-                                       : "its structure crashes the HDF5 library";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kProbeUnreadable)
+    return "a piece of its structure cannot be read";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kProbeOutOfMemory)
+    return str_cat("reading its structure takes more memory than ", file_bytes,
+                   " bytes of file can describe");
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return sig == SIGALRM || sig == SIGXCPU || sig == SIGKILL
+               ? "reading its structure does not finish"
+               : "its structure crashes the HDF5 library";
+  }
   return "";
 }
 
@@ -390,6 +499,9 @@ std::vector<uint8_t> CheckpointReader::raw_bytes(const std::string& name) const 
            "' holds variable-length strings");
   BG_CHECK(H5Tget_class(type.get()) != H5T_REFERENCE, "checkpoint", path_, ": '", name,
            "' holds references");
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if (cls == H5T_INTEGER || cls == H5T_FLOAT)
+    check_exact_numeric(type.get(), path_, str_cat("dataset '", name, "'"));
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   const hssize_t n = H5Sget_simple_extent_npoints(space.get());
   if (H5Tget_class(type.get()) == H5T_VLEN) {
@@ -398,6 +510,9 @@ std::vector<uint8_t> CheckpointReader::raw_bytes(const std::string& name) const 
     BG_CHECK(base.ok() && H5Tdetect_class(base.get(), H5T_VLEN) <= 0 &&
                  H5Tis_variable_str(base.get()) <= 0,
              "checkpoint", path_, ": '", name, "' holds nested variable-length data");
+    const H5T_class_t base_cls = H5Tget_class(base.get());
+    if (base_cls == H5T_INTEGER || base_cls == H5T_FLOAT)
+      check_exact_numeric(base.get(), path_, str_cat("dataset '", name, "'"));
     const size_t element = H5Tget_size(base.get());
     std::vector<hvl_t> vl(static_cast<size_t>(n));
     BG_CHECK(n == 0 || H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, vl.data()) >= 0,
@@ -418,6 +533,23 @@ std::vector<uint8_t> CheckpointReader::raw_bytes(const std::string& name) const 
                H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()) >= 0,
            "checkpoint", path_, ": cannot read '", name, "'");
   return bytes;
+}
+
+std::string CheckpointReader::type_text(const std::string& name) const {
+  Handle ds(H5Dopen2(hid_t(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
+  BG_CHECK(ds.ok(), "checkpoint", path_, ": '", name, "' is not a dataset");
+  Handle type(H5Dget_type(ds.get()), H5Tclose);
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if (cls == H5T_INTEGER || cls == H5T_FLOAT) {
+    check_exact_numeric(type.get(), path_, str_cat("dataset '", name, "'"));
+    return exact_numeric_type(type.get());
+  }
+  if (cls == H5T_VLEN) {
+    Handle base(H5Tget_super(type.get()), H5Tclose);
+    const std::string inner = base.ok() ? exact_numeric_type(base.get()) : "";
+    return "vlen " + (inner.empty() ? std::string(class_name(H5Tget_class(base.get()))) : inner);
+  }
+  return str_cat(class_name(cls), " of ", H5Tget_size(type.get()), " bytes");
 }
 
 Shape CheckpointReader::shape(const std::string& name) const {
@@ -459,6 +591,7 @@ Tensor CheckpointReader::tensor(const std::string& name, DType dtype, const Shap
   const H5T_class_t cls = H5Tget_class(type.get());
   BG_CHECK(cls == H5T_INTEGER || cls == H5T_FLOAT, "checkpoint", path_, ": tensor '", name, "' is ",
            class_name(cls), ", expected numbers");
+  check_exact_numeric(type.get(), path_, str_cat("tensor '", name, "'"));
   check_storage(ds.get(), name);
   const DType dt = stored_dtype(dtype);
   Tensor out = empty(shape, dt);
@@ -591,6 +724,7 @@ int64_t CheckpointReader::int_attr(const std::string& name) const {
   const Attr at(hid_t(file_), path_, name);
   BG_CHECK(at.cls == H5T_INTEGER, "checkpoint", path_, ": attribute '", name, "' is ",
            class_name(at.cls), ", expected an integer");
+  check_exact_numeric(at.type.get(), path_, str_cat("attribute '", name, "'"));
   int64_t v = 0;
   BG_CHECK(H5Aread(at.a.get(), H5T_NATIVE_INT64, &v) >= 0, "checkpoint", path_,
            ": cannot read attribute '", name, "' as a 64-bit integer");
@@ -609,15 +743,26 @@ double CheckpointReader::float_attr(const std::string& name) const {
   }
   BG_CHECK(at.cls == H5T_FLOAT || at.cls == H5T_INTEGER, "checkpoint", path_, ": attribute '", name,
            "' is ", class_name(at.cls), ", expected a number");
+  check_exact_numeric(at.type.get(), path_, str_cat("attribute '", name, "'"));
   double v = 0;
   BG_CHECK(H5Aread(at.a.get(), H5T_NATIVE_DOUBLE, &v) >= 0, "checkpoint", path_,
            ": cannot read attribute '", name, "'");
   return v;
 }
 
+Tensor CheckpointReader::finite_tensor(const std::string& name, DType dtype,
+                                       const Shape& expect) const {
+  const Tensor t = tensor(name, DType::f32, expect);
+  const float* v = static_cast<const float*>(t.data_ptr());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    BG_CHECK(std::isfinite(v[i]), "checkpoint", path_, ": tensor '", name, "' element ", i, " is ",
+             v[i], "; training never saves a value that is not finite");
+  return t.to(dtype);
+}
+
 void load_parameters(const CheckpointReader& ck,
                      const std::vector<std::pair<std::string, Tensor>>& named) {
-  for (const auto& [name, t] : named) t.copy_(ck.tensor(name, DType::f32, t.shape()));
+  for (const auto& [name, t] : named) t.copy_(ck.finite_tensor(name, DType::f32, t.shape()));
 }
 
 }  // namespace bg

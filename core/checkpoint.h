@@ -48,6 +48,9 @@ class CheckpointReader {
   // contiguous or compact layout, no filters or external files, its stored size equal to its
   // shape times its element size, and its bytes inside the file.
   Tensor tensor(const std::string& name, DType dtype, const Shape& expect = {}) const;
+  // tensor() read through f32, refusing NaN or Inf (parameters and optimizer state: a trainer
+  // never saves one, so a file that holds one was edited or damaged).
+  Tensor finite_tensor(const std::string& name, DType dtype, const Shape& expect = {}) const;
   // A dataset's shape, read without its data.
   Shape shape(const std::string& name) const;
   // Scalar attributes; each throws, naming the file and the attribute, when it is missing or
@@ -62,6 +65,10 @@ class CheckpointReader {
   // A dataset's bytes as stored (its file type, little-endian here), for checksums. A
   // variable-length dataset gives, per element, its length (8 bytes) and then its values.
   std::vector<uint8_t> raw_bytes(const std::string& name) const;
+  // A dataset's stored element type ("f32le", "i64le", "vlen u8le", ...): what its bytes mean.
+  // A float or integer type HDF5 would not convert exactly (a changed exponent bias, offset or
+  // precision) is refused here, as by tensor() and raw_bytes().
+  std::string type_text(const std::string& name) const;
 
  private:
   // Refuses a dataset whose storage bitgrad cannot check or that does not fit the file.

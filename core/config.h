@@ -39,6 +39,8 @@ class ConfigReader {
   ConfigReader(const std::string& path, const std::vector<std::string>& overrides);
 
   bool has(const std::string& key) const;
+  // Whether `key` was given by a --set (rather than by the file or not at all).
+  bool from_command_line(const std::string& key) const { return overridden_.count(key) > 0; }
   double number(const std::string& key, double def, double lo, double hi);
   double number(const std::string& key, double lo, double hi);  // required
   int64_t integer(const std::string& key, int64_t def, int64_t lo, int64_t hi);

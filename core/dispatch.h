@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "../kernels/cpu/cpu_kernels.h"
+#include "stop.h"
 #include "tensor.h"
 #if BITGRAD_WITH_CUDA
 #include "../kernels/cuda/cuda_kernels.h"
@@ -13,12 +14,16 @@ namespace bg {
 
 [[noreturn]] void fail_no_cuda(const char* kernel);
 
+// A CPU launch first checks for a requested stop (core/stop.h): CPU kernels run where they are
+// launched, so a stop between two of them leaves nothing half-done.
 #if BITGRAD_WITH_CUDA
-#define BG_DISPATCH(device, kernel, ...) \
-  ((device).is_cuda() ? ::bg::cuda::kernel(__VA_ARGS__) : ::bg::cpu::kernel(__VA_ARGS__))
+#define BG_DISPATCH(device, kernel, ...)                 \
+  ((device).is_cuda() ? ::bg::cuda::kernel(__VA_ARGS__) \
+                      : (::bg::check_stop(), ::bg::cpu::kernel(__VA_ARGS__)))
 #else
-#define BG_DISPATCH(device, kernel, ...) \
-  ((device).is_cuda() ? ::bg::fail_no_cuda(#kernel) : ::bg::cpu::kernel(__VA_ARGS__))
+#define BG_DISPATCH(device, kernel, ...)             \
+  ((device).is_cuda() ? ::bg::fail_no_cuda(#kernel) \
+                      : (::bg::check_stop(), ::bg::cpu::kernel(__VA_ARGS__)))
 #endif
 
 // The dtype kernels compute in on this device: CPU kernels take f32/f64, so f16/bf16 CPU

@@ -279,19 +279,43 @@ void ProcessGroup::exchange(const std::vector<Transfer>& sends,
 
 DistEnv read_dist_env() {
   DistEnv e;
-  bool has_rank = false, has_world = false, has_local = false;
-  e.world = env_int("WORLD_SIZE", 1, 1 << 16, &has_world);
-  e.rank = env_int("RANK", 0, 1 << 16, &has_rank);
-  e.local_rank = env_int("LOCAL_RANK", 0, 1 << 16, &has_local);
-  if (!has_world) {  // Open MPI's mpirun
-    e.world = env_int("OMPI_COMM_WORLD_SIZE", 1, 1 << 16, &has_world);
-    e.rank = env_int("OMPI_COMM_WORLD_RANK", 0, 1 << 16, &has_rank);
-    e.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, 1 << 16, &has_local);
+  // Two launchers' variables: torchrun's (and bitgrad launch's), and Open MPI's mpirun's. Either
+  // set may be given, or both when they agree; a rank without a world size is not one of N.
+  struct Set {
+    const char *world_name, *rank_name, *local_name;
+    bool has_world = false, has_rank = false, has_local = false;
+    int world = 1, rank = 0, local = 0;
+    bool any() const { return has_world || has_rank || has_local; }
+  };
+  Set sets[2] = {{"WORLD_SIZE", "RANK", "LOCAL_RANK"},
+                 {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}};
+  for (Set& s : sets) {
+    s.world = env_int(s.world_name, 1, 1 << 16, &s.has_world);
+    s.rank = env_int(s.rank_name, 0, 1 << 16, &s.has_rank);
+    s.local = env_int(s.local_name, 0, 1 << 16, &s.has_local);
+    if (!s.any()) {
+      s.world = 1;
+      continue;
+    }
+    BG_CHECK(s.has_world, kOp, s.has_rank ? s.rank_name : s.local_name, "=",
+             s.has_rank ? s.rank : s.local, " is set but ", s.world_name,
+             " is not: set the number of ranks too, or unset it for a single process");
+    BG_CHECK(s.world == 1 || s.has_rank, kOp, s.world_name, "=", s.world, " but no ", s.rank_name,
+             " is set");
+    BG_CHECK(s.rank < s.world, kOp, s.rank_name, "=", s.rank, " is not below ", s.world_name, "=",
+             s.world);
+    if (!s.has_local) s.local = s.rank;
   }
-  if (!has_world) e.world = 1;
-  BG_CHECK(e.world == 1 || has_rank, kOp, "WORLD_SIZE=", e.world, " but no RANK is set");
-  BG_CHECK(e.rank < e.world, kOp, "RANK=", e.rank, " is not below WORLD_SIZE=", e.world);
-  if (!has_local) e.local_rank = e.rank;
+  if (sets[0].any() && sets[1].any())
+    BG_CHECK(sets[0].world == sets[1].world && sets[0].rank == sets[1].rank &&
+                 sets[0].local == sets[1].local,
+             kOp, "WORLD_SIZE=", sets[0].world, " RANK=", sets[0].rank, " LOCAL_RANK=",
+             sets[0].local, " disagree with Open MPI's OMPI_COMM_WORLD_SIZE=", sets[1].world,
+             " RANK=", sets[1].rank, " LOCAL_RANK=", sets[1].local, "; launch with one of them");
+  const Set& used = sets[0].any() ? sets[0] : sets[1];
+  e.world = used.world;
+  e.rank = used.rank;
+  e.local_rank = used.local;
   if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.master_addr = a;
   bool has_port = false;
   const int port = env_int("MASTER_PORT", 1, 65535, &has_port);

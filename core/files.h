@@ -4,8 +4,12 @@
 // unwritable one is reported before a long run, not at its first save. Every file bitgrad
 // writes goes through write_file_atomic: the bytes go to a temporary of a unique name beside the
 // target (created exclusively, so it is never a file that was there before), which is renamed
-// over the target only when complete; a failure removes only that temporary. No command writes
-// to a path that is, or resolves to, one of its inputs (check_output_not_input).
+// over the target only when complete; a failure removes only that temporary. A symbolic link is
+// written through (its target is the output; the link stays), and a FIFO or a character device
+// (/dev/null, /dev/stdout's terminal) is written in place, never replaced.
+// No command writes to a file it reads: with guard_inputs on (the CLI turns it on), every file
+// checked by check_input_file is remembered with its role, and write_file_atomic and
+// check_output_file refuse to write over one (same path, symlink, "..", or hard link).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -35,5 +39,23 @@ void write_file_atomic(const std::string& path, std::string_view bytes, const ch
 // output's role ("--out").
 void check_output_not_input(const std::string& output, const std::vector<std::string>& inputs,
                             const char* op, const char* what);
+
+// An output path checked before any work: not empty, not a folder or another kind of file that
+// cannot be written whole (a block device, a socket), not a file this process has read (with
+// guard_inputs on), and not one of `later_inputs` (files the command reads after this check:
+// the data a run loads, the checkpoints a comparison opens).
+void check_output_file(const std::string& output, const char* op, const char* what,
+                       const std::vector<std::string>& later_inputs = {});
+
+// Remembers every file check_input_file sees, with its role, so that no write replaces one. Off
+// by default (a library or a test may rewrite a file it read); the bitgrad command turns it on.
+void guard_inputs(bool on);
+// Records `path` as read in the role `what` (check_input_file calls it).
+void note_input(const std::string& path, const std::string& what);
+// `path` is this command's own output that it read back (a resumed run's last.h5): writing it
+// again is the point, not an accident.
+void release_input(const std::string& path);
+// The remembered input that `path` names, as "PATH (the ROLE)" ("" when none).
+std::string input_role(const std::string& path);
 
 }  // namespace bg

@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/philox.h"
+
 namespace bg {
 
 struct Generator {
@@ -17,5 +19,9 @@ struct Generator {
     return first;
   }
 };
+
+// One uniform in [0, 1) with 53 random bits, from the generator's next Philox block (the
+// sampler's draw: 24 bits would make every draw a multiple of 2^-24).
+inline double uniform53(Generator& gen) { return philox_uniform53(gen.seed, gen.take(4) / 4); }
 
 }  // namespace bg

@@ -44,6 +44,15 @@ BG_HD float philox_uniform(uint64_t seed, uint64_t index) {
   return float(r.v[index & 3] >> 8) * (1.0f / 16777216.0f);
 }
 
+// Uniform in [0, 1) with 53 random bits (a double's whole mantissa), from Philox block `block`:
+// a draw among many small probabilities (a sampler over 50,257 ids or 65,536 float16 patterns)
+// needs more than a float's 24 bits, which would make every draw a multiple of 2^-24.
+BG_HD double philox_uniform53(uint64_t seed, uint64_t block) {
+  Philox4 r = philox4x32(block, seed);
+  const uint64_t a = (uint64_t(r.v[0]) << 21) ^ uint64_t(r.v[1] >> 11);
+  return double(a & ((1ULL << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
 BG_HD double philox_normal(uint64_t seed, uint64_t index) {
   Philox4 r = philox4x32(index, seed ^ 0x5DEECE66DULL);
   // 53-bit uniforms; u1 in (0, 1] so log(u1) is finite.

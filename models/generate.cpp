@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/rng.h"
+
 namespace bg {
 
 int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generator& gen) {
@@ -22,7 +24,7 @@ int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generat
   std::vector<double> p(v);
   for (size_t i = 0; i < v; ++i) p[i] = std::exp((double(logits[i]) - top) / s.temperature);
   const double total = std::accumulate(p.begin(), p.end(), 0.0);
-  const double u = rand({1}, gen, 0, 1, DType::f64).item() * total;
+  const double u = uniform53(gen) * total;
   double acc = 0;
   for (size_t i = 0; i < v; ++i)
     if (p[i] > 0 && (acc += p[i]) > u) return int32_t(i);

@@ -77,6 +77,10 @@ BideTokenHead::BideTokenHead(int64_t n_embd, const BideHeadSpec& spec, Generator
   BG_CHECK(spec.bits >= 1 && spec.bits <= 24 && spec.support >= 2 &&
                spec.support <= (int64_t(1) << spec.bits),
            "gpt", "a BIDE head of ", spec.bits, " bits cannot hold ", spec.support, " token ids");
+  BG_CHECK(spec.bits <= bits_for_vocabulary(spec.support) + kMaxBideSpareBits, "gpt",
+           "a BIDE head of ", spec.bits, " bits for ", spec.support, " token ids: its 2^",
+           spec.bits, " patterns cost what no id needs (at most ",
+           bits_for_vocabulary(spec.support) + kMaxBideSpareBits, " bits)");
   BG_CHECK(spec.softmax_ids >= 0 && spec.softmax_ids < spec.support, "gpt",
            "head.bide.softmax_ids ", spec.softmax_ids, " leaves the BIDE no ids of the ",
            spec.support, " (expected 0 to ", spec.support - 1, ")");
@@ -159,6 +163,13 @@ void BideTokenHead::set_code(const std::vector<int64_t>& code_of_id) {
              "the token code is not a permutation of [0, ", support, ")");
     seen[size_t(c)] = 1;
   }
+  if (code_kind_ == BideTokenCode::frequent_first) {  // after the K frequent ids: id order
+    int64_t next = softmax_ids_;
+    for (int64_t c : code_of_id)
+      BG_CHECK(c < softmax_ids_ || c == next++, "gpt",
+               "the token code is not frequent_first's (the ids past the ", softmax_ids_,
+               " frequent ones take patterns in id order)");
+  }
   code_of_id_ = code_of_id;
   code_column_ = Tensor();
   softmax_rows_ = Tensor();
@@ -183,8 +194,7 @@ Tensor BideTokenHead::logits(const Tensor& h) const {
   const BideHead::Distribution d = bide_->distribution(h);
   const BideOptions opt = options();
   // log p over every pattern (-inf outside the support), then the ids [0, support).
-  Tensor by_pattern =
-      bide_pattern_log_probs(d.w.detach(), d.r.detach(), opt).slice(1, 0, opt.support_hi);
+  Tensor by_pattern = bide_pattern_log_probs(d.w.detach(), d.r.detach(), opt, 0, opt.support_hi);
   if (hybrid()) {  // the hybrid: [softmax logits, the BIDE's logits over [K, support)], normalised
     NoGradGuard no_grad;
     const Device host = by_pattern.device();

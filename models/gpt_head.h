@@ -54,6 +54,10 @@ std::vector<int64_t> token_code(const BideHeadSpec& spec, const std::vector<int3
 inline constexpr int64_t kMaxBideHidden = kMaxSickHidden;
 // The fewest bits whose patterns hold ids [0, vocab).
 int bits_for_vocabulary(int64_t vocab);
+// head.bide.bits may exceed the fewest by this many: the normaliser over every 2^B pattern (the
+// unrestricted mass eval reports) and the CUDA pass's tiles grow with 2^B, not with the ids, so
+// a head of many more bits than ids would cost what no id needs (2^24 patterns for 65 ids).
+inline constexpr int kMaxBideSpareBits = 2;
 
 class GPTHead : public Module {
  public:

@@ -1,10 +1,40 @@
 #include "lm_checkpoint.h"
 
+#include <set>
+
 #include "core/checkpoint.h"
 #include "core/error.h"
 #include "models/gpt_packed.h"
 
 namespace bg {
+namespace {
+
+// A train checkpoint's root datasets are exactly the model's parameters: one the model its
+// attributes describe has no place for (a hybrid's softmax rows under tie_softmax: true, say)
+// means an attribute was changed, and the file would load as another model.
+// A tied head's lm_head.weight (written for PyTorch's load_state_dict) is the token embedding
+// again: a file where they differ would load as one model here and another in PyTorch.
+void check_root_datasets(const CheckpointReader& ck, const std::string& path,
+                         const std::vector<std::pair<std::string, Tensor>>& named,
+                         bool tied_alias) {
+  std::set<std::string> params;
+  for (const auto& [name, t] : named) params.insert(name);
+  if (tied_alias && ck.has(kTiedHeadAlias)) {
+    params.insert(kTiedHeadAlias);
+    BG_CHECK(ck.raw_bytes(kTiedHeadAlias) == ck.raw_bytes("transformer.wte.weight") &&
+                 ck.shape(kTiedHeadAlias) == ck.shape("transformer.wte.weight"),
+             "checkpoint", path, ": ", kTiedHeadAlias,
+             " differs from transformer.wte.weight, which the tied head stores again");
+  }
+  for (const std::string& name : ck.datasets())  // bitgrad-train-1 kept optimizer.* at the root
+    BG_CHECK(name.find('/') != std::string::npos || params.count(name) ||
+                 name.rfind("optimizer.", 0) == 0,
+             "checkpoint", path,
+             ": dataset '", name, "' is not a parameter of the model its attributes describe; "
+             "the attributes do not match the file");
+}
+
+}  // namespace
 
 bool is_train_checkpoint(const CheckpointReader& ck) {
   if (!ck.has_attr("format")) return false;
@@ -21,6 +51,12 @@ void save_bide_code(CheckpointWriter& ck, const GPT& model) {
 
 void load_bide_code(const CheckpointReader& ck, const std::string& path, GPT& model) {
   BideTokenHead* head = model.bide_head();
+  // A table beside the id code means the attribute and the datasets disagree: the head would
+  // read its logits under the wrong patterns.
+  BG_CHECK(!ck.has(kBideCodeDataset) || (head && model.config().bide.code != BideTokenCode::id),
+           "checkpoint", path, ": holds a token code table (", kBideCodeDataset,
+           ") but head.bide.code is ", head ? enum_name(model.config().bide.code) : "unset",
+           "; the attribute does not match the file");
   if (!head || model.config().bide.code == BideTokenCode::id) return;
   const int64_t support = model.config().bide.support;
   BG_CHECK(ck.has(kBideCodeDataset), "checkpoint", path, ": head.bide.code is ",
@@ -69,6 +105,7 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   out->model->set_compute_mode(out->mode);
   if (packed) load_packed_weights(*out->model, ck, device);  // releases the latent weights
   const auto named = out->model->named_parameters();
+  if (!packed) check_root_datasets(ck, path, named, cfg.head != HeadKind::bide);
   load_parameters(ck, named);
   load_bide_code(ck, path, *out->model);
   out->params = FlatParameters(named, device);
@@ -99,6 +136,7 @@ std::unique_ptr<LoadedCharMLP> load_char_mlp_checkpoint(const std::string& path,
   Generator init(0);
   out->model = std::make_unique<CharMLP>(cfg, init);
   const auto named = out->model->named_parameters();
+  check_root_datasets(ck, path, named, false);
   load_parameters(ck, named);
   out->params = FlatParameters(named, device);
   out->model->train(false);

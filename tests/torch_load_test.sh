@@ -32,6 +32,16 @@ for gelu in erf tanh; do
   echo "gelu $gelu: bitgrad eval $ours, nanoGPT in PyTorch $theirs"
   [ $gelu = erf ] && erf_loss=$theirs
 done
+# A BIDE head (the frequency code: patterns are not the ids) by its own README recipe.
+"$bin" train "$dir/gpt.yaml" --set model.head=bide --set head.bide.code=frequency \
+  --set run.out_dir="$dir/bide" > "$dir/train_bide.log" 2>&1 || { cat "$dir/train_bide.log"; fail "train (bide) failed"; }
+ours=$("$bin" eval "$dir/bide/last.h5" --data "$dir/eval.txt" 2>&1) || fail "eval failed: $ours"
+ours=$(echo "$ours" | sed -n 's/.*| loss \([0-9.]*\) nats\/token |.*/\1/p')
+theirs=$($py "$here/python/torch_load_test.py" "$here/../README.md" "$dir/bide/last.h5" "$dir/eval.txt" erf 2>&1) || fail "the README's BIDE recipe failed: $theirs"
+theirs=$(echo "$theirs" | sed -n 's/^loss \([0-9.]*\) .*/\1/p')
+$py -c "import sys; a, b = float('$ours'), float('$theirs'); sys.exit(0 if abs(a - b) < 2e-4 else 1)" || fail "bide head: bitgrad eval $ours, nanoGPT + the README's BIDE head in PyTorch $theirs"
+echo "bide head: bitgrad eval $ours, nanoGPT + the README's BIDE head in PyTorch $theirs"
+
 # The erf model is not the tanh one: evaluated with the other GELU, PyTorch disagrees.
 wrong=$($py "$here/python/torch_load_test.py" "$here/../README.md" "$dir/erf/last.h5" "$dir/eval.txt" tanh | sed -n 's/^loss \([0-9.]*\) .*/\1/p')
 [ -n "$wrong" ] && [ "$wrong" != "$erf_loss" ] || fail "the GELU form made no difference ($wrong)"
@@ -56,4 +66,31 @@ $py -c "import sys, h5py; f = h5py.File(sys.argv[1], 'r+'); f.attrs['step'] = 's
 msg=$("$bin" eval "$dir/edited.h5" 2>&1) && fail "a string step was accepted"
 [ "$(echo "$msg" | wc -l)" -eq 1 ] || fail "error is not one line: $msg"
 echo "$msg" | grep -q "attribute 'step' is a string, expected an integer" || fail "unexpected error: $msg"
+# What the attributes say is checked against what the datasets hold: each h5py edit below makes
+# the file describe another model than its datasets, and is refused in one line naming it.
+h5edit() {  # h5edit SRC DST PYTHON (f is the open file)
+  cp "$1" "$2" && $py -c "import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], 'r+')
+$3
+f.close()" "$2" || fail "h5py could not edit $2"
+}
+refused() {  # refused TEXT FILE
+  local msg
+  msg=$("$bin" eval "$2" --data "$dir/eval.txt" 2>&1) && fail "accepted $2: $msg"
+  [ "$(echo "$msg" | wc -l)" -eq 1 ] || fail "error is not one line: $msg"
+  echo "$msg" | grep -qF -- "$1" || fail "$2: expected '$1', got: $msg"
+}
+h5edit "$dir/bide/last.h5" "$dir/code_id.h5" "f.attrs['head.bide.code'] = 'id'"
+refused "holds a token code table (head/bide_code_of_id) but head.bide.code is id" "$dir/code_id.h5"
+h5edit "$dir/erf/last.h5" "$dir/alias.h5" "f['lm_head.weight'][0, 0] += 1"
+refused "lm_head.weight differs from transformer.wte.weight" "$dir/alias.h5"
+h5edit "$dir/erf/last.h5" "$dir/extra.h5" "f['transformer.h.9.mlp.c_fc.weight'] = np.zeros((4, 4), 'f4')"
+refused "dataset 'transformer.h.9.mlp.c_fc.weight' is not a parameter of the model" "$dir/extra.h5"
+h5edit "$dir/erf/last.h5" "$dir/nan.h5" "f['transformer.ln_f.weight'][3] = float('nan')"
+refused "tensor 'transformer.ln_f.weight' element 3 is nan" "$dir/nan.h5"
+# A resumed run's metrics (its loss.svg) must be numbers that can be drawn.
+mkdir -p "$dir/resume"
+h5edit "$dir/erf/last.h5" "$dir/resume/last.h5" "f.attrs['metrics_csv'] = f.attrs['metrics_csv'].replace('\\n10,', '\\n10,inf', 1)"
+msg=$("$bin" train "$dir/gpt.yaml" --set run.out_dir="$dir/resume" --set run.resume=true --set train.steps=40 2>&1 >/dev/null) && fail "a non-finite metrics_csv was resumed"
+echo "$msg" | grep -q "attribute metrics_csv:[0-9]*: 'inf[0-9.]*' is not a finite number" || fail "unexpected error: $msg"
 echo "torch_load_test: all checks passed"

@@ -54,6 +54,8 @@ void write_bench_json(const Args& args, const std::string& json) {
 }
 
 int run_bench(const Args& args) {
+  // Before minutes of timing, not after: --out must be a file that can be written.
+  if (args.has("out")) check_output_file(args.option("out", ""), "bench", "--out");
   if (!args.positional.empty() && args.positional[0] == "attention")
     return run_bench_attention(args);
   if (!args.positional.empty() && args.positional[0] == "norms") return run_bench_norms(args);

@@ -170,12 +170,16 @@ bool bide_in_support(const BideOptions& opt, int64_t n, uint32_t k) {
          (int64_t(k) >= t[2 * cols + n] && int64_t(k) < t[3 * cols + n]);
 }
 
-Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOptions& opt) {
+Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOptions& opt,
+                              int64_t k_begin, int64_t k_end) {
   NoGradGuard ng;
-  const Tensor log_z = bide_log_normalizer(w, r, opt).to(Device::cpu(), DType::f64);
-  const int64_t n = w.size(0), k_all = int64_t(1) << opt.code.bits,
-                chunk = std::min<int64_t>(k_all, 8192);
   bide_check(w, r, opt, "bide_pattern_log_probs");
+  const int64_t full = int64_t(1) << opt.code.bits;
+  if (k_end < 0) k_end = full;
+  BG_CHECK(k_begin >= 0 && k_begin < k_end && k_end <= full, "bide_pattern_log_probs",
+           "patterns [", k_begin, ", ", k_end, ") are not a non-empty range inside [0, ", full, ")");
+  const Tensor log_z = bide_log_normalizer(w, r, opt).to(Device::cpu(), DType::f64);
+  const int64_t n = w.size(0), k_all = k_end - k_begin, chunk = std::min<int64_t>(k_all, 8192);
   struct {
     Tensor w, r;
     int64_t hidden;
@@ -193,7 +197,8 @@ Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOption
         we = we.to(DType::f16);
         re = re.to(DType::f16);
       }
-      const Tensor ys = add_scalar(arange(c, DType::f64), double(k0)).to(DType::i64).to(w.device());
+      const Tensor ys =
+          add_scalar(arange(c, DType::f64), double(k_begin + k0)).to(DType::i64).to(w.device());
       Tensor l = empty({c}, we.dtype(), p.w.device());
       BG_DISPATCH(p.w.device(), bide_logits, l.kview(), we.kview(), re.kview(), ys.kview(),
                   opt.code.bits, null_view(), null_view(), stream_for(p.w.device()));
@@ -209,7 +214,7 @@ Tensor bide_pattern_log_probs(const Tensor& w, const Tensor& r, const BideOption
     double* o = static_cast<double*>(out.data_ptr());
     for (int64_t i = 0; i < n; ++i)
       for (int64_t k = 0; k < k_all; ++k)
-        if (!bide_in_support(opt, i, uint32_t(k))) o[i * k_all + k] = -INFINITY;
+        if (!bide_in_support(opt, i, uint32_t(k_begin + k))) o[i * k_all + k] = -INFINITY;
   }
   return out;
 }

@@ -1,5 +1,6 @@
 """Loads a bitgrad GPT checkpoint into nanoGPT's model with the README's recipe, run as written
-(the fenced block after "<!-- recipe: PyTorch load -->"), and prints the model's mean
+(the fenced block after "<!-- recipe: PyTorch load -->", or after "<!-- recipe: PyTorch load,
+BIDE head -->" for a checkpoint of model.head: bide), and prints the model's mean
 cross-entropy over FILE in `bitgrad eval`'s windows (non-overlapping block_size windows, each
 token after the first predicted once). usage: torch_load_test.py README CKPT TEXT_FILE GELU"""
 import math
@@ -14,8 +15,11 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from nanogpt_model import GPT  # noqa: E402
 
 readme, path, text_file, gelu = sys.argv[1:5]
-recipe = re.search(r"<!-- recipe: PyTorch load -->\s*```python\n(.*?)```", open(readme).read(), re.S)
-assert recipe, "README has no PyTorch load recipe"
+with h5py.File(path, "r") as f:
+    bide = f.attrs.get("model.head", "softmax") == "bide"
+name = "PyTorch load, BIDE head" if bide else "PyTorch load"
+recipe = re.search(r"<!-- recipe: " + name + r" -->\s*```python\n(.*?)```", open(readme).read(), re.S)
+assert recipe, f"README has no '{name}' recipe"
 with h5py.File(path, "r") as f:
     a = f.attrs
     model = GPT(int(a["model.vocab_size"]), int(a["model.block_size"]), int(a["model.n_layer"]),
