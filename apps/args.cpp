@@ -117,12 +117,5 @@ std::string read_out_dir(ConfigReader& r, const std::string& default_name) {
   return r.string("run.out_dir", "runs/" + name);
 }
 
-void check_data_path(const std::string& path, const std::string& what) {
-  // Other missing paths are reported by their reader, with the OS's reason.
-  std::error_code ec;
-  if (path.rfind("datasets/", 0) != 0 || std::filesystem::exists(path, ec)) return;
-  fail("data", what, ": ", path,
-       " does not exist (scripts/get_data.sh fetches the data the shipped configs read)");
-}
 
 }  // namespace bg::cli

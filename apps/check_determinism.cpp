@@ -28,6 +28,7 @@
 #include "kernels/cuda/device_runtime.h"
 #include "models/lm_checkpoint.h"
 #include "train.h"
+#include "data/lm_data.h"
 
 namespace bg::cli {
 namespace {
@@ -174,6 +175,65 @@ Row gemm_sources_row(const cuda::GemmAlgoSources& before) {
                   " from a nearest row): the same bits on every sm_90 GPU")};
 }
 
+// The user's config as given, before the mode is set: a run it takes out of the mode, or fewer
+// steps than --steps, would make the report describe something that did not run.
+void check_user_config(const Args& args, int64_t steps) {
+  ConfigReader user(args.positional[0], args.overrides);
+  const LanguageModelRun as_given = read_train_config(user);
+  BG_CHECK(!user.has("train.deterministic") || as_given.mode.deterministic, "check-determinism",
+           "the config sets train.deterministic: false; this command checks the deterministic "
+           "mode (drop the setting, or set it true)");
+  const int64_t config_steps = as_given.trainer.steps;
+  BG_CHECK(steps <= config_steps, "check-determinism", "--steps ", steps,
+           " is past the config's train.steps = ", config_steps, " (use --steps ", config_steps,
+           " or fewer)");
+}
+
+// The GPT's own checks (batch invariance, sampler = trainer) on run 1's checkpoint, each with a
+// batch of 64 or, where that does not fit, of the run's own batch size (at least 8).
+void gpt_checks(const std::string& checkpoint, Device device, int64_t run_batch,
+                std::vector<Row>* rows) {
+  const auto ck = load_gpt_checkpoint(checkpoint, device);
+  GPT& model = *ck->model;
+  model.train(false);  // dropout off: a sequence's numbers are then its own
+  const int64_t t = model.config().block_size, vocab = ck->tokenizer->vocab_size();
+  Generator gen(4242);
+  const std::vector<double> u = rand({t}, gen, 0, 1, DType::f64).to_vector<double>();
+  std::vector<int64_t> probe(static_cast<size_t>(t));
+  for (int64_t j = 0; j < t; ++j) probe[size_t(j)] = int64_t(u[size_t(j)] * double(vocab)) % vocab;
+  const int64_t fallback = std::max<int64_t>(8, std::min<int64_t>(64, run_batch));
+  auto with_big_batch = [&](auto check) {
+    try {
+      return check(int64_t(64));
+    } catch (const OutOfMemory&) {
+      if (fallback == 64) throw;
+      if (device.is_cuda()) cuda_empty_cache();
+      Row row = check(fallback);
+      row.detail += " (a batch of 64 does not fit this GPU)";
+      return row;
+    }
+  };
+  rows->push_back(with_big_batch(
+      [&](int64_t big) { return check_batch_invariance(model, probe, vocab, device, big); }));
+  rows->push_back(
+      with_big_batch([&](int64_t big) { return check_sampler(model, probe, vocab, device, big); }));
+}
+
+// Prints the table; 0 when nothing differs.
+int report(const std::string& config, Device device, const std::string& mode_text,
+           const std::vector<Row>& rows, const std::string& record) {
+  bool ok = true;
+  std::printf("\ncheck-determinism %s on %s (compute %s)\n", config.c_str(), device.str().c_str(),
+              mode_text.c_str());
+  std::printf("%-18s %-7s %s\n", "check", "result", "detail");
+  for (const Row& row : rows) {
+    std::printf("%-18s %-7s %s\n", row.check.c_str(), row.result.c_str(), row.detail.c_str());
+    ok = ok && row.result != "DIFFER";
+  }
+  if (!record.empty()) std::printf("recorded the checkpoint's digests in %s\n", record.c_str());
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int run_check_determinism(const Args& args) {
@@ -187,113 +247,60 @@ int run_check_determinism(const Args& args) {
   const int64_t runs = parse_integer(args.option("runs", "3"), "--runs", 2, 100);
   const int64_t steps = parse_integer(args.option("steps", "20"), "--steps", 1, 1 << 30);
   const std::string out = args.option("out", "runs/check_determinism");
-  {
-    // What the user's config says, before the mode is set: a run it takes out of the mode, or
-    // fewer steps than --steps, would make the report describe something that did not run.
-    ConfigReader user(args.positional[0], args.overrides);
-    const TrainConfig as_given = read_train_config(user);
-    BG_CHECK(!user.has("train.deterministic") || as_given.mode.deterministic, "check-determinism",
-             "the config sets train.deterministic: false; this command checks the deterministic "
-             "mode (drop the setting, or set it true)");
-    const int64_t config_steps = as_given.trainer.steps;
-    BG_CHECK(steps <= config_steps, "check-determinism", "--steps ", steps,
-             " is past the config's train.steps = ", config_steps, " (use --steps ", config_steps,
-             " or fewer)");
-  }
-  // The config as its runs will read it (in the mode), checked before any work.
-  // The runs take the config's first S steps (its own schedule, warmup included) and stop there
-  // with last.h5, as a time-boxed run does; shortening train.steps would change the schedule.
+  check_user_config(args, steps);
+  // The config as its runs read it (in the mode): the config's first S steps (its own schedule,
+  // warmup included), stopping there with last.h5 as a time-boxed run does.
   std::vector<std::string> sets = args.overrides;
   for (const std::string& s : std::vector<std::string>{
            "train.deterministic=true", "train.eval_interval=" + std::to_string(steps),
            "run.resume=false", "run.stop_after_steps=" + std::to_string(steps)})
     sets.push_back(s);
-  ConfigReader reader(args.positional[0], sets);
-  const TrainConfig cfg = read_train_config(reader);
-  const Device device = parse_device(cfg.device);
+  const ConfiguredRun checked = configured_run(args.positional[0], sets);
+  const Device device = parse_device(checked.run.device);
   check_output_dir(out, "check-determinism");
-  const std::vector<std::string> settings = determinism_settings(reader.effective_yaml());
+  const std::vector<std::string> settings = determinism_settings(checked.context.effective_yaml);
   if (!compare.empty()) check_same_settings(recorded, settings);
   if (args.has("record")) {
     // Read later: the run's data, and each run's outputs (the comparison opens them).
-    std::vector<std::string> later = train_inputs(cfg);
+    std::vector<std::string> later = data_inputs(checked.run.data);
     for (int64_t r = 1; r <= runs; ++r)
       for (const char* name : kRunOutputs) later.push_back(run_folder(out, r) + "/" + name);
     check_output_file(record, "check-determinism", "--record", later);
   }
-
-  std::vector<Row> rows;
-  std::vector<std::string> paths;
   const cuda::GemmAlgoSources sources_before =
       device.is_cuda() ? cuda::batch_invariant_algo_sources() : cuda::GemmAlgoSources{};
+  std::vector<std::string> paths;
   for (int64_t r = 1; r <= runs; ++r) {
     std::printf("== check-determinism: run %lld of %lld ==\n", (long long)r, (long long)runs);
-    Args train_args;
-    train_args.positional = {args.positional[0]};
-    train_args.overrides = sets;
-    train_args.overrides.push_back("run.out_dir=" + run_folder(out, r));
-    const int status = run_train(train_args);
-    if (status == 130) {  // Ctrl-C: the run saved its state and stopped; so does the check
+    std::vector<std::string> run_sets = sets;
+    run_sets.push_back("run.out_dir=" + run_folder(out, r));
+    const ConfiguredRun one = configured_run(args.positional[0], run_sets);
+    if (train_language_model(one.run, one.context) == 130) {  // Ctrl-C: saved, and stopped
       std::printf("check-determinism: stopped by a signal during run %lld; nothing compared\n",
                   (long long)r);
       return 130;
     }
-    BG_CHECK(status == 0, "check-determinism", "run ", r, " did not finish");
     paths.push_back(run_folder(out, r) + "/last.h5");
   }
   std::fflush(stdout);
   // The runs' cached device memory goes back to the driver: the checks below build batches of
   // 64 whole sequences (12.6 GiB of logits for GPT-2 124M), which must not meet a full cache.
   if (device.is_cuda()) cuda_empty_cache();
-  rows.push_back(compare_runs(paths, steps));
-  const std::string mode_text = cfg.mode.on(device).str();
+  std::vector<Row> rows = {compare_runs(paths, steps)};
+  const std::string mode_text = checked.run.mode.on(device).str();
   if (!compare.empty()) rows.push_back(compare_determinism_record(recorded, paths[0]));
   if (!record.empty())
     write_determinism_record(
         record, paths[0], args.positional[0], steps,
         device.is_cuda() ? cuda::describe(cuda::device_info(device.index)) : "cpu", mode_text,
         settings);
-  if (cfg.model_type == "gpt") {
-    const auto ck = load_gpt_checkpoint(paths[0], device);
-    GPT& model = *ck->model;
-    model.train(false);  // dropout off: a sequence's numbers are then its own
-    const int64_t t = model.config().block_size, vocab = ck->tokenizer->vocab_size();
-    Generator gen(4242);
-    const std::vector<double> u = rand({t}, gen, 0, 1, DType::f64).to_vector<double>();
-    std::vector<int64_t> probe(static_cast<size_t>(t));
-    for (int64_t j = 0; j < t; ++j)
-      probe[size_t(j)] = int64_t(u[size_t(j)] * double(vocab)) % vocab;
-    // Each check with a batch of 64, or, where that does not fit, of the run's own batch size.
-    const int64_t fallback = std::max<int64_t>(8, std::min<int64_t>(64, cfg.batch));
-    auto with_big_batch = [&](auto check) {
-      try {
-        return check(int64_t(64));
-      } catch (const OutOfMemory&) {
-        if (fallback == 64) throw;
-        if (device.is_cuda()) cuda_empty_cache();
-        Row row = check(fallback);
-        row.detail += " (a batch of 64 does not fit this GPU)";
-        return row;
-      }
-    };
-    rows.push_back(with_big_batch(
-        [&](int64_t big) { return check_batch_invariance(model, probe, vocab, device, big); }));
-    rows.push_back(with_big_batch(
-        [&](int64_t big) { return check_sampler(model, probe, vocab, device, big); }));
-  } else {
-    rows.push_back({"batch invariance", "skipped", "model.type " + cfg.model_type + " (GPT only)"});
-  }
+  if (checked.run.model.type == ModelType::gpt)
+    gpt_checks(paths[0], device, checked.run.batch, &rows);
+  else
+    rows.push_back({"batch invariance", "skipped",
+                    str_cat("model.type ", enum_name(checked.run.model.type), " (GPT only)")});
   if (device.is_cuda()) rows.push_back(gemm_sources_row(sources_before));
-  bool ok = true;
-  std::printf("\ncheck-determinism %s on %s (compute %s)\n", args.positional[0].c_str(),
-              device.str().c_str(), mode_text.c_str());
-  std::printf("%-18s %-7s %s\n", "check", "result", "detail");
-  for (const Row& row : rows) {
-    std::printf("%-18s %-7s %s\n", row.check.c_str(), row.result.c_str(), row.detail.c_str());
-    ok = ok && row.result != "DIFFER";
-  }
-  if (!record.empty()) std::printf("recorded the checkpoint's digests in %s\n", record.c_str());
-  return ok ? 0 : 1;
+  return report(args.positional[0], device, mode_text, rows, record);
 }
 
 }  // namespace bg::cli

@@ -36,9 +36,6 @@ Args parse_args(int argc, char** argv, int first);
 int64_t parse_integer(const std::string& text, const std::string& option, int64_t lo, int64_t hi);
 double parse_number(const std::string& text, const std::string& option, double lo, double hi);
 
-// Refuses a missing path under datasets/ (where the shipped configs read their data) in one line
-// naming `what` (a key or flag) and scripts/get_data.sh, which fetches it.
-void check_data_path(const std::string& path, const std::string& what);
 
 // run.name and run.out_dir: the folder a run writes, runs/<run.name> unless run.out_dir names
 // another. A name is one folder name (not ".", "..", nor a path); a --set run.name on a config

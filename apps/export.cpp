@@ -40,7 +40,8 @@ int run_export(const Args& args) {
   // Every setting that changes the logits travels with the weights: the compute mode (L-Mul's
   // multiplies included) and the attention a deterministic run trained with.
   copy_compute_mode(ck, src, out);
-  if (ck.has_attr("attention")) out.attr("attention", ck.str_attr("attention"));
+  if (const AttentionChoice ran = load_trained_attention(ck, src); ran != AttentionChoice::automatic)
+    save_trained_attention(out, ran);
   out.attr("val_data", loaded->val_data);
   out.attr("val_fraction", loaded->val_fraction);
   out.commit();

@@ -72,7 +72,7 @@ int run_launch(const Args& args, const char* self) {
   // The config is read once here, so that what every rank would refuse is said once.
   {
     ConfigReader reader(args.positional[0], args.overrides);
-    const TrainConfig cfg = read_train_config(reader);
+    const LanguageModelRun cfg = read_train_config(reader);
     const int64_t accum = cfg.trainer.grad_accum;
     BG_CHECK(accum % world == 0, "launch", "train.grad_accum = ", accum,
              " micro-batches per step cannot be shared by ", world,

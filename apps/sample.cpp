@@ -7,8 +7,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "data/text.h"
-#include "models/generate.h"
-#include "models/lm_checkpoint.h"
+#include "models/lm_builder.h"
 
 namespace bg::cli {
 
@@ -44,30 +43,25 @@ int run_sample(const Args& args) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };
-  std::unique_ptr<LoadedGPT> gpt;
-  std::unique_ptr<LoadedCharMLP> mlp;
-  if (checkpoint_model_type(args.positional[0]) == "char_mlp")
-    mlp = load_char_mlp_checkpoint(args.positional[0], device);
-  else
-    gpt = load_gpt_checkpoint(args.positional[0], device);
-  const Tokenizer& tok = gpt ? *gpt->tokenizer : *mlp->tokenizer;
+  const auto loaded = load_language_model(args.positional[0], device);
+  const LanguageModel& model = *loaded->model;
+  const Tokenizer& tok = *loaded->tokenizer;
   std::vector<int32_t> ids = tok.encode(prompt);
   BG_CHECK(!ids.empty(), "sample", "the prompt is empty");
-  if (gpt) {
-    const int64_t block = gpt->model->config().block_size;
-    BG_CHECK(int64_t(ids.size()) <= block, "sample", "the prompt is ", ids.size(),
-             " tokens, longer than the model's block_size = ", block);
+  const int64_t context = model.context();
+  if (model.predicts_every_position()) {
+    BG_CHECK(int64_t(ids.size()) <= context, "sample", "the prompt is ", ids.size(),
+             " tokens, longer than the model's block_size = ", context);
   } else {
-    // The char MLP reads exactly `context` characters: a shorter prompt is padded on the left
-    // with newlines (what separates the text's passages), when the vocabulary has one.
-    const int64_t context = mlp->model->config().context;
+    // A fixed-context model reads exactly `context` tokens: a shorter prompt is padded on the
+    // left with newlines (what separates the text's passages), when the vocabulary has one.
     const std::vector<int32_t> newline = tok.encode("\n");
     BG_CHECK(int64_t(ids.size()) >= context || newline.size() == 1, "sample", "the prompt is ",
-             ids.size(), " characters; this char_mlp reads ", context,
+             ids.size(), " tokens; this ", model.type(), " reads ", context,
              " and its vocabulary has no newline to pad with (give a longer --prompt)");
     if (int64_t(ids.size()) < context) ids.insert(ids.begin(), context - ids.size(), newline[0]);
   }
-  Generator gen(seed), unused;
+  Generator gen(seed);
   g_sample_stop = 0;
   auto old_int = std::signal(SIGINT, stop_sampling);
   for (int64_t k = 0; k < samples && !g_sample_stop; ++k) {
@@ -76,11 +70,7 @@ int run_sample(const Args& args) {
       write(tok.decode({id}));
       return g_sample_stop == 0;
     };
-    if (gpt)
-      generate(*gpt->model, ids, s, tok.vocab_size(), gen, device, on_token);
-    else
-      generate_windowed([&](const Tensor& x) { return mlp->model->forward(x, unused); },
-                        mlp->model->config().context, ids, s, gen, device, on_token);
+    model.generate(ids, s, tok.vocab_size(), gen, device, on_token);
     write("\n---------------\n");
   }
   std::signal(SIGINT, old_int);

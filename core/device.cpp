@@ -78,6 +78,10 @@ void profiler_capture(const Device& d, bool on) {
   cuda::profiler_capture(on);
 }
 
+void select_cuda_device(int index) { cuda::set_device(index); }
+std::string cuda_device_name(int index) { return cuda::device_name(index); }
+size_t cuda_memory_in_use() { return cuda::device_memory_used(); }
+
 double peak_bf16_tflops(const std::string& name) {
   struct Peak {
     const char* key;

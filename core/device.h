@@ -27,6 +27,11 @@ Device parse_device(const std::string& s);
 double peak_bf16_tflops(const std::string& gpu_name);
 bool cuda_available();
 int cuda_device_count();
+// The GPU this process's CUDA work goes to by default (a data-parallel rank's own), its name,
+// and the bytes in use on the current one (the CUDA context and libraries included).
+void select_cuda_device(int index);
+std::string cuda_device_name(int index);
+size_t cuda_memory_in_use();
 
 // bitgrad issues all work for a device on one stream (created on first use), which keeps
 // the caching allocator's reuse safe and cuBLAS deterministic. CPU work ignores it.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/checkpoint.h"
+#include "models/generate.h"
 
 namespace bg {
 
@@ -58,6 +59,46 @@ Tensor CharMLP::forward(const Tensor& idx, Generator& gen) const {
   for (size_t i = 0; i < hidden_.size(); ++i)
     h = dropout(gelu(norms_[i]->forward(hidden_[i]->forward(h))), cfg_.dropout, training(), gen);
   return head_->forward(h);
+}
+
+// The window's last position is the one target: y's last column.
+Tensor CharMLP::loss(const Tensor& x, const Tensor& y, Generator& gen) const {
+  const Tensor target = y.slice(1, cfg_.context - 1, cfg_.context).reshape({x.size(0)});
+  return cross_entropy(forward(x, gen), target);
+}
+
+TargetScores CharMLP::score(const Tensor& x, const Tensor& y) const {
+  Generator unused;  // no dropout: the caller evaluates (train(false))
+  const Tensor target = y.slice(1, cfg_.context - 1, cfg_.context).reshape({x.size(0)});
+  return {cross_entropy(forward(x, unused), target, -100, "none"), Tensor()};
+}
+
+std::vector<int32_t> CharMLP::generate(std::vector<int32_t> ids, const SampleSettings& s,
+                                       int64_t vocab_limit, Generator& gen, Device device,
+                                       const std::function<bool(int32_t)>& on_token) const {
+  BG_CHECK(vocab_limit == cfg_.vocab_size, "char_mlp", "a char MLP draws from its whole vocabulary");
+  Generator unused;
+  return generate_windowed([&](const Tensor& x) { return forward(x, unused); }, cfg_.context,
+                           std::move(ids), s, gen, device, on_token);
+}
+
+void CharMLP::save_description(CheckpointWriter& ck) const { save_char_mlp_config(ck, cfg_); }
+
+std::string CharMLP::architecture_difference(const CheckpointReader& ck,
+                                             const std::string& path) const {
+  // The oldest checkpoints record no architecture: their parameters' shapes decide on load.
+  if (!ck.has_attr("model.context")) return "";
+  const CharMLPConfig saved = load_char_mlp_config(ck, path);
+  std::string d;
+  auto cmp = [&](const char* name, int64_t x, int64_t y) {
+    if (x != y) d += str_cat(d.empty() ? "" : ", ", name, " ", x, " vs ", y);
+  };
+  cmp("vocab_size", saved.vocab_size, cfg_.vocab_size);
+  cmp("context", saved.context, cfg_.context);
+  cmp("n_embd", saved.n_embd, cfg_.n_embd);
+  cmp("n_hidden", saved.n_hidden, cfg_.n_hidden);
+  cmp("n_layer", saved.n_layer, cfg_.n_layer);
+  return d;
 }
 
 }  // namespace bg

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "layers/layers.h"
+#include "models/language_model.h"
 
 namespace bg {
 
@@ -23,11 +24,24 @@ struct CharMLPConfig {
 void save_char_mlp_config(CheckpointWriter& ck, const CharMLPConfig& cfg);
 CharMLPConfig load_char_mlp_config(const CheckpointReader& ck, const std::string& path);
 
-class CharMLP : public Module {
+class CharMLP : public LanguageModel {
  public:
   CharMLP(const CharMLPConfig& cfg, Generator& init);
   Tensor forward(const Tensor& idx, Generator& gen) const;  // (B, context) -> (B, vocab)
   const CharMLPConfig& config() const { return cfg_; }
+  // LanguageModel: exactly `context` tokens, one target after them.
+  const char* type() const override { return "char_mlp"; }
+  int64_t context() const override { return cfg_.context; }
+  bool predicts_every_position() const override { return false; }
+  int64_t vocab_size() const override { return cfg_.vocab_size; }
+  Tensor loss(const Tensor& x, const Tensor& y, Generator& gen) const override;
+  TargetScores score(const Tensor& x, const Tensor& y) const override;
+  std::vector<int32_t> generate(std::vector<int32_t> ids, const SampleSettings& s,
+                                int64_t vocab_limit, Generator& gen, Device device,
+                                const std::function<bool(int32_t)>& on_token = {}) const override;
+  void save_description(CheckpointWriter& ck) const override;
+  std::string architecture_difference(const CheckpointReader& ck,
+                                      const std::string& path) const override;
 
  private:
   CharMLPConfig cfg_;

@@ -33,9 +33,10 @@ int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generat
   return 0;
 }
 
-std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const SampleSettings& s,
-                              int64_t vocab_limit, Generator& gen, Device device,
-                              const std::function<bool(int32_t)>& on_token) {
+std::vector<int32_t> generate_cached(const GPT& model, std::vector<int32_t> ids,
+                                     const SampleSettings& s, int64_t vocab_limit, Generator& gen,
+                                     Device device,
+                                     const std::function<bool(int32_t)>& on_token) {
   BG_CHECK(!ids.empty(), "sample", "the prompt encodes to no tokens");
   const int64_t block = model.config().block_size;
   NoGradGuard no_grad;

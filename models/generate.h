@@ -8,13 +8,6 @@
 
 namespace bg {
 
-// Sampling settings: temperature 0 is greedy; top_k 0 keeps every token. The defaults are
-// `bitgrad sample`'s (nanoGPT's sample.py).
-struct SampleSettings {
-  int64_t new_tokens = 500;
-  double temperature = 0.8;
-  int64_t top_k = 200;
-};
 // One draw from softmax(logits / temperature) over the top_k largest logits (greedy at
 // temperature 0), using one uniform number of `gen`.
 int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generator& gen);
@@ -23,11 +16,13 @@ int32_t sample_token(std::vector<float> logits, const SampleSettings& s, Generat
 // are drawn (a padded vocabulary's extra rows never are); a model predicting several tokens
 // jointly (byte pairs) draws them together. on_token (optional) sees each token
 // as it is drawn; returning false stops early.
-std::vector<int32_t> generate(const GPT& model, std::vector<int32_t> ids, const SampleSettings& s,
-                              int64_t vocab_limit, Generator& gen, Device device,
-                              const std::function<bool(int32_t)>& on_token = {});
-// The same for a fixed-context model (the char MLP): next_logits maps the last `context` ids
-// (1, context) to (1, V) logits.
+// (GPT::generate is this.)
+std::vector<int32_t> generate_cached(const GPT& model, std::vector<int32_t> ids,
+                                     const SampleSettings& s, int64_t vocab_limit, Generator& gen,
+                                     Device device,
+                                     const std::function<bool(int32_t)>& on_token = {});
+// The same for a fixed-context model (the char MLP's generate): next_logits maps the last
+// `context` ids (1, context) to (1, V) logits.
 std::vector<int32_t> generate_windowed(const std::function<Tensor(const Tensor&)>& next_logits,
                                        int64_t context, std::vector<int32_t> ids,
                                        const SampleSettings& s, Generator& gen, Device device,

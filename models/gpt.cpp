@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "core/checkpoint.h"
+#include "models/generate.h"
+#include "models/lm_checkpoint.h"
 
 namespace bg {
 
@@ -205,6 +207,13 @@ std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) 
   return d;
 }
 
+void resolve_bide_head(GPTConfig& cfg) {
+  if (cfg.head != HeadKind::bide) return;
+  BideHeadSpec& spec = cfg.bide;
+  if (spec.support == 0) spec.support = target_vocabulary(cfg);
+  if (spec.bits == 0) spec.bits = bits_for_vocabulary(spec.support);
+}
+
 int64_t target_vocabulary(const GPTConfig& cfg) {
   int64_t n = 1;
   for (int64_t j = 0; j < cfg.predict_tokens; ++j) n *= cfg.vocab_size;
@@ -235,6 +244,20 @@ bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Dev
            "model.attention: fused cannot run here: ", why, " (compute ", mode.str(), " on ",
            device.str(), "); set model.attention: composed or auto");
   return why.empty();
+}
+
+void save_trained_attention(CheckpointWriter& ck, AttentionChoice ran) {
+  BG_CHECK(ran != AttentionChoice::automatic, "gpt", "a run's attention is fused or composed");
+  ck.attr("attention", std::string(enum_name(ran)));
+}
+
+AttentionChoice load_trained_attention(const CheckpointReader& ck, const std::string& path) {
+  if (!ck.has_attr("attention")) return AttentionChoice::automatic;
+  const std::string text = ck.str_attr("attention");
+  AttentionChoice ran = AttentionChoice::automatic;
+  BG_CHECK(parse_enum(text, &ran) && ran != AttentionChoice::automatic, "checkpoint", path,
+           ": attribute attention is '", text, "', expected fused or composed");
+  return ran;
 }
 
 Block::Block(const GPTConfig& cfg, Generator& init) {
@@ -303,9 +326,8 @@ GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
         register_module("transformer.h." + std::to_string(i), std::make_shared<Block>(cfg, init)));
   ln_f_ = register_module("transformer.ln_f", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
   if (cfg.head == HeadKind::bide) {
-    BideHeadSpec& spec = cfg_.bide;  // resolved here, so the checkpoint records what ran
-    if (spec.support == 0) spec.support = target_vocabulary(cfg);
-    if (spec.bits == 0) spec.bits = bits_for_vocabulary(spec.support);
+    resolve_bide_head(cfg_);  // what is still unset: the checkpoint records what ran
+    const BideHeadSpec& spec = cfg_.bide;
     head_ = register_module(
         "lm_head",
         std::make_shared<BideTokenHead>(cfg.n_embd, spec, init, spec.tie_softmax ? wte_ : nullptr));
@@ -401,5 +423,44 @@ Tensor GPT::loss(const Tensor& idx, const Tensor& targets, Generator& gen) const
 }
 
 int64_t GPT::non_embedding_parameters() const { return parameter_count() - wpe_->weight.numel(); }
+
+TargetScores GPT::score(const Tensor& idx, const Tensor& targets) const {
+  Generator unused;  // no dropout: the caller evaluates (train(false))
+  const int64_t rows = idx.size(0) * idx.size(1);
+  const Tensor h = hidden_from_embeddings(embed(idx, unused), unused).reshape({rows, cfg_.n_embd});
+  TargetScores out;
+  out.nll = head_->loss(h, targets.reshape({rows}), "none");
+  if (const BideTokenHead* bide = bide_head()) {
+    // The mass the same head would put outside the vocabulary, unrestricted. The two
+    // normalisers come from separate SICK passes: with no mass outside, rounding can put
+    // z_vocab a hair above z_all, which is no mass, not a negative one.
+    const auto [z_vocab, z_all] = bide->log_normalizers(h);
+    const Tensor mass = exp(z_vocab - z_all) * -1.0 + 1.0;
+    out.outside_mass = maximum(mass, zeros({}, mass.dtype(), mass.device()));
+  }
+  return out;
+}
+
+std::vector<int32_t> GPT::generate(std::vector<int32_t> ids, const SampleSettings& s,
+                                   int64_t vocab_limit, Generator& gen, Device device,
+                                   const std::function<bool(int32_t)>& on_token) const {
+  return generate_cached(*this, std::move(ids), s, vocab_limit, gen, device, on_token);
+}
+
+void GPT::save_description(CheckpointWriter& ck) const {
+  if (cfg_.head != HeadKind::bide) ck.tensor(kTiedHeadAlias, wte_->weight);
+  save_gpt_config(ck, cfg_);
+  save_bide_code(ck, *this);
+  save_trained_attention(ck, cfg_.fused_attention ? AttentionChoice::fused : AttentionChoice::composed);
+}
+
+void GPT::load_extras(const CheckpointReader& ck, const std::string& path) {
+  load_bide_code(ck, path, *this);
+}
+
+std::string GPT::architecture_difference(const CheckpointReader& ck,
+                                         const std::string& path) const {
+  return gpt_architecture_difference(load_gpt_config(ck, path), cfg_);
+}
 
 }  // namespace bg

@@ -9,6 +9,7 @@
 
 #include "gpt_head.h"
 #include "layers/layers.h"
+#include "models/language_model.h"
 
 namespace bg {
 
@@ -48,6 +49,11 @@ struct GPTConfig {
 
 // The ids a position's target ranges over: vocab_size^predict_tokens.
 int64_t target_vocabulary(const GPTConfig& cfg);
+// A BIDE head's settings resolved against the model (the one place they are): support 0 becomes
+// the targets' count, bits 0 the fewest that hold it. The builder calls it with the tokenizer's
+// own vocabulary first (a padded vocabulary's extra ids are never targets); GPT::GPT fills what
+// is still unset.
+void resolve_bide_head(GPTConfig& cfg);
 // Position t's target from tokens[t + 1 .. t + predict_tokens] (the layout above); and back, the
 // tokens a target id stands for, appended to `out`.
 int64_t joint_target(const GPTConfig& cfg, const int32_t* next_tokens);
@@ -61,6 +67,10 @@ BG_NAMED_ENUM(AttentionChoice, BG_ATTENTION_CHOICES)
 // kernel. fused where the kernel cannot honour the mode is a one-line error naming the key.
 bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Device device,
                             int64_t head_dim);
+// The attention a run computed with (fused or composed), as the checkpoint's `attention`
+// attribute; read back, automatic when a file has none.
+void save_trained_attention(CheckpointWriter& ck, AttentionChoice ran);
+AttentionChoice load_trained_attention(const CheckpointReader& ck, const std::string& path);
 
 // The architecture as checkpoint attributes (model.vocab_size, model.block_size, model.n_layer,
 // model.n_head, model.n_embd, model.bias, model.gelu, model.linear; with BitLinear also
@@ -89,7 +99,7 @@ class Block : public Module {
   std::shared_ptr<MLP> mlp;
 };
 
-class GPT : public Module {
+class GPT : public LanguageModel {
  public:
   // GPT-2 initialisation: N(0, 0.02) weights, residual projections (c_proj) N(0, 0.02 /
   // sqrt(2 n_layer)), zero biases, unit LayerNorm scales; all drawn from `init` in module order.
@@ -109,7 +119,28 @@ class GPT : public Module {
   // forward_cached up to the head: ln_f's output at the last position (B, n_embd).
   Tensor forward_cached_hidden(const Tensor& idx, KVCache& cache) const;
   // The head's mean negative log-likelihood of targets (B, T) (cross-entropy for softmax).
-  Tensor loss(const Tensor& idx, const Tensor& targets, Generator& gen) const;
+  Tensor loss(const Tensor& idx, const Tensor& targets, Generator& gen) const override;
+  // LanguageModel: a window of up to block_size tokens, a target at every position.
+  const char* type() const override { return "gpt"; }
+  int64_t context() const override { return cfg_.block_size; }
+  bool predicts_every_position() const override { return true; }
+  int64_t tokens_per_target() const override { return cfg_.predict_tokens; }
+  int64_t vocab_size() const override { return cfg_.vocab_size; }
+  TargetScores score(const Tensor& idx, const Tensor& targets) const override;
+  std::vector<int32_t> generate(std::vector<int32_t> ids, const SampleSettings& s,
+                                int64_t vocab_limit, Generator& gen, Device device,
+                                const std::function<bool(int32_t)>& on_token = {}) const override;
+  // The architecture (save_gpt_config), a BIDE head's token code, the attention that ran, and
+  // the tied head again as lm_head.weight (PyTorch's state_dict holds both).
+  void save_description(CheckpointWriter& ck) const override;
+  std::string architecture_difference(const CheckpointReader& ck,
+                                      const std::string& path) const override;
+  void load_extras(const CheckpointReader& ck, const std::string& path) override;
+  // As nanoGPT estimates it (PaLM appendix B): 6 N + 12 L C T, N the non-embedding parameters.
+  double flops_per_token() const override {
+    return 6.0 * double(non_embedding_parameters()) +
+           12.0 * double(cfg_.n_layer * cfg_.n_embd * cfg_.block_size);
+  }
   const GPTConfig& config() const { return cfg_; }
   // The output head: every reader of the next-token distribution goes through it.
   const GPTHead& head() const { return *head_; }

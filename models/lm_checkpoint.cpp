@@ -83,13 +83,10 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   // deterministic run keeps the one it trained with where it can; otherwise the fused kernel
   // wherever it honours the mode.
   out->mode = inference_mode(out->trained).on(device);
-  AttentionChoice attention = AttentionChoice::automatic;
-  if (out->trained.deterministic && ck.has_attr("attention")) {
-    const std::string trained_attention = ck.str_attr("attention");
-    BG_CHECK(trained_attention == "fused" || trained_attention == "composed", "checkpoint", path,
-             ": attribute attention is '", trained_attention, "', expected fused or composed");
-    if (trained_attention == "composed") attention = AttentionChoice::composed;
-  }
+  const AttentionChoice ran = load_trained_attention(ck, path);
+  const AttentionChoice attention = out->trained.deterministic && ran == AttentionChoice::composed
+                                        ? AttentionChoice::composed
+                                        : AttentionChoice::automatic;
   cfg.fused_attention =
       choose_fused_attention(attention, out->mode, device, cfg.n_embd / cfg.n_head);
   out->tokenizer = load_tokenizer(ck);
@@ -139,7 +136,12 @@ std::unique_ptr<LoadedCharMLP> load_char_mlp_checkpoint(const std::string& path,
   check_root_datasets(ck, path, named, false);
   load_parameters(ck, named);
   out->params = FlatParameters(named, device);
+  out->mode = inference_mode(load_compute_mode(ck, path)).on(device);
+  out->model->set_compute_mode(out->mode);
   out->model->train(false);
+  out->step = ck.int_attr("step");
+  out->val_data = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
+  out->val_fraction = ck.has_attr("val_fraction") ? ck.float_attr("val_fraction") : 0.1;
   return out;
 }
 

@@ -50,6 +50,10 @@ struct LoadedCharMLP {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<CharMLP> model;
   FlatParameters params;
+  ComputeMode mode;  // the mode inference runs in on this device
+  int64_t step = 0;
+  std::string val_data;
+  double val_fraction = 0.1;
 };
 std::unique_ptr<LoadedCharMLP> load_char_mlp_checkpoint(const std::string& path, Device device);
 

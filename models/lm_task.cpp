@@ -8,28 +8,21 @@
 
 namespace bg {
 
-// Next-token prediction on windows of a token stream, for the GPT or the char MLP.
 LanguageModelTask::LanguageModelTask(const LanguageModelTaskConfig& cfg, Tokenizer& tok,
-                                     Module& model, GPT* gpt, CharMLP* mlp, Device device)
+                                     LanguageModel& model, Device device)
     : cfg_(cfg),
       tok_(tok),
       model_(model),
-      gpt_(gpt),
-      mlp_(mlp),
       device_(device),
       data_gen_(cfg.seed + 1),
       dropout_gen_(cfg.seed + 2) {}
 
 Tensor LanguageModelTask::batch_loss(const std::vector<int32_t>& tokens, Generator& gen) {
-  const int64_t context = cfg_.context;
   Tensor x, y;
-  // A GPT predicting P tokens jointly (byte pairs) takes P-token targets.
-  const int64_t ahead = gpt_ ? gpt_->config().predict_tokens : 1;
-  sample_windows(tokens, cfg_.batch, context, gen, device_, &x, &y, ahead,
-                 gpt_ ? gpt_->config().vocab_size : 0);
-  if (gpt_) return gpt_->loss(x, y, dropout_gen_);
-  const Tensor target = y.slice(1, context - 1, context).reshape({cfg_.batch});
-  return cross_entropy(mlp_->forward(x, dropout_gen_), target);
+  // A model predicting P tokens jointly (byte pairs) takes P-token targets.
+  sample_windows(tokens, cfg_.batch, model_.context(), gen, device_, &x, &y,
+                 model_.tokens_per_target(), model_.vocab_size());
+  return model_.loss(x, y, dropout_gen_);
 }
 Tensor LanguageModelTask::train_loss() { return batch_loss(train_tokens, data_gen_); }
 
@@ -63,21 +56,13 @@ double LanguageModelTask::validation_loss() {
 // The tied LM head is also stored as lm_head.weight so PyTorch's load_state_dict finds every
 // key; then what sample, eval and resume need to rebuild and check the run.
 void LanguageModelTask::save(CheckpointWriter& ck) const {
-  if (gpt_ && gpt_->config().head != HeadKind::bide)
-    for (const auto& [name, t] : model_.named_parameters())
-      if (name == "transformer.wte.weight") ck.tensor(kTiedHeadAlias, t);
   ck.attr("format", std::string(kTrainFormat));
-  ck.attr("model_type", cfg_.model_type);
+  ck.attr("model_type", std::string(model_.type()));
   ck.attr("config", cfg_.config_yaml);
   tok_.save(ck);
   // How the forward ran: resume compares it, and sample, eval and export reproduce it.
   save_compute_mode(ck, model_.compute_mode());
-  if (mlp_) save_char_mlp_config(ck, mlp_->config());
-  if (gpt_) {
-    save_gpt_config(ck, gpt_->config());
-    save_bide_code(ck, *gpt_);
-    ck.attr("attention", std::string(gpt_->config().fused_attention ? "fused" : "composed"));
-  }
+  model_.save_description(ck);
   ck.attr("val_data", val_source);
   ck.attr("val_fraction", cfg_.val_fraction);
   ck.attr("data_rng_offset", int64_t(data_gen_.offset));
@@ -85,8 +70,8 @@ void LanguageModelTask::save(CheckpointWriter& ck) const {
 }
 void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path) {
   BG_CHECK(is_train_checkpoint(ck), "train", path, " is not a bitgrad train checkpoint");
-  BG_CHECK(ck.str_attr("model_type") == cfg_.model_type, "train", path, " holds a ",
-           ck.str_attr("model_type"), " model, the config asks for ", cfg_.model_type);
+  BG_CHECK(ck.str_attr("model_type") == model_.type(), "train", path, " holds a ",
+           ck.str_attr("model_type"), " model, the config asks for ", model_.type());
   const auto saved = load_tokenizer(ck);
   BG_CHECK(saved->kind() == tok_.kind() && saved->vocab_size() == tok_.vocab_size() &&
                (tok_.kind() != "char" ||
@@ -94,13 +79,11 @@ void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path
            "train", path, " was trained with another vocabulary (", saved->kind(), ", ",
            saved->vocab_size(), " tokens) than this config's data (", tok_.kind(), ", ",
            tok_.vocab_size(), " tokens)");
-  if (gpt_) {
-    const std::string diff = gpt_architecture_difference(load_gpt_config(ck, path), gpt_->config());
-    BG_CHECK(diff.empty(), "train", path,
-             " holds another architecture than the config (checkpoint vs config: ", diff, ")");
-    // A BIDE head's token code is part of the model: the run continues with the saved one.
-    load_bide_code(ck, path, *gpt_);
-  }
+  const std::string diff = model_.architecture_difference(ck, path);
+  BG_CHECK(diff.empty(), "train", path,
+           " holds another architecture than the config (checkpoint vs config: ", diff, ")");
+  // A BIDE head's token code is part of the model: the run continues with the saved one.
+  model_.load_extras(ck, path);
   bool recorded = false;
   const ComputeMode saved_mode = load_compute_mode(ck, path, &recorded);
   const std::string mode_diff =

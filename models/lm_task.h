@@ -1,4 +1,4 @@
-// lm_task.h: next-token prediction on windows of a token stream, for the GPT or the char MLP, as
+// lm_task.h: next-token prediction on windows of a token stream, for any LanguageModel, as
 // a TrainTask of the Trainer (models/trainer.h): a micro-batch's loss, the validation loss, and
 // what a checkpoint says about the model, its compute mode, the tokenizer and the data streams'
 // positions (and, on resume, the check that the checkpoint is this run's).
@@ -7,15 +7,13 @@
 #include <vector>
 
 #include "data/tokenizer.h"
-#include "models/char_mlp.h"
-#include "models/gpt.h"
+#include "models/language_model.h"
 #include "models/trainer.h"
 
 namespace bg {
 
 struct LanguageModelTaskConfig {
-  std::string model_type;  // "gpt" or "char_mlp", saved as model_type
-  int64_t batch = 0, context = 0, eval_iters = 0;
+  int64_t batch = 0, eval_iters = 0;
   uint64_t seed = 0;  // run.seed: the data, dropout and evaluation streams derive from it
   double val_fraction = 0.1;
   std::string config_yaml;  // the effective config, saved as the config attribute
@@ -26,9 +24,8 @@ struct LanguageModelTaskConfig {
 
 class LanguageModelTask : public TrainTask {
  public:
-  // Exactly one of gpt and mlp is set; `model` is that one.
-  LanguageModelTask(const LanguageModelTaskConfig& cfg, Tokenizer& tok, Module& model, GPT* gpt,
-                    CharMLP* mlp, Device device);
+  LanguageModelTask(const LanguageModelTaskConfig& cfg, Tokenizer& tok, LanguageModel& model,
+                    Device device);
   std::vector<int32_t> train_tokens, val_tokens;
   std::string val_source;
 
@@ -49,9 +46,7 @@ class LanguageModelTask : public TrainTask {
   Tensor batch_loss(const std::vector<int32_t>& tokens, Generator& gen);
   LanguageModelTaskConfig cfg_;
   Tokenizer& tok_;
-  Module& model_;
-  GPT* gpt_;
-  CharMLP* mlp_;
+  LanguageModel& model_;
   Device device_;
   Generator data_gen_, dropout_gen_;
   // seek_micro_batch: the streams' offsets at the run's start, and how many counters one

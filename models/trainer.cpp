@@ -80,12 +80,14 @@ Trainer::Trainer(TrainerConfig cfg, FlatParameters& params, TrainTask& task)
       device_(params.values().device()),
       loss_watch_(device_),
       grad_watch_(device_) {
-  BG_CHECK(cfg_.optimizer == "adamw" || cfg_.optimizer == "sgd", cfg_.command.c_str(),
-           "unknown optimizer '", cfg_.optimizer, "'");
-  if (cfg_.optimizer == "adamw")
-    adamw_ = std::make_unique<AdamW>(params_, cfg_.adamw);
-  else
-    sgd_ = std::make_unique<SGD>(params_, cfg_.momentum, cfg_.adamw.weight_decay);
+  switch (cfg_.optimizer) {
+    case OptimizerKind::adamw:
+      adamw_ = std::make_unique<AdamW>(params_, cfg_.adamw);
+      break;
+    case OptimizerKind::sgd:
+      sgd_ = std::make_unique<SGD>(params_, cfg_.momentum, cfg_.adamw.weight_decay);
+      break;
+  }
   cfg_.cuda_graph = cfg_.cuda_graph && device_.is_cuda();
   BG_CHECK(!cfg_.cuda_graph || (adamw_ && cfg_.grad_clip == 0 && cfg_.grad_accum == 1),
            cfg_.command.c_str(), "a CUDA-graph step runs AdamW without clipping or accumulation");

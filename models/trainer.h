@@ -25,11 +25,16 @@
 #include <vector>
 
 #include "core/checkpoint.h"
+#include "kernels/enum_names.h"
 #include "core/distributed.h"
 #include "core/grad_tree.h"
 #include "core/optim.h"
 
 namespace bg {
+
+// optimizer.type: AdamW (decoupled weight decay) or SGD with momentum.
+#define BG_OPTIMIZER_KINDS(X) X(adamw, "adamw") X(sgd, "sgd")
+BG_NAMED_ENUM(OptimizerKind, BG_OPTIMIZER_KINDS)
 
 struct TrainerConfig {
   std::string command = "train";  // names the errors
@@ -54,7 +59,7 @@ struct TrainerConfig {
   double grad_clip = 0;       // 0: no clipping
   int64_t eval_interval = 0;  // 0: no evaluation
   int64_t log_interval = 100;
-  std::string optimizer = "adamw";  // adamw | sgd
+  OptimizerKind optimizer = OptimizerKind::adamw;
   AdamWConfig adamw;                // sgd reads weight_decay
   double momentum = 0;              // sgd
   LrSchedule schedule;

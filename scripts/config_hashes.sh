@@ -26,6 +26,10 @@ run shakespeare_char_lmul configs/shakespeare_char_lmul.yaml
 run shakespeare_bpe configs/shakespeare_bpe.yaml
 run shakespeare_bpe_bitnet configs/shakespeare_bpe_bitnet.yaml --set schedule.stage2_step=1
 run gpt2_124m configs/gpt2_124m.yaml --set train.batch_size=1
+run shakespeare_char_bide configs/shakespeare_char_bide.yaml
+run shakespeare_bpe_bide configs/shakespeare_bpe_bide.yaml
+run shakespeare_bpe_hybrid configs/shakespeare_bpe_hybrid.yaml
+run shakespeare_byte_pair configs/shakespeare_byte_pair.yaml
 for cfg in bide_fit bide_moments; do
   "$bin" fit-bide configs/$cfg.yaml --set train.steps=20 --set run.out_dir="$work/$cfg" \
     >"$work/$cfg.log" 2>&1

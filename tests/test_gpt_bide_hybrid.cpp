@@ -240,7 +240,7 @@ TEST_CASE("cpu: a hybrid-head gpt learns, samples, and two runs are bitwise iden
   model.train(false);
   SampleSettings s;
   s.new_tokens = 6;
-  CHECK(generate(model, chars.encode("the"), s, chars.vocab_size(), sg, Device::cpu()).size() == 9);
+  CHECK(model.generate(chars.encode("the"), s, chars.vocab_size(), sg, Device::cpu()).size() == 9);
 }
 
 TEST_CASE("cuda: a hybrid-head gpt agrees with the CPU on the loss and every gradient") {

@@ -154,7 +154,7 @@ TEST_CASE("cpu: byte pairs: targets, joint ids and tokens both ways, round trip,
   model.train(false);
   SampleSettings s;
   s.new_tokens = 7;
-  const std::vector<int32_t> out = generate(model, {'a', 'b'}, s, 256, sg, Device::cpu());
+  const std::vector<int32_t> out = model.generate({'a', 'b'}, s, 256, sg, Device::cpu());
   CHECK(out.size() == 9);
   GPTConfig softmax = cfg;
   softmax.head = HeadKind::softmax;
@@ -209,7 +209,7 @@ TEST_CASE("cuda: frequency-coded, bit-input and byte-pair gpts agree with the CP
     SampleSettings s;
     s.new_tokens = 5;
     const std::vector<int32_t> out =
-        generate(model, tok->encode("the"), s, tok->vocab_size(), sg, Device::cuda(0));
+        model.generate(tok->encode("the"), s, tok->vocab_size(), sg, Device::cuda(0));
     CHECK(out.size() == 8);
   }
 }

@@ -51,11 +51,16 @@ std::string fused_attention_supports(const ComputeMode& mode, Device device, int
                      "' matmul algorithm's");
   }
   if (!device.is_cuda()) return mode.on(device) == mode ? "" : "the CPU computes fp32";
-  if (mode.precision != MatmulPrecision::bf16)
-    return str_cat(
-        "the CUDA kernel multiplies bf16 operands on tensor cores, and the mode's "
-        "precision is ",
-        enum_name(mode.precision));
+  switch (mode.precision) {  // every precision answered: a new one is a compile error
+    case MatmulPrecision::fp32:
+    case MatmulPrecision::tf32:
+      return str_cat(
+          "the CUDA kernel multiplies bf16 operands on tensor cores, and the mode's "
+          "precision is ",
+          enum_name(mode.precision));
+    case MatmulPrecision::bf16:
+      break;
+  }
   if (head_dim != 64) return str_cat("the CUDA kernel needs head_dim 64, got ", head_dim);
   return "";
 }

@@ -165,7 +165,15 @@ TernaryWeights unpack_ternary(const Tensor& packed, int64_t k, const Tensor& bet
 }
 
 DType bitlinear_operand_dtype(const ComputeMode& mode, Device device, DType natural) {
-  return device.is_cuda() && mode.precision == MatmulPrecision::bf16 ? DType::bf16 : natural;
+  if (!device.is_cuda()) return natural;
+  switch (mode.precision) {  // every precision answered: a new one is a compile error
+    case MatmulPrecision::fp32:
+    case MatmulPrecision::tf32:
+      return natural;
+    case MatmulPrecision::bf16:
+      return DType::bf16;
+  }
+  return natural;
 }
 
 std::string bitlinear_supports(const ComputeMode& mode, Device device) {

@@ -41,6 +41,28 @@ void run_matmul_kernel(const ComputeMode& mode, Rows rows, Device dev, const KVi
   }
 }
 
+// Each precision x algorithm, answered: a switch over the precisions with no default, so a new
+// precision does not compile (-Werror=switch) until its row says which algorithms run it.
+std::string precision_row(const ComputeMode& mode) {
+  switch (mode.precision) {
+    case MatmulPrecision::fp32:
+      return "";
+    case MatmulPrecision::tf32:
+      if (mode.algo == MatmulAlgo::naive)
+        return "the naive algorithm multiplies in fp32 or on bf16 operands; tf32 is cuBLAS's";
+      if (mode.algo == MatmulAlgo::lmul)
+        return "L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; train.precision tf32 "
+               "would round them first (use fp32)";
+      return "";
+    case MatmulPrecision::bf16:
+      if (mode.algo == MatmulAlgo::lmul)
+        return "L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; train.precision bf16 "
+               "would round them first (use fp32)";
+      return "";
+  }
+  return str_cat("the precision '", enum_name(mode.precision), "' is not known here");
+}
+
 }  // namespace
 
 // An allowlist: each algorithm names the precisions it runs; a new algorithm is refused here
@@ -54,21 +76,14 @@ std::string matmul_supports(const ComputeMode& mode, Device dev) {
     case MatmulAlgo::standard:
       if (mode.deterministic)
         return "deterministic mode needs a batch-invariant algorithm; 'standard' is not one";
-      return "";
+      return precision_row(mode);
     case MatmulAlgo::naive:
-      if (mode.precision == MatmulPrecision::tf32)
-        return "the naive algorithm multiplies in fp32 or on bf16 operands; tf32 is cuBLAS's";
-      return "";
     case MatmulAlgo::batch_invariant:
-      return "";
+      return precision_row(mode);
     case MatmulAlgo::lmul:
-      if (mode.precision != MatmulPrecision::fp32)
-        return str_cat(
-            "L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; train.precision ",
-            enum_name(mode.precision), " would round them first (use fp32)");
       if (mode.lmul_mantissa_bits < 1 || mode.lmul_mantissa_bits > 23)
         return str_cat("lmul.mantissa_bits must be in [1, 23], got ", mode.lmul_mantissa_bits);
-      return "";
+      return precision_row(mode);
   }
   return str_cat("the matmul algorithm '", enum_name(mode.algo), "' is not known here");
 }

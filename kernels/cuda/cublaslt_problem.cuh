@@ -50,6 +50,20 @@ struct LtProblem {
   const void* c(const KView& out) const { return residual ? residual : out.data; }
 };
 
+// How cuBLAS multiplies operands of dtype `a` at a precision. Each precision is a row (no
+// default): a new one does not compile until it says how its products run here.
+inline cublasComputeType_t cublas_compute_type(DType a, MatmulPrecision precision) {
+  switch (precision) {
+    case MatmulPrecision::fp32:
+      return CUBLAS_COMPUTE_32F;
+    case MatmulPrecision::tf32:  // f32 operands through tf32 tensor cores; others as they are
+      return a == DType::f32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    case MatmulPrecision::bf16:  // the operands are bf16 already (core rounds them): f32 sums
+      return CUBLAS_COMPUTE_32F;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
+
 // The problem for out (batch, M, N) = a (batch, M, K) @ b (batch, K, N) (+ the epilogue's)
 // views; false when an operand has no unit-stride dimension.
 inline bool lt_problem(const KView& out, const KView& a, const KView& b, const MatmulEpilogue& ep,
@@ -71,9 +85,7 @@ inline bool lt_problem(const KView& out, const KView& a, const KView& b, const M
   p->type_a = cuda_type(b.dtype, op);
   p->type_b = cuda_type(a.dtype, op);
   p->type_c = cuda_type(out.dtype, op);
-  p->compute = a.dtype == DType::f32 && precision == MatmulPrecision::tf32
-                   ? CUBLAS_COMPUTE_32F_FAST_TF32
-                   : CUBLAS_COMPUTE_32F;
+  p->compute = cublas_compute_type(a.dtype, precision);
   p->bias = ep.bias.data;
   p->residual = ep.residual.data;
   return true;

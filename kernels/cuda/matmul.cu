@@ -104,9 +104,7 @@ void matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilog
   cublasHandle_t h = handle_for_current_device();
   check_cublas(cublasSetStream(h, as_stream(stream)), "matmul", "cublasSetStream");
   const float alpha = 1.f, beta = 0.f;
-  const cublasComputeType_t compute = a.dtype == DType::f32 && precision == MatmulPrecision::tf32
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = cublas_compute_type(a.dtype, precision);
   check_cublas(
       cublasGemmStridedBatchedEx(h, op_b, op_a, int(n), int(m), int(k), &alpha, b.data,
                                  cuda_type(b.dtype, "matmul"), int(ld_b), b.strides[0], a.data,

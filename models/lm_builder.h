@@ -1,0 +1,58 @@
+// lm_builder.h: the one place a language model is made, from a run's settings or from a
+// checkpoint, and so the one place that asks which kind of model it is. Everything else (the
+// trainer's task, sampling, eval) sees a LanguageModel (models/language_model.h).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/optim.h"
+#include "data/tokenizer.h"
+#include "models/char_mlp.h"
+#include "models/gpt.h"
+
+namespace bg {
+
+// model.type: the kinds of language model.
+#define BG_MODEL_TYPES(X) X(char_mlp, "char_mlp") X(gpt, "gpt")
+BG_NAMED_ENUM(ModelType, BG_MODEL_TYPES)
+
+// What a run's config asks for, before the data is known.
+struct ModelSpec {
+  ModelType type = ModelType::char_mlp;
+  GPTConfig gpt;      // type gpt
+  CharMLPConfig mlp;  // type char_mlp
+  AttentionChoice attention = AttentionChoice::automatic;  // model.attention (gpt)
+};
+
+// The tokens a window of the model holds (GPT: block_size; char MLP: its context).
+int64_t model_context(const ModelSpec& spec);
+
+// The model a run trains, initialised from `init` and set to compute in `mode` on `device`. What
+// depends on the data is resolved here, once: the vocabulary (the tokenizer's, or model.vocab_size
+// padded at most to the next multiple of kMaxVocabPadding), a BIDE head's support (the tokenizer's
+// targets), bits (the fewest that hold them, at most kMaxBideSpareBits more), its hybrid's
+// softmax ids (fewer than the support) and its token code (ranked by `train_tokens`), and the
+// attention (model.attention against the mode). Refusals name the config key.
+std::unique_ptr<LanguageModel> build_language_model(const ModelSpec& spec, const Tokenizer& tok,
+                                                    const std::vector<int32_t>& train_tokens,
+                                                    const ComputeMode& mode, Device device,
+                                                    Generator& init);
+// model.vocab_size pads the tokenizer's ids to at most the next multiple of this.
+inline constexpr int64_t kMaxVocabPadding = 1024;
+
+// A trained model rebuilt from a `bitgrad train` checkpoint (or a GPT's packed export), ready
+// for inference in the mode its training implies on `device` (core/compute_mode.h's
+// inference_mode): sample and eval read any model through this.
+struct LoadedModel {
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<LanguageModel> model;
+  FlatParameters params;  // owns the parameters on the device
+  ComputeMode mode;       // the mode inference runs in
+  int64_t step = 0;
+  std::string val_data;  // the run's validation source (text file or shard); "" if unrecorded
+  double val_fraction = 0.1;
+};
+std::unique_ptr<LoadedModel> load_language_model(const std::string& path, Device device);
+
+}  // namespace bg

@@ -1,0 +1,165 @@
+#include "lm_run.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/allocator.h"
+#include "core/distributed.h"
+#include "core/files.h"
+#include "core/sha256.h"
+#include "models/lm_task.h"
+
+namespace bg {
+namespace {
+
+// This process's place in a data-parallel run (bitgrad launch, torchrun, mpirun): on CUDA, a
+// rank trains on the GPU its LOCAL_RANK names; rank 0 alone prints and writes.
+Device rank_device(const DistEnv& dist, Device device) {
+  if (dist.world == 1 || !device.is_cuda()) return device;
+  BG_CHECK(dist.local_rank < cuda_device_count(), "train", "LOCAL_RANK=", dist.local_rank,
+           " but this host has ", cuda_device_count(), " CUDA device(s)");
+  select_cuda_device(dist.local_rank);
+  return Device::cuda(dist.local_rank);
+}
+
+// Before any work: an unwritable output folder, an output that is an input (a config or data
+// file inside run.out_dir), or a resume with nothing to resume would otherwise surface late.
+void check_outputs(const LanguageModelRun& run, const RunContext& context) {
+  const std::string& out = run.trainer.out_dir;
+  check_output_dir(out, "train");
+  std::vector<std::string> inputs = data_inputs(run.data);
+  inputs.push_back(context.config_path);
+  for (const char* name : kRunOutputs)
+    check_output_file(out + "/" + name, "train", "run.out_dir's", inputs);
+  BG_CHECK(!run.trainer.resume || std::filesystem::exists(out + "/last.h5"), "train",
+           "run.resume is true but there is no checkpoint to resume: ", out,
+           "/last.h5 does not exist (set run.resume: false to start from scratch)");
+}
+
+void print_group(const DistEnv& dist, const ProcessGroup& group, const TrainerConfig& tc) {
+  if (dist.world == 1 && tc.shard_optimizer)
+    std::printf(
+        "train.shard_optimizer: one process keeps the whole optimizer state (it shards over the "
+        "ranks of a data-parallel run)\n");
+  if (dist.world > 1)
+    std::printf(
+        "data parallel: %d ranks over %s; train.grad_accum = %lld micro-batches per step, %lld on "
+        "each rank%s\n",
+        dist.world, group.transport().c_str(), (long long)tc.grad_accum,
+        (long long)(tc.grad_accum / dist.world),
+        tc.shard_optimizer ? "; AdamW's state sharded over the ranks" : "");
+}
+
+// The Trainer's settings for this run: the tree reduction of a deterministic mode, the steps a
+// profiler records (BITGRAD_PROFILE_STEPS=FIRST:COUNT, scripts/gpt2_breakdown.sh), and the
+// progress line's tok/s and MFU.
+TrainerConfig trainer_config(const LanguageModelRun& run, const ComputeMode& mode,
+                             const LanguageModel& model, Device device, int world) {
+  TrainerConfig tc = run.trainer;
+  tc.tree_reduce = mode.deterministic;
+  if (const char* p = std::getenv("BITGRAD_PROFILE_STEPS"); p && *p) {
+    const std::string text = p;
+    const size_t colon = text.find(':');
+    char* end = nullptr;
+    const long long first = std::strtoll(text.c_str(), &end, 10);
+    const long long count = colon == std::string::npos ? 0 : std::strtoll(&text[colon + 1], nullptr, 10);
+    BG_CHECK(colon != std::string::npos && end == text.c_str() + colon && first >= 0 &&
+                 first < tc.steps && count >= 1 && count <= tc.steps,
+             "train", "BITGRAD_PROFILE_STEPS is '", text,
+             "', expected FIRST:COUNT (steps from 0, FIRST below train.steps, COUNT at least 1)");
+    tc.profile_first = first;
+    tc.profile_count = count;
+  }
+  tc.tokens_per_step = double(run.batch * tc.grad_accum * model.context());
+  if (device.is_cuda()) {
+    tc.flops_per_token = model.flops_per_token();
+    tc.peak_tflops = peak_bf16_tflops(cuda_device_name(device.index)) * world;
+  }
+  return tc;
+}
+
+// A sample from the trained model with `bitgrad sample`'s temperature and top-k, its prompt the
+// start of the validation data, as long as fits one context window (so a GPT's KV cache never
+// slides: the CPU's deterministic sampler recomputes the window per token once it does).
+void print_sample(LanguageModel& model, const Tokenizer& tok, const std::vector<int32_t>& val,
+                  uint64_t seed, Device device) {
+  model.train(false);
+  const int64_t context = model.context();
+  const int64_t prompt_len = model.predicts_every_position()
+                                 ? std::min<int64_t>(std::max<int64_t>(context / 2, 1), 16)
+                                 : context;
+  const std::vector<int32_t> prompt(val.begin(), val.begin() + prompt_len);
+  Generator gen(seed + 4);
+  SampleSettings settings;
+  if (model.predicts_every_position())
+    settings.new_tokens = std::min(settings.new_tokens, context - prompt_len);
+  const std::vector<int32_t> text =
+      model.generate(prompt, settings, tok.vocab_size(), gen, device);
+  std::printf(
+      "sample (%lld tokens, temperature %.1f, top-k %lld; prompt: the first %lld tokens of the "
+      "validation data):\n%s\n",
+      (long long)settings.new_tokens, settings.temperature, (long long)settings.top_k,
+      (long long)prompt_len, tok.decode(text).c_str());
+}
+
+}  // namespace
+
+int train_language_model(const LanguageModelRun& run, const RunContext& context) {
+  const DistEnv dist = read_dist_env();
+  const Device device = rank_device(dist, parse_device(run.device));
+  const bool lead = dist.rank == 0;
+  if (!lead) (void)std::freopen("/dev/null", "w", stdout);
+  const ComputeMode mode = run.mode.on(device);
+  if (lead) check_outputs(run, context);
+  std::printf("# effective config (%s)\n%s", context.config_path.c_str(),
+              context.effective_yaml.c_str());
+  // Every rank joins before the data and the model are built: a config that differs between
+  // ranks is refused here, naming the rank.
+  const std::unique_ptr<ProcessGroup> group = make_process_group(
+      dist, device, sha256_hex(context.effective_yaml.data(), context.effective_yaml.size()));
+  print_group(dist, *group, run.trainer);
+
+  TokenStreams data = load_token_streams(run.data, model_context(run.model));
+  Generator init(run.seed);
+  const std::unique_ptr<LanguageModel> model =
+      build_language_model(run.model, *data.tokenizer, data.train, mode, device, init);
+  FlatParameters params(model->named_parameters(), device);
+  std::printf(
+      "data: %zu train / %zu val tokens, vocab %lld | model: %s, %lld parameters | device: %s | "
+      "compute: %s\n",
+      data.train.size(), data.val.size(), (long long)data.tokenizer->vocab_size(), model->type(),
+      (long long)params.numel(), device.str().c_str(), mode.str().c_str());
+
+  const LanguageModelTaskConfig task_cfg{run.batch, run.eval_iters, run.seed,
+                                         run.data.val_fraction, context.effective_yaml,
+                                         run.resume_mode_change};
+  LanguageModelTask task(task_cfg, *data.tokenizer, *model, device);
+  task.train_tokens = std::move(data.train);
+  task.val_tokens = std::move(data.val);
+  task.val_source = data.val_source;
+  Trainer trainer(trainer_config(run, mode, *model, device, dist.world), params, task);
+  trainer.set_process_group(group.get());
+  // The run's config and its loss curve are there from the start, the curve redrawn at each
+  // evaluation (not only when the run ends).
+  const std::string& out = run.trainer.out_dir;
+  if (lead) write_file_atomic(out + "/config.yaml", context.effective_yaml);
+  trainer.after_evaluation([&](const std::string& metrics) {
+    write_file_atomic(out + "/loss.svg", context.draw_losses(metrics));
+  });
+  const TrainResult result = trainer.run();
+  if (device.is_cuda())  // the allocator's high-water mark, and the GPU's whole use
+    std::printf("device memory: peak %.1f MiB allocated, %.1f MiB in use on the GPU\n",
+                double(cuda_allocator_stats(device.index).peak_allocated) / 1048576.0,
+                double(cuda_memory_in_use()) / 1048576.0);
+  if (result.stop_signal) return 130;
+  if (!result.finished || !lead) return 0;  // run.stop_after_steps; rank 0 writes the outputs
+  write_file_atomic(out + "/loss.svg", context.draw_losses(result.metrics_csv));
+  std::printf(
+      "done: %lld steps in %.1f s | final train loss %.4f | best val loss %.4f | outputs in %s\n",
+      (long long)result.steps_run, result.seconds, result.last_loss, result.best_val, out.c_str());
+  print_sample(*model, *data.tokenizer, task.val_tokens, run.seed, device);
+  return 0;
+}
+
+}  // namespace bg

@@ -1,0 +1,46 @@
+// lm_run.h: a language-model training run, from its settings to its outputs: the data read and
+// split, the model built (models/lm_builder.h), one rank of a data-parallel group joined when the
+// environment names one, the Trainer run (checkpoints, metrics.csv, the config and the loss curve
+// in run.out_dir), and a sample of the trained model printed at the end. `bitgrad train` is its
+// config reader and this call; check-determinism runs it N times.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "core/compute_mode.h"
+#include "data/lm_data.h"
+#include "models/lm_builder.h"
+#include "models/trainer.h"
+
+namespace bg {
+
+struct LanguageModelRun {
+  std::string device = "auto";  // run.device
+  uint64_t seed = 1337;         // run.seed: initialisation, data, dropout and sample streams
+  DataSpec data;
+  ModelSpec model;
+  int64_t batch = 64, eval_iters = 20;  // train.batch_size, train.eval_iters
+  ComputeMode mode;  // train.precision, train.deterministic, train.matmul, lmul.* (unresolved)
+  bool resume_mode_change = false;  // run.resume_mode_change
+  // run.out_dir, run.resume, run.stop_after_steps, train.{steps, grad_accum, eval_interval,
+  // log_interval, grad_clip}, optimizer.*, schedule.*: the Trainer's own settings.
+  TrainerConfig trainer;
+};
+
+// The files a run writes into run.out_dir.
+inline constexpr const char* kRunOutputs[] = {"last.h5", "best.h5", "config.yaml", "metrics.csv",
+                                              "loss.svg"};
+
+// What the run asks of its caller: the config as read (its path, and the effective YAML written
+// to config.yaml and into checkpoints), and the loss curve's drawing (SVG text from a
+// metrics.csv; drawn at each evaluation and at the end).
+struct RunContext {
+  std::string config_path, effective_yaml;
+  std::function<std::string(const std::string& metrics_csv)> draw_losses;
+};
+
+// Runs `run`; 0 when it finished (or stopped at run.stop_after_steps), 130 when a signal stopped
+// it (last.h5 saved). Errors throw, naming the file, key or step.
+int train_language_model(const LanguageModelRun& run, const RunContext& context);
+
+}  // namespace bg
