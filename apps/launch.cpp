@@ -50,14 +50,9 @@ std::string describe_status(int status) {
   return "stopped";
 }
 
-}  // namespace
-
-int run_launch(const Args& args, const char* self) {
-  args.allow_only({"gpus", "cpus"});
-  args.exclusive("gpus", "cpus");
-  BG_CHECK(args.positional.size() == 1 && (args.has("gpus") || args.has("cpus")), "launch",
-           "usage: bitgrad launch --gpus N | --cpus N CONFIG [--set key=value ...]");
-  const bool gpus = args.has("gpus");
+// What every rank would refuse, said once here: too few GPUs, no NCCL, a grad_accum the ranks
+// cannot share. Returns the number of ranks.
+int checked_world(const Args& args, bool gpus) {
   const int world = int(
       parse_integer(args.option(gpus ? "gpus" : "cpus", ""), gpus ? "--gpus" : "--cpus", 1, 1024));
   if (gpus) {
@@ -69,17 +64,19 @@ int run_launch(const Args& args, const char* self) {
              "NCCL cannot run: ", why,
              " (BITGRAD_DIST_BACKEND=socket moves the gradients through the CPU instead)");
   }
-  // The config is read once here, so that what every rank would refuse is said once.
-  {
-    ConfigReader reader(args.positional[0], args.overrides);
-    const LanguageModelRun cfg = read_train_config(reader);
-    const int64_t accum = cfg.trainer.grad_accum;
-    BG_CHECK(accum % world == 0, "launch", "train.grad_accum = ", accum,
-             " micro-batches per step cannot be shared by ", world,
-             " ranks: make it a multiple of the ranks (each rank runs grad_accum / ranks of "
-             "train.batch_size; e.g. --set train.grad_accum=",
-             (accum + world - 1) / world * world, ")");
-  }
+  ConfigReader reader(args.positional[0], args.overrides);
+  const int64_t accum = read_train_config(reader).trainer.grad_accum;
+  BG_CHECK(accum % world == 0, "launch", "train.grad_accum = ", accum,
+           " micro-batches per step cannot be shared by ", world,
+           " ranks: make it a multiple of the ranks (each rank runs grad_accum / ranks of "
+           "train.batch_size; e.g. --set train.grad_accum=",
+           (accum + world - 1) / world * world, ")");
+  return world;
+}
+
+// Starts the ranks: `bitgrad train CONFIG --set ...` with torchrun's variables. Open MPI's are
+// cleared in the ranks: the launcher's numbering is theirs (a rank refuses two that disagree).
+std::vector<pid_t> start_ranks(const Args& args, bool gpus, int world, const char* self) {
   const std::string port = std::to_string(free_port());
   std::vector<std::string> argv_text = {"bitgrad", "train", args.positional[0]};
   for (const std::string& kv : args.overrides) {
@@ -91,7 +88,6 @@ int run_launch(const Args& args, const char* self) {
   std::vector<char*> child_argv;
   for (std::string& a : argv_text) child_argv.push_back(a.data());
   child_argv.push_back(nullptr);
-
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> pids;
@@ -100,6 +96,9 @@ int run_launch(const Args& args, const char* self) {
     BG_CHECK(pid >= 0, "launch", "fork: ", std::strerror(errno));
     if (pid == 0) {
       const std::string rank = std::to_string(r), size = std::to_string(world);
+      for (const char* v : {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                            "OMPI_COMM_WORLD_LOCAL_RANK"})
+        ::unsetenv(v);
       ::setenv("RANK", rank.c_str(), 1);
       ::setenv("LOCAL_RANK", rank.c_str(), 1);
       ::setenv("WORLD_SIZE", size.c_str(), 1);
@@ -112,82 +111,109 @@ int run_launch(const Args& args, const char* self) {
     }
     pids.push_back(pid);
   }
-  // The ranks get the signals the launcher gets; rank 0 decides the step they stop after.
-  struct sigaction sa {};
-  sa.sa_handler = remember_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  int first_failure = -1, failure_status = 0, alive = world, result = 0;
-  bool told = false;
-  bool forwarded = false;
-  std::vector<bool> done(size_t(world), false);
-  // A stopped rank (SIGSTOP, a debugger) acts on a signal only once it runs again.
-  auto stop_all = [&](int sig) {
-    for (int r = 0; r < world; ++r)
-      if (!done[size_t(r)]) {
-        ::kill(pids[size_t(r)], sig);
-        if (sig != SIGKILL) ::kill(pids[size_t(r)], SIGCONT);
+  return pids;
+}
+
+// Waits for the ranks. The launcher's SIGINT/SIGTERM goes to every rank (rank 0 decides the step
+// they stop after). A rank that fails makes the others fail too (its connection closes): the
+// cause is the rank that died of a signal, or else the first to exit, among those gone within a
+// moment; the others are stopped (SIGTERM, then SIGKILL after 10 s) and the cause is named.
+class Supervisor {
+ public:
+  explicit Supervisor(std::vector<pid_t> pids)
+      : pids_(std::move(pids)), done_(pids_.size(), false), alive_(int(pids_.size())) {}
+
+  int run() {
+    struct sigaction sa {};
+    sa.sa_handler = remember_signal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    while (alive_ > 0) {
+      if (g_forward && !forwarded_) {
+        stop_all(int(g_forward));
+        forwarded_ = true;
       }
-  };
-  auto kill_deadline = std::chrono::steady_clock::time_point::max();
-  // A rank that fails makes the others fail too (its connection closes): the cause is the rank
-  // that died of a signal, or else the first to exit, among those gone within a moment.
-  auto reap = [&](int* status) {
+      int status = 0;
+      const int r = reap(&status);
+      if (r < 0) {
+        if (std::chrono::steady_clock::now() > kill_deadline_) stop_all(SIGKILL);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      if (failed(status) && first_failure_ < 0) on_failure(r, status);
+    }
+    if (first_failure_ < 0) return result_;
+    if (!told_)
+      std::fprintf(stderr, "bitgrad launch: rank %d %s\n", first_failure_,
+                   describe_status(failure_status_).c_str());
+    return 1;
+  }
+
+ private:
+  // A stopped rank (SIGSTOP, a debugger) acts on a signal only once it runs again.
+  void stop_all(int sig) {
+    for (size_t r = 0; r < pids_.size(); ++r)
+      if (!done_[r]) {
+        ::kill(pids_[r], sig);
+        if (sig != SIGKILL) ::kill(pids_[r], SIGCONT);
+      }
+  }
+  int reap(int* status) {
     const pid_t pid = ::waitpid(-1, status, WNOHANG);
     if (pid <= 0) return -1;
-    for (int r = 0; r < world; ++r)
-      if (pids[size_t(r)] == pid) {
-        done[size_t(r)] = true;
-        --alive;
-        if (r == 0 && WIFEXITED(*status)) result = WEXITSTATUS(*status);
-        return r;
+    for (size_t r = 0; r < pids_.size(); ++r)
+      if (pids_[r] == pid) {
+        done_[r] = true;
+        --alive_;
+        if (r == 0 && WIFEXITED(*status)) result_ = WEXITSTATUS(*status);
+        return int(r);
       }
     return -1;
-  };
-  auto failed = [&](int status) {
+  }
+  bool failed(int status) const {
     return !(WIFEXITED(status) &&
-             (WEXITSTATUS(status) == 0 || (forwarded && WEXITSTATUS(status) == 130)));
-  };
-  while (alive > 0) {
-    if (g_forward && !forwarded) {
-      stop_all(int(g_forward));
-      forwarded = true;
-    }
-    int status = 0;
-    const int r = reap(&status);
-    if (r < 0) {
-      if (std::chrono::steady_clock::now() > kill_deadline) stop_all(SIGKILL);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      continue;
-    }
-    if (!failed(status) || first_failure >= 0) continue;
-    first_failure = r;
-    failure_status = status;
-    for (int waited = 0; waited < 25 && alive > 0; ++waited) {
+             (WEXITSTATUS(status) == 0 || (forwarded_ && WEXITSTATUS(status) == 130)));
+  }
+  void on_failure(int r, int status) {
+    first_failure_ = r;
+    failure_status_ = status;
+    for (int waited = 0; waited < 25 && alive_ > 0; ++waited) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       int other_status = 0;
       const int other = reap(&other_status);
       if (other >= 0 && failed(other_status) && WIFSIGNALED(other_status) &&
-          !WIFSIGNALED(failure_status)) {
-        first_failure = other;
-        failure_status = other_status;
+          !WIFSIGNALED(failure_status_)) {
+        first_failure_ = other;
+        failure_status_ = other_status;
       }
     }
-    if (alive > 0) {
-      std::fprintf(stderr, "bitgrad launch: rank %d %s; stopping the other %d rank(s)\n",
-                   first_failure, describe_status(failure_status).c_str(), alive);
-      told = true;
-      stop_all(SIGTERM);
-      kill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    }
+    if (alive_ == 0) return;
+    std::fprintf(stderr, "bitgrad launch: rank %d %s; stopping the other %d rank(s)\n",
+                 first_failure_, describe_status(failure_status_).c_str(), alive_);
+    told_ = true;
+    stop_all(SIGTERM);
+    kill_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   }
-  if (first_failure >= 0) {
-    if (!told)
-      std::fprintf(stderr, "bitgrad launch: rank %d %s\n", first_failure,
-                   describe_status(failure_status).c_str());
-    return 1;
-  }
-  return result;
+
+  std::vector<pid_t> pids_;
+  std::vector<bool> done_;
+  int alive_;
+  int first_failure_ = -1, failure_status_ = 0, result_ = 0;
+  bool told_ = false, forwarded_ = false;
+  std::chrono::steady_clock::time_point kill_deadline_ =
+      std::chrono::steady_clock::time_point::max();
+};
+
+}  // namespace
+
+int run_launch(const Args& args, const char* self) {
+  args.allow_only({"gpus", "cpus"});
+  args.exclusive("gpus", "cpus");
+  BG_CHECK(args.positional.size() == 1 && (args.has("gpus") || args.has("cpus")), "launch",
+           "usage: bitgrad launch --gpus N | --cpus N CONFIG [--set key=value ...]");
+  const bool gpus = args.has("gpus");
+  const int world = checked_world(args, gpus);
+  return Supervisor(start_ranks(args, gpus, world, self)).run();
 }
 
 }  // namespace bg::cli
