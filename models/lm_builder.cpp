@@ -87,34 +87,22 @@ std::unique_ptr<LanguageModel> build_language_model(const ModelSpec& spec, const
 }
 
 std::unique_ptr<LoadedModel> load_language_model(const std::string& path, Device device) {
-  auto out = std::make_unique<LoadedModel>();
   ModelType type = ModelType::gpt;
   const std::string name = checkpoint_model_type(path);
   BG_CHECK(parse_enum(name, &type), "checkpoint", path, ": attribute model_type is '", name,
            "', expected ", enum_names_text<ModelType>());
+  auto out = std::make_unique<LoadedModel>();
+  auto adopt = [&](auto loaded) {  // the common part as it is, the model as a LanguageModel
+    static_cast<LoadedRun&>(*out) = std::move(static_cast<LoadedRun&>(*loaded));
+    out->model = std::move(loaded->model);
+  };
   switch (type) {
-    case ModelType::gpt: {
-      auto gpt = load_gpt_checkpoint(path, device);
-      out->tokenizer = std::move(gpt->tokenizer);
-      out->params = std::move(gpt->params);
-      out->mode = gpt->mode;
-      out->step = gpt->step;
-      out->val_data = gpt->val_data;
-      out->val_fraction = gpt->val_fraction;
-      out->model = std::move(gpt->model);
+    case ModelType::gpt:
+      adopt(load_gpt_checkpoint(path, device));
       break;
-    }
-    case ModelType::char_mlp: {
-      auto mlp = load_char_mlp_checkpoint(path, device);
-      out->tokenizer = std::move(mlp->tokenizer);
-      out->params = std::move(mlp->params);
-      out->mode = mlp->mode;
-      out->step = mlp->step;
-      out->val_data = mlp->val_data;
-      out->val_fraction = mlp->val_fraction;
-      out->model = std::move(mlp->model);
+    case ModelType::char_mlp:
+      adopt(load_char_mlp_checkpoint(path, device));
       break;
-    }
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include "data/tokenizer.h"
 #include "models/char_mlp.h"
 #include "models/gpt.h"
+#include "models/lm_checkpoint.h"
 
 namespace bg {
 
@@ -44,14 +45,8 @@ inline constexpr int64_t kMaxVocabPadding = 1024;
 // A trained model rebuilt from a `bitgrad train` checkpoint (or a GPT's packed export), ready
 // for inference in the mode its training implies on `device` (core/compute_mode.h's
 // inference_mode): sample and eval read any model through this.
-struct LoadedModel {
-  std::unique_ptr<Tokenizer> tokenizer;
+struct LoadedModel : LoadedRun {
   std::unique_ptr<LanguageModel> model;
-  FlatParameters params;  // owns the parameters on the device
-  ComputeMode mode;       // the mode inference runs in
-  int64_t step = 0;
-  std::string val_data;  // the run's validation source (text file or shard); "" if unrecorded
-  double val_fraction = 0.1;
 };
 std::unique_ptr<LoadedModel> load_language_model(const std::string& path, Device device);
 

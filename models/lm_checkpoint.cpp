@@ -1,5 +1,6 @@
 #include "lm_checkpoint.h"
 
+#include <cstring>
 #include <set>
 
 #include "core/checkpoint.h"
@@ -12,26 +13,38 @@ namespace {
 // A train checkpoint's root datasets are exactly the model's parameters: one the model its
 // attributes describe has no place for (a hybrid's softmax rows under tie_softmax: true, say)
 // means an attribute was changed, and the file would load as another model.
-// A tied head's lm_head.weight (written for PyTorch's load_state_dict) is the token embedding
-// again: a file where they differ would load as one model here and another in PyTorch.
+// (A tied head's lm_head.weight is the one more: check_tied_alias.)
 void check_root_datasets(const CheckpointReader& ck, const std::string& path,
                          const std::vector<std::pair<std::string, Tensor>>& named,
                          bool tied_alias) {
   std::set<std::string> params;
   for (const auto& [name, t] : named) params.insert(name);
-  if (tied_alias && ck.has(kTiedHeadAlias)) {
-    params.insert(kTiedHeadAlias);
-    BG_CHECK(ck.raw_bytes(kTiedHeadAlias) == ck.raw_bytes("transformer.wte.weight") &&
-                 ck.shape(kTiedHeadAlias) == ck.shape("transformer.wte.weight"),
-             "checkpoint", path, ": ", kTiedHeadAlias,
-             " differs from transformer.wte.weight, which the tied head stores again");
-  }
+  if (tied_alias) params.insert(kTiedHeadAlias);
   for (const std::string& name : ck.datasets())  // bitgrad-train-1 kept optimizer.* at the root
     BG_CHECK(name.find('/') != std::string::npos || params.count(name) ||
                  name.rfind("optimizer.", 0) == 0,
              "checkpoint", path,
              ": dataset '", name, "' is not a parameter of the model its attributes describe; "
              "the attributes do not match the file");
+}
+
+// A tied head's lm_head.weight (written for PyTorch's load_state_dict) is the token embedding
+// again: a file where they differ would load as one model here and another in PyTorch. Compared
+// with the embedding as loaded (`wte`, on the host), so the matrix is read once more, not twice.
+void check_tied_alias(const CheckpointReader& ck, const std::string& path, const Tensor& wte) {
+  if (!ck.has(kTiedHeadAlias)) return;
+  const Tensor alias = ck.tensor(kTiedHeadAlias, DType::f32, wte.shape());
+  BG_CHECK(std::memcmp(alias.data_ptr(), wte.contiguous().data_ptr(),
+                       size_t(wte.numel()) * sizeof(float)) == 0,
+           "checkpoint", path, ": ", kTiedHeadAlias,
+           " differs from transformer.wte.weight, which the tied head stores again");
+}
+
+// The run's step and validation source, as its checkpoint records them.
+void read_run_record(const CheckpointReader& ck, LoadedRun* out) {
+  out->step = ck.int_attr("step");
+  out->val_data = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
+  out->val_fraction = ck.has_attr("val_fraction") ? ck.float_attr("val_fraction") : 0.1;
 }
 
 }  // namespace
@@ -104,12 +117,11 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   const auto named = out->model->named_parameters();
   if (!packed) check_root_datasets(ck, path, named, cfg.head != HeadKind::bide);
   load_parameters(ck, named);
+  if (!packed && cfg.head != HeadKind::bide) check_tied_alias(ck, path, out->model->token_embedding());
   load_bide_code(ck, path, *out->model);
   out->params = FlatParameters(named, device);
   out->model->train(false);
-  out->step = ck.int_attr("step");
-  out->val_data = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
-  out->val_fraction = ck.has_attr("val_fraction") ? ck.float_attr("val_fraction") : 0.1;
+  read_run_record(ck, out.get());
   return out;
 }
 
@@ -139,9 +151,7 @@ std::unique_ptr<LoadedCharMLP> load_char_mlp_checkpoint(const std::string& path,
   out->mode = inference_mode(load_compute_mode(ck, path)).on(device);
   out->model->set_compute_mode(out->mode);
   out->model->train(false);
-  out->step = ck.int_attr("step");
-  out->val_data = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
-  out->val_fraction = ck.has_attr("val_fraction") ? ck.float_attr("val_fraction") : 0.1;
+  read_run_record(ck, out.get());
   return out;
 }
 

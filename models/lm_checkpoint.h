@@ -31,29 +31,28 @@ inline constexpr const char* kTiedHeadAlias = "lm_head.weight";
 void save_bide_code(CheckpointWriter& ck, const GPT& model);
 void load_bide_code(const CheckpointReader& ck, const std::string& path, GPT& model);
 
-struct LoadedGPT {
+// What any loaded model carries beside the model itself: its tokenizer, its parameters on the
+// device, the mode inference runs in there, and the run's step and validation source.
+struct LoadedRun {
   std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<GPT> model;
   FlatParameters params;  // owns the parameters on the device
-  ComputeMode trained;    // the mode the run trained in, as recorded
   ComputeMode mode;       // the mode inference runs in on this device
   int64_t step = 0;
-  std::string val_data;  // the run's validation source (text file or shard)
-  double val_fraction = 0;
+  std::string val_data;  // the run's validation source (text file or shard); "" if unrecorded
+  double val_fraction = 0.1;
+};
+
+struct LoadedGPT : LoadedRun {
+  std::unique_ptr<GPT> model;
+  ComputeMode trained;  // the mode the run trained in, as recorded
 };
 std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device);
 
 // The model_type attribute of a train checkpoint or packed export ("gpt", "char_mlp").
 std::string checkpoint_model_type(const std::string& path);
 
-struct LoadedCharMLP {
-  std::unique_ptr<Tokenizer> tokenizer;
+struct LoadedCharMLP : LoadedRun {
   std::unique_ptr<CharMLP> model;
-  FlatParameters params;
-  ComputeMode mode;  // the mode inference runs in on this device
-  int64_t step = 0;
-  std::string val_data;
-  double val_fraction = 0.1;
 };
 std::unique_ptr<LoadedCharMLP> load_char_mlp_checkpoint(const std::string& path, Device device);
 
