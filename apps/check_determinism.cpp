@@ -1,12 +1,13 @@
-// check_determinism.cpp: `bitgrad check-determinism CONFIG [--runs N] [--steps S]`: issue 15's
+// check_determinism.cpp: `bitgrad check-determinism CONFIG [--runs N] [--steps S]`: the
 // end-to-end check of train.deterministic for a `bitgrad train` config, on the config's device.
 //  1. run to run: N short runs of the config in the mode; every checkpoint dataset (parameters,
 //     optimizer state) must be bitwise equal across the runs;
-//  2. batch invariance (GPT): a sequence's logits and its own input gradient (d loss / d its
-//     embeddings, the loss summed so no batch mean enters) alone must equal the same sequence
-//     inside batches of 7 and B at the first, middle and last place;
-//  3. sampler = trainer (GPT): the KV-cached decoder's logits, one token at a time, must equal
-//     the training forward's at every position of a sequence inside a batch of B.
+//  2. batch invariance: a window's head outputs and its own input gradient (d loss / d its
+//     embeddings, the loss summed so no batch mean enters) alone must equal the same window
+//     inside batches of 7 and B at the first, middle and last place (LanguageModel::probe);
+//  3. sampler = trainer: where the sampler has a decoder of its own (the GPT's KV cache), its
+//     head outputs, one token at a time, must equal the training forward's at every position
+//     of a window inside a batch of B.
 // B is 64; where a batch of 64 does not fit the GPU (GPT-2 124M's 64 sequences of 1,024 with
 // gradients need more than an H100's 80 GB), the config's train.batch_size (at least 8), a
 // batch the run itself held, and the row says so.
@@ -26,7 +27,7 @@
 #include "core/files.h"
 #include "determinism_record.h"
 #include "kernels/cuda/device_runtime.h"
-#include "models/lm_checkpoint.h"
+#include "models/lm_builder.h"
 #include "train.h"
 #include "data/lm_data.h"
 
@@ -81,16 +82,16 @@ Row compare_runs(const std::vector<std::string>& paths, int64_t steps) {
 }
 
 struct SequenceResult {
-  // The probe sequence's (T, D) head outputs (logits, or a BIDE head's W and r) and (T, C) dx.
+  // The probe window's head outputs (logits, or a BIDE head's W and r) and its dx.
   std::vector<float> outputs, dx;
 };
 
-// The probe sequence at row `at` of a batch of `n` random sequences (the probe's tokens fixed):
-// its head outputs and d(sum of the batch's token losses)/d(its embeddings), both through the
-// model's head, whatever its kind.
-SequenceResult probe_in_batch(const GPT& model, const std::vector<int64_t>& probe, int64_t n,
-                              int64_t at, int64_t vocab, Device device) {
-  const int64_t t = int64_t(probe.size()), c = model.config().n_embd;
+// The probe window at row `at` of a batch of `n` random windows (the probe's tokens fixed): its
+// head outputs and d(sum of the batch's target losses)/d(its embeddings), through the model's
+// own probe (models/language_model.h), whatever the model and its head.
+SequenceResult probe_in_batch(const LanguageModel& model, const std::vector<int64_t>& probe,
+                              int64_t n, int64_t at, int64_t vocab, Device device) {
+  const int64_t t = int64_t(probe.size());
   Generator fill(uint64_t(1000 + n));
   const std::vector<double> u = rand({n * (t + 1)}, fill, 0, 1, DType::f64).to_vector<double>();
   std::vector<int64_t> ids(size_t(n * t)), targets(size_t(n * t));
@@ -102,18 +103,15 @@ SequenceResult probe_in_batch(const GPT& model, const std::vector<int64_t>& prob
     ids[size_t(at * t + j)] = probe[size_t(j)];
     targets[size_t(at * t + j)] = (probe[size_t(j)] * 7 + 3) % vocab;
   }
-  Generator unused;
-  const Tensor idx = from_vector(ids, {n, t}, device);
-  const Tensor x = model.embed(idx, unused).detach().requires_grad_(true);
-  const Tensor h = model.hidden_from_embeddings(x, unused).reshape({n * t, c});
-  const Tensor out = model.head().outputs(h);
-  model.head().loss(h, from_vector(targets, {n * t}, device), "sum").backward();
-  return {host_floats(out.slice(0, at * t, (at + 1) * t)),
-          host_floats(x.grad().slice(0, at, at + 1))};
+  const DeterminismProbe p =
+      model.probe(from_vector(ids, {n, t}, device), from_vector(targets, {n, t}, device));
+  const int64_t rows = p.outputs.size(0) / n;  // targets a window: T (GPT) or 1 (char MLP)
+  return {host_floats(p.outputs.slice(0, at * rows, (at + 1) * rows)),
+          host_floats(p.dx.slice(0, at, at + 1))};
 }
 
-Row check_batch_invariance(const GPT& model, const std::vector<int64_t>& probe, int64_t vocab,
-                           Device device, int64_t big) {
+Row check_batch_invariance(const LanguageModel& model, const std::vector<int64_t>& probe,
+                           int64_t vocab, Device device, int64_t big) {
   const SequenceResult alone = probe_in_batch(model, probe, 1, 0, vocab, device);
   int cases = 0;
   for (int64_t n : {int64_t(7), big})
@@ -135,24 +133,25 @@ Row check_batch_invariance(const GPT& model, const std::vector<int64_t>& probe, 
                   " at first, middle, last (", cases, " placements)")};
 }
 
-Row check_sampler(const GPT& model, const std::vector<int64_t>& probe, int64_t vocab, Device device,
-                  int64_t big) {
+Row check_sampler(const LanguageModel& model, const std::vector<int64_t>& probe, int64_t vocab,
+                  Device device, int64_t big) {
   const int64_t t = int64_t(probe.size()), at = big * 37 / 64;
+  const Tensor sampled = model.sampler_outputs(from_vector(probe, {1, t}, device));
+  if (!sampled.defined())
+    return {"sampler = trainer", "skipped",
+            str_cat(model.type(), ": sampling runs the training forward on each window")};
   const SequenceResult trained = probe_in_batch(model, probe, big, at, vocab, device);
+  const std::vector<float> got = host_floats(sampled);
   const int64_t d = int64_t(trained.outputs.size()) / t;
-  NoGradGuard no_grad;
-  KVCache cache = model.new_cache(1, device);
   for (int64_t pos = 0; pos < t; ++pos) {
-    const Tensor idx = from_vector(std::vector<int64_t>{probe[size_t(pos)]}, {1, 1}, device);
-    const std::vector<float> got =
-        host_floats(model.head().outputs(model.forward_cached_hidden(idx, cache)));
+    const std::vector<float> row(got.begin() + pos * d, got.begin() + (pos + 1) * d);
     const std::vector<float> want(trained.outputs.begin() + pos * d,
                                   trained.outputs.begin() + (pos + 1) * d);
-    const int64_t i = first_difference(got, want);
+    const int64_t i = first_difference(row, want);
     if (i >= 0)
       return {"sampler = trainer", "DIFFER",
               str_cat("KV-cached head outputs at position ", pos, " vs the training forward (row ",
-                      at, " of ", big, "): ", element_text(got, want, i))};
+                      at, " of ", big, "): ", element_text(row, want, i))};
   }
   return {"sampler = trainer", "equal",
           str_cat("KV-cached head outputs = training forward in a batch of ", big, " at all ", t,
@@ -189,14 +188,14 @@ void check_user_config(const Args& args, int64_t steps) {
            " or fewer)");
 }
 
-// The GPT's own checks (batch invariance, sampler = trainer) on run 1's checkpoint, each with a
-// batch of 64 or, where that does not fit, of the run's own batch size (at least 8).
-void gpt_checks(const std::string& checkpoint, Device device, int64_t run_batch,
-                std::vector<Row>* rows) {
-  const auto ck = load_gpt_checkpoint(checkpoint, device);
-  GPT& model = *ck->model;
+// The model's own checks (batch invariance, sampler = trainer) on run 1's checkpoint, each with
+// a batch of 64 or, where that does not fit, of the run's own batch size (at least 8).
+void model_checks(const std::string& checkpoint, Device device, int64_t run_batch,
+                  std::vector<Row>* rows) {
+  const auto ck = load_language_model(checkpoint, device);
+  LanguageModel& model = *ck->model;
   model.train(false);  // dropout off: a sequence's numbers are then its own
-  const int64_t t = model.config().block_size, vocab = ck->tokenizer->vocab_size();
+  const int64_t t = model.context(), vocab = ck->tokenizer->vocab_size();
   Generator gen(4242);
   const std::vector<double> u = rand({t}, gen, 0, 1, DType::f64).to_vector<double>();
   std::vector<int64_t> probe(static_cast<size_t>(t));
@@ -294,11 +293,7 @@ int run_check_determinism(const Args& args) {
         record, paths[0], args.positional[0], steps,
         device.is_cuda() ? cuda::describe(cuda::device_info(device.index)) : "cpu", mode_text,
         settings);
-  if (checked.run.model.type == ModelType::gpt)
-    gpt_checks(paths[0], device, checked.run.batch, &rows);
-  else
-    rows.push_back({"batch invariance", "skipped",
-                    str_cat("model.type ", enum_name(checked.run.model.type), " (GPT only)")});
+  model_checks(paths[0], device, checked.run.batch, &rows);
   if (device.is_cuda()) rows.push_back(gemm_sources_row(sources_before));
   return report(args.positional[0], device, mode_text, rows, record);
 }

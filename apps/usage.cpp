@@ -25,8 +25,8 @@ const Flag kSetFlag = {
     "--set KEY.PATH=VALUE",
     "override one config key (repeatable); `bitgrad config train` lists the keys"};
 
-const std::vector<Command>& commands() {
-  static const std::vector<Command> table = {
+// The commands in the order `bitgrad help` lists them (a table, built once at start).
+const std::vector<Command> kCommands = {
       {"fit-bide",
        "fit-bide CONFIG [--set key=value ...]",
        "fit BIDE distributions (built-in samplers or sample files) with exact SICK normalisation",
@@ -113,9 +113,7 @@ const std::vector<Command>& commands() {
       {"info", "info", "build and device information", {}},
       {"help", "help", "this list of every command and flag", {}},
       {"version", "version  (or --version)", "the release and what this build holds (CUDA and its architectures)", {}},
-  };
-  return table;
-}
+};
 
 void print(const Command& c) {
   std::printf("  bitgrad %s\n      %s\n", c.synopsis, c.summary);
@@ -125,13 +123,13 @@ void print(const Command& c) {
 }  // namespace
 
 bool is_command(const std::string& name) {
-  for (const Command& c : commands())
+  for (const Command& c : kCommands)
     if (name == c.name) return true;
   return false;
 }
 
 void print_usage(const std::string& name) {
-  for (const Command& c : commands())
+  for (const Command& c : kCommands)
     if (name == c.name) {
       std::printf("usage:\n");
       print(c);
@@ -141,7 +139,7 @@ void print_usage(const std::string& name) {
 
 void print_all_usage() {
   std::printf("usage: bitgrad <command> [args]   (bitgrad <command> --help: that command)\n\n");
-  for (const Command& c : commands()) {
+  for (const Command& c : kCommands) {
     print(c);
     std::printf("\n");
   }

@@ -451,6 +451,10 @@ void ConfigReader::finish() const {
         for (auto u = used_.lower_bound(k + ".");
              !known && u != used_.end() && u->rfind(k + ".", 0) == 0; ++u)
           known = true;
+        // A section whose keys are not used here (head.bide.* under model.head: softmax):
+        // descend, so the message names the key and why.
+        for (const auto& entry : not_used_)
+          if (!known && entry.first.rfind(k + ".", 0) == 0) known = true;
         if (!known) {
           const YAML::Node key_node = it->first;
           for (const auto& [key, because] : not_used_)

@@ -17,16 +17,59 @@ void check_data_path(const std::string& path, const std::string& what) {
        " does not exist (scripts/get_data.sh fetches the data the shipped configs read)");
 }
 
+const Settings<DataSpec>& data_settings() {
+  static const Settings<DataSpec> s = [] {
+    Settings<DataSpec> s;
+    // Text (data.path, split by data.val_fraction) or llm.c shards (data.train_bin/val_bin).
+    s.string("data.train_bin", [](auto& d) -> auto& { return d.train_bin; },
+             "llm.c token shard to train on (bitgrad prepare), instead of data.path");
+    s.when([](const DataSpec& d) { return d.train_bin.empty(); },
+           [](const DataSpec&) {
+             return std::string("data.train_bin is set (token shards replace the text file)");
+           });
+    s.string("data.path", [](auto& d) -> auto& { return d.path; },
+             "text file, split at data.val_fraction of its characters (nanoGPT's split)",
+             kRequired);
+    s.number("data.val_fraction", [](auto& d) -> auto& { return d.val_fraction; }, 0.0, 0.5,
+             "last fraction of the text's characters held out for validation");
+    s.when([](const DataSpec& d) { return !d.train_bin.empty(); },
+           [](const DataSpec&) {
+             return std::string("data.train_bin is not set (data.path is split instead)");
+           });
+    s.string("data.val_bin", [](auto& d) -> auto& { return d.val_bin; },
+             "llm.c token shard to validate on, with data.train_bin", kRequired);
+    s.always();
+    // byte_pair: bytes in, the next two bytes predicted jointly (a BIDE head over 16 bits).
+    s.choice("data.tokenizer", [](auto& d) -> auto& { return d.tokenizer; },
+             "char (the text's byte set), byte (256 ids), byte_pair (bytes in, the next two bytes "
+             "predicted jointly by a BIDE head over 16 bits) or gpt2 (GPT-2 BPE)");
+    s.when([](const DataSpec& d) { return d.tokenizer == TokenizerKind::gpt2; },
+           [](const DataSpec& d) {
+             return "data.tokenizer is " + std::string(enum_name(d.tokenizer));
+           });
+    s.string("data.gpt2_dir", [](auto& d) -> auto& { return d.gpt2_dir; },
+             "folder with GPT-2's encoder.json and vocab.bpe");
+    return s;
+  }();
+  return s;
+}
+
+SettingProblem data_spec_problem(const DataSpec& spec) {
+  if (!spec.train_bin.empty() && spec.tokenizer == TokenizerKind::characters)
+    return {"data.tokenizer", "token shards need a fixed vocabulary: byte, byte_pair or gpt2"};
+  return {};
+}
+
 std::vector<std::string> data_inputs(const DataSpec& spec) {
   std::vector<std::string> inputs = {spec.path, spec.train_bin, spec.val_bin};
-  if (spec.tokenizer == "gpt2")
+  if (spec.tokenizer == TokenizerKind::gpt2)
     for (const char* f : {"/encoder.json", "/vocab.bpe"}) inputs.push_back(spec.gpt2_dir + f);
   return inputs;
 }
 
 TokenStreams load_token_streams(const DataSpec& spec, int64_t context) {
   TokenStreams out;
-  if (spec.tokenizer == "gpt2") check_data_path(spec.gpt2_dir, "data.gpt2_dir");
+  if (spec.tokenizer == TokenizerKind::gpt2) check_data_path(spec.gpt2_dir, "data.gpt2_dir");
   if (spec.train_bin.empty()) {
     check_data_path(spec.path, "data.path");
     const std::string text = read_text_file(spec.path);

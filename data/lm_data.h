@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.h"
 #include "data/tokenizer.h"
 
 namespace bg {
@@ -14,10 +15,15 @@ namespace bg {
 struct DataSpec {
   std::string path;  // text (empty with shards)
   double val_fraction = 0.1;
-  std::string tokenizer = "char";  // char, byte, byte_pair or gpt2
-  std::string gpt2_dir;            // gpt2: encoder.json and vocab.bpe
+  TokenizerKind tokenizer = TokenizerKind::characters;
+  std::string gpt2_dir = "datasets/gpt2";  // gpt2: encoder.json and vocab.bpe
   std::string train_bin, val_bin;  // shards (empty with text)
 };
+
+// Its declared fields, data.* (core/settings.h).
+const Settings<DataSpec>& data_settings();
+// The rules between them: token shards need a fixed vocabulary.
+SettingProblem data_spec_problem(const DataSpec& spec);
 
 // The files a run of `spec` reads: the text or shards, the tokenizer's files.
 std::vector<std::string> data_inputs(const DataSpec& spec);

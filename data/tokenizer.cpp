@@ -67,19 +67,27 @@ std::string ByteTokenizer::decode(const std::vector<int32_t>& ids) const {
 
 void ByteTokenizer::save(CheckpointWriter& ck) const { ck.attr("tokenizer", kind()); }
 
-std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, const std::string& text,
+std::unique_ptr<Tokenizer> make_tokenizer(TokenizerKind kind, const std::string& text,
                                           const std::string& gpt2_dir) {
-  if (kind == "char") return std::make_unique<CharTokenizer>(text);
-  if (kind == "byte" || kind == "byte_pair")
-    return std::make_unique<ByteTokenizer>(kind == "byte_pair");
-  if (kind == "gpt2") return Gpt2Tokenizer::from_dir(gpt2_dir);
-  fail("tokenizer", "unknown tokenizer '", kind, "' (char, byte, byte_pair or gpt2)");
+  switch (kind) {
+    case TokenizerKind::characters:
+      return std::make_unique<CharTokenizer>(text);
+    case TokenizerKind::byte:
+    case TokenizerKind::byte_pair:
+      return std::make_unique<ByteTokenizer>(kind == TokenizerKind::byte_pair);
+    case TokenizerKind::gpt2:
+      return Gpt2Tokenizer::from_dir(gpt2_dir);
+  }
+  fail("tokenizer", "unknown tokenizer kind");
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const CheckpointReader& ck) {
   // Checkpoints written before tokenizers had kinds hold a char vocabulary.
-  const std::string kind = ck.has_attr("tokenizer") ? ck.str_attr("tokenizer") : "char";
-  if (kind == "char") {
+  const std::string name = ck.has_attr("tokenizer") ? ck.str_attr("tokenizer") : "char";
+  TokenizerKind kind = TokenizerKind::characters;
+  BG_CHECK(parse_enum(name, &kind), "checkpoint", ck.path(), ": attribute tokenizer is '", name,
+           "', expected ", enum_names_text<TokenizerKind>());
+  if (kind == TokenizerKind::characters) {
     // The vocabulary in id order, as saved: each byte once, in increasing order. Anything else
     // (a duplicated or moved character) would shift ids and change the model's text silently.
     const std::string chars = ck.str_attr("vocab_chars");
@@ -89,11 +97,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const CheckpointReader& ck) {
              "increasing byte order)");
     return tok;
   }
-  if (kind == "byte" || kind == "byte_pair")
-    return std::make_unique<ByteTokenizer>(kind == "byte_pair");
-  if (kind == "gpt2") return Gpt2Tokenizer::load(ck);
-  fail("checkpoint", ck.path(), ": attribute tokenizer is '", kind,
-       "', expected char, byte, byte_pair or gpt2");
+  if (kind == TokenizerKind::gpt2) return Gpt2Tokenizer::load(ck);
+  return std::make_unique<ByteTokenizer>(kind == TokenizerKind::byte_pair);
 }
 
 size_t split_point(const std::string& text, double val_fraction) {

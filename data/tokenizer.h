@@ -13,7 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "kernels/enum_names.h"
+
 namespace bg {
+
+// data.tokenizer, prepare --tokenizer and the checkpoint's `tokenizer` attribute: the kinds above.
+#define BG_TOKENIZER_KINDS(X) \
+  X(characters, "char") X(byte, "byte") X(byte_pair, "byte_pair") X(gpt2, "gpt2")
+BG_NAMED_ENUM(TokenizerKind, BG_TOKENIZER_KINDS)
 
 class CheckpointWriter;
 class CheckpointReader;
@@ -33,9 +40,9 @@ class Tokenizer {
   virtual void save(CheckpointWriter& ck) const = 0;
 };
 
-// kind "char": `text` is the training text; "byte", "byte_pair": no argument; "gpt2": `arg` is the
+// char: `text` is the training text; byte, byte_pair: no argument; gpt2: `gpt2_dir` is the
 // folder holding encoder.json and vocab.bpe.
-std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, const std::string& text,
+std::unique_ptr<Tokenizer> make_tokenizer(TokenizerKind kind, const std::string& text,
                                           const std::string& gpt2_dir);
 std::unique_ptr<Tokenizer> load_tokenizer(const CheckpointReader& ck);
 

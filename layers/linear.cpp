@@ -4,6 +4,35 @@
 
 namespace bg {
 
+const Settings<BitLinearOptions>& bitlinear_settings() {
+  static const Settings<BitLinearOptions> s = [] {
+    Settings<BitLinearOptions> s;
+    s.choice("bitlinear.weight_scale", [](auto& o) -> auto& { return o.weight_scale; },
+             "ternary weight scale: absmean or absmedian of |W|", kArchitecture);
+    s.integer("bitlinear.act_bits", [](auto& o) -> auto& { return o.act.bits; }, 2, 8,
+              "activation bits per row after the norm (2 to 8)", kArchitecture);
+    s.choice("bitlinear.norm", [](auto& o) -> auto& { return o.act.norm; },
+             "parameter-free norm before the activation quantiser", kArchitecture);
+    return s;
+  }();
+  return s;
+}
+
+const Settings<LinearSpec>& linear_settings() {
+  static const Settings<LinearSpec> s = [] {
+    Settings<LinearSpec> s("gpt");
+    // Files before model.linear had dense layers.
+    s.choice("model.linear", [](auto& l) -> auto& { return l.kind; },
+             "the projections' layer kind, dense or bitlinear (BitNet b1.58)",
+             kArchitecture | kOptional);
+    s.when([](const LinearSpec& l) { return l.kind == LinearKind::bitlinear; },
+           [](const LinearSpec&) { return std::string("model.linear is dense"); });
+    s.nested(bitlinear_settings(), [](auto& l) -> auto& { return l.bitlinear; });
+    return s;
+  }();
+  return s;
+}
+
 Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen, double init_std) {
   BG_CHECK(in > 0 && out > 0, "linear", "sizes must be positive, got in ", in, ", out ", out);
   weight = register_parameter("weight", randn({out, in}, gen, 0.0, init_std));

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/bitlinear.h"
+#include "core/settings.h"
 #include "module.h"
 
 namespace bg {
@@ -19,6 +20,10 @@ struct LinearSpec {
   LinearKind kind = LinearKind::dense;
   BitLinearOptions bitlinear;
 };
+
+// Their declared fields (core/settings.h): model.linear, and bitlinear.* under BitLinear.
+const Settings<BitLinearOptions>& bitlinear_settings();
+const Settings<LinearSpec>& linear_settings();
 
 // y = x W^T (+ b) for x (..., in), in the module's compute mode. Parameters follow PyTorch's
 // layout and names (weight (out, in), bias (out)) so checkpoints map onto nanoGPT's state_dict.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/bide.h"
+#include "models/bide_fit_data.h"
 #include "layers/embedding.h"
 #include "models/trainer.h"
 
@@ -48,5 +49,21 @@ struct BideFitTask : TrainTask {
   double ema;
   Tensor y;
 };
+
+// A whole fit of cfg's distributions to `data` on `device`: the supports of the evaluation rows
+// (one per distribution) and the training rows, the model (the paper's initialisation from
+// seed + 1), and the Trainer's run of it (on a GPU captured once as a CUDA graph: a step's ~30
+// small kernels cost more to launch than to run). Held by pointer: the trainer refers to the
+// rest.
+struct BideFit {
+  BideOptions train_options, eval_options;
+  std::unique_ptr<BideFitModel> model;
+  std::unique_ptr<FlatParameters> params;
+  std::unique_ptr<BideFitTask> task;
+  std::unique_ptr<Trainer> trainer;
+  TrainResult result;
+};
+std::unique_ptr<BideFit> fit_distributions(const FitConfig& cfg, const FitData& data,
+                                           Device device);
 
 }  // namespace bg

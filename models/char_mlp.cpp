@@ -7,30 +7,35 @@
 
 namespace bg {
 
+const Settings<CharMLPConfig>& char_mlp_settings() {
+  static const Settings<CharMLPConfig> s = [] {
+    Settings<CharMLPConfig> s("char_mlp");
+    s.integer("model.context", [](auto& c) -> auto& { return c.context; }, 1, 4096,
+              "characters of context", kArchitecture);
+    s.integer("model.n_embd", [](auto& c) -> auto& { return c.n_embd; }, 1, 65536,
+              "embedding width per character", kArchitecture);
+    s.integer("model.n_hidden", [](auto& c) -> auto& { return c.n_hidden; }, 1, 1 << 20,
+              "hidden width", kArchitecture);
+    s.integer("model.n_layer", [](auto& c) -> auto& { return c.n_layer; }, 0, 64,
+              "hidden layers", kArchitecture);
+    s.number("model.dropout", [](auto& c) -> auto& { return c.dropout; }, 0.0, 0.95,
+             "dropout probability (after each hidden layer)");
+    s.integer("model.vocab_size", [](auto& c) -> auto& { return c.vocab_size; }, 1, 1 << 24,
+              "the tokenizer's ids", kArchitecture | kDerived);
+    return s;
+  }();
+  return s;
+}
+
 void save_char_mlp_config(CheckpointWriter& ck, const CharMLPConfig& cfg) {
-  ck.attr("model.vocab_size", cfg.vocab_size);
-  ck.attr("model.context", cfg.context);
-  ck.attr("model.n_embd", cfg.n_embd);
-  ck.attr("model.n_hidden", cfg.n_hidden);
-  ck.attr("model.n_layer", cfg.n_layer);
+  char_mlp_settings().save(ck, cfg);
 }
 
 CharMLPConfig load_char_mlp_config(const CheckpointReader& ck, const std::string& path) {
   BG_CHECK(ck.has_attr("model.context"), "checkpoint", path,
            ": a char_mlp checkpoint written before they recorded their architecture (train it "
            "again to sample from it)");
-  CharMLPConfig cfg;
-  cfg.vocab_size = ck.int_attr("model.vocab_size");
-  cfg.context = ck.int_attr("model.context");
-  cfg.n_embd = ck.int_attr("model.n_embd");
-  cfg.n_hidden = ck.int_attr("model.n_hidden");
-  cfg.n_layer = ck.int_attr("model.n_layer");
-  // The bounds train's config allows.
-  BG_CHECK(cfg.vocab_size >= 1 && cfg.vocab_size <= (1 << 24) && cfg.context >= 1 &&
-               cfg.context <= 4096 && cfg.n_embd >= 1 && cfg.n_embd <= 65536 && cfg.n_hidden >= 1 &&
-               cfg.n_hidden <= (1 << 20) && cfg.n_layer >= 0 && cfg.n_layer <= 64,
-           "checkpoint", path, ": inconsistent model.* attributes of a char_mlp");
-  return cfg;
+  return char_mlp_settings().load(ck, path);
 }
 
 CharMLP::CharMLP(const CharMLPConfig& cfg, Generator& init) : cfg_(cfg) {
@@ -55,10 +60,23 @@ CharMLP::CharMLP(const CharMLPConfig& cfg, Generator& init) : cfg_(cfg) {
 Tensor CharMLP::forward(const Tensor& idx, Generator& gen) const {
   BG_CHECK(idx.ndim() == 2 && idx.size(1) == cfg_.context, "char_mlp", "expected (B, ",
            cfg_.context, ") token ids, got ", shape_str(idx.shape()));
-  Tensor h = wte_->forward(idx).reshape({idx.size(0), cfg_.context * cfg_.n_embd});
+  return forward_from_embeddings(wte_->forward(idx), gen);
+}
+
+Tensor CharMLP::forward_from_embeddings(const Tensor& x, Generator& gen) const {
+  Tensor h = x.reshape({x.size(0), cfg_.context * cfg_.n_embd});
   for (size_t i = 0; i < hidden_.size(); ++i)
     h = dropout(gelu(norms_[i]->forward(hidden_[i]->forward(h))), cfg_.dropout, training(), gen);
   return head_->forward(h);
+}
+
+DeterminismProbe CharMLP::probe(const Tensor& idx, const Tensor& y) const {
+  Generator unused;
+  const Tensor x = wte_->forward(idx).detach().requires_grad_(true);
+  const Tensor logits = forward_from_embeddings(x, unused);
+  const Tensor target = y.slice(1, cfg_.context - 1, cfg_.context).reshape({idx.size(0)});
+  cross_entropy(logits, target, -100, "sum").backward();
+  return {logits.detach(), x.grad()};
 }
 
 // The window's last position is the one target: y's last column.
@@ -88,17 +106,7 @@ std::string CharMLP::architecture_difference(const CheckpointReader& ck,
                                              const std::string& path) const {
   // The oldest checkpoints record no architecture: their parameters' shapes decide on load.
   if (!ck.has_attr("model.context")) return "";
-  const CharMLPConfig saved = load_char_mlp_config(ck, path);
-  std::string d;
-  auto cmp = [&](const char* name, int64_t x, int64_t y) {
-    if (x != y) d += str_cat(d.empty() ? "" : ", ", name, " ", x, " vs ", y);
-  };
-  cmp("vocab_size", saved.vocab_size, cfg_.vocab_size);
-  cmp("context", saved.context, cfg_.context);
-  cmp("n_embd", saved.n_embd, cfg_.n_embd);
-  cmp("n_hidden", saved.n_hidden, cfg_.n_hidden);
-  cmp("n_layer", saved.n_layer, cfg_.n_layer);
-  return d;
+  return char_mlp_settings().difference(load_char_mlp_config(ck, path), cfg_);
 }
 
 }  // namespace bg

@@ -19,8 +19,10 @@ struct CharMLPConfig {
   double dropout = 0.0;
 };
 
-// The architecture as checkpoint attributes (model.vocab_size, model.context, model.n_embd,
-// model.n_hidden, model.n_layer), from which sample rebuilds the model.
+// Its declared fields (core/settings.h): the config keys, and the architecture as checkpoint
+// attributes (model.vocab_size, model.context, model.n_embd, model.n_hidden, model.n_layer),
+// from which sample and eval rebuild the model.
+const Settings<CharMLPConfig>& char_mlp_settings();
 void save_char_mlp_config(CheckpointWriter& ck, const CharMLPConfig& cfg);
 CharMLPConfig load_char_mlp_config(const CheckpointReader& ck, const std::string& path);
 
@@ -28,6 +30,8 @@ class CharMLP : public LanguageModel {
  public:
   CharMLP(const CharMLPConfig& cfg, Generator& init);
   Tensor forward(const Tensor& idx, Generator& gen) const;  // (B, context) -> (B, vocab)
+  // forward from the embedded window (B, context, n_embd).
+  Tensor forward_from_embeddings(const Tensor& x, Generator& gen) const;
   const CharMLPConfig& config() const { return cfg_; }
   // LanguageModel: exactly `context` tokens, one target after them.
   const char* type() const override { return "char_mlp"; }
@@ -40,6 +44,7 @@ class CharMLP : public LanguageModel {
                                 int64_t vocab_limit, Generator& gen, Device device,
                                 const std::function<bool(int32_t)>& on_token = {}) const override;
   void save_description(CheckpointWriter& ck) const override;
+  DeterminismProbe probe(const Tensor& x, const Tensor& y) const override;
   std::string architecture_difference(const CheckpointReader& ck,
                                       const std::string& path) const override;
 

@@ -8,132 +8,117 @@
 
 namespace bg {
 
+const Settings<GPTConfig>& gpt_settings() {
+  static const Settings<GPTConfig> s = [] {
+    Settings<GPTConfig> s("gpt");
+    s.integer("model.block_size", [](auto& c) -> auto& { return c.block_size; }, 1, 1 << 20,
+              "context length (position embeddings)", kArchitecture);
+    s.integer("model.n_layer", [](auto& c) -> auto& { return c.n_layer; }, 1, 256,
+              "transformer blocks", kArchitecture);
+    s.integer("model.n_head", [](auto& c) -> auto& { return c.n_head; }, 1, 1024,
+              "attention heads (must divide n_embd)", kArchitecture);
+    s.integer("model.n_embd", [](auto& c) -> auto& { return c.n_embd; }, 1, 1 << 16,
+              "model width", kArchitecture);
+    s.number("model.dropout", [](auto& c) -> auto& { return c.dropout; }, 0.0, 0.95,
+             "dropout probability (embeddings, attention weights, residual branches)");
+    s.boolean("model.bias", [](auto& c) -> auto& { return c.bias; },
+              "biases in the linears and LayerNorms", kArchitecture);
+    s.nested(linear_settings(), [](auto& c) -> auto& { return c.linear; });
+    // Files before model.head had the tied softmax head (or, with BitLinear, the legacy
+    // bitlinear.lm_head attribute load_gpt_config reads).
+    s.choice("model.head", [](auto& c) -> auto& { return c.head; },
+             "softmax (tied to the token embedding), bitlinear (the same tied head as a "
+             "BitLinear product; needs model.linear bitlinear) or bide (the next token's id as a "
+             "bit pattern, normalised exactly over the vocabulary by SICK)",
+             kArchitecture | kOptional);
+    s.when([](const GPTConfig& c) { return c.head == HeadKind::bide; },
+           [](const GPTConfig& c) { return "model.head is " + std::string(enum_name(c.head)); });
+    s.nested(bide_head_settings(), [](auto& c) -> auto& { return c.bide; });
+    s.always();
+    // Files before model.input / model.predict_tokens had an embedding and one token.
+    s.choice("model.input", [](auto& c) -> auto& { return c.input; },
+             "embedding (a vocab_size x n_embd table) or bits (the id's bits in {-1, +1} "
+             "through a linear layer; needs model.head bide)",
+             kArchitecture | kOptional);
+    s.integer("model.predict_tokens", [](auto& c) -> auto& { return c.predict_tokens; }, 1, 2,
+              "tokens each position predicts jointly (2 for data.tokenizer byte_pair)",
+              kArchitecture | kDerived | kOptional);
+    // Files before model.gelu were trained with the tanh form.
+    s.choice("model.gelu", [](auto& c) -> auto& { return c.gelu; },
+             "tanh (GPT-2, llm.c) or erf (nanoGPT's nn.GELU())", kArchitecture | kOptional);
+    // 0 in a config: the tokenizer's size; a checkpoint holds what ran.
+    s.integer("model.vocab_size", [](auto& c) -> auto& { return c.vocab_size; }, 0, 1 << 24,
+              "0 = the tokenizer's size; larger pads the embedding (GPT-2: 50304)",
+              kArchitecture);
+    return s;
+  }();
+  return s;
+}
+
+SettingProblem gpt_config_problem(const GPTConfig& c, bool resolved) {
+  const BideHeadSpec& b = c.bide;
+  const bool bide = c.head == HeadKind::bide;
+  if (c.n_embd % c.n_head != 0)
+    return {"model.n_head", "n_embd " + std::to_string(c.n_embd) +
+                                " is not divisible by n_head " + std::to_string(c.n_head)};
+  if (c.head == HeadKind::bitlinear && c.linear.kind != LinearKind::bitlinear)
+    return {"model.head", "bitlinear makes the tied head a BitLinear product like the "
+                          "projections; it needs model.linear: bitlinear"};
+  if (bide && b.variant == SickVariant::precomputed && b.hidden > kMaxPrecomputedSickHidden)
+    return {"head.bide.sick.variant",
+            "the precomputed kernel holds up to " + std::to_string(kMaxPrecomputedSickHidden) +
+                " hidden units; use bruteforce or auto for head.bide.hidden " +
+                std::to_string(b.hidden)};
+  if (bide && b.softmax_ids > 0 && b.code == BideTokenCode::id)
+    return {"head.bide.softmax_ids",
+            "the softmax takes the most frequent ids, the first patterns of head.bide.code: "
+            "frequency or frequent_first; set one"};
+  if (bide && b.softmax_ids == 0 && b.code == BideTokenCode::frequent_first)
+    return {"head.bide.code",
+            "frequent_first ranks the hybrid's softmax ids first; set head.bide.softmax_ids > 0 "
+            "(or use frequency)"};
+  if (bide && b.tie_softmax && b.softmax_ids == 0)
+    return {"head.bide.tie_softmax",
+            "ties the hybrid's softmax rows to the token embedding; set head.bide.softmax_ids > 0"};
+  if (c.input == InputKind::bits && !bide)
+    return {"model.input",
+            "bits leaves no token embedding for the softmax head to tie to; use model.head: bide"};
+  if (bide && c.input == InputKind::bits && b.tie_softmax)
+    return {"head.bide.tie_softmax",
+            "model.input: bits leaves no token embedding to tie the softmax rows to"};
+  if (c.predict_tokens != 1 && !bide)
+    return {"model.predict_tokens",
+            std::to_string(c.predict_tokens) + " tokens predicted jointly need a BIDE head"};
+  if (!resolved) return {};
+  if (c.vocab_size < 1) return {"model.vocab_size", "is 0, expected the vocabulary's size"};
+  if (bide && !(b.bits >= 1 && b.support >= 2 && b.support <= target_vocabulary(c) &&
+                b.support <= (int64_t(1) << b.bits) && b.softmax_ids < b.support))
+    return {"head.bide.support",
+            "inconsistent head.bide.* (bits " + std::to_string(b.bits) + ", support " +
+                std::to_string(b.support) + ", softmax_ids " + std::to_string(b.softmax_ids) +
+                ", targets " + std::to_string(target_vocabulary(c)) + ")"};
+  return {};
+}
+
 void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg) {
-  ck.attr("model.vocab_size", cfg.vocab_size);
-  ck.attr("model.block_size", cfg.block_size);
-  ck.attr("model.n_layer", cfg.n_layer);
-  ck.attr("model.n_head", cfg.n_head);
-  ck.attr("model.n_embd", cfg.n_embd);
-  ck.attr("model.bias", int64_t(cfg.bias));
-  ck.attr("model.gelu", std::string(enum_name(cfg.gelu)));
-  ck.attr("model.input", std::string(enum_name(cfg.input)));
-  ck.attr("model.predict_tokens", cfg.predict_tokens);
-  ck.attr("model.linear", std::string(enum_name(cfg.linear.kind)));
-  if (cfg.linear.kind == LinearKind::bitlinear) {
-    const BitLinearOptions& o = cfg.linear.bitlinear;
-    ck.attr("bitlinear.weight_scale", std::string(enum_name(o.weight_scale)));
-    ck.attr("bitlinear.act_bits", int64_t(o.act.bits));
-    ck.attr("bitlinear.norm", std::string(enum_name(o.act.norm)));
-    ck.attr("bitlinear.lm_head", int64_t(cfg.head == HeadKind::bitlinear));
-  }
-  ck.attr("model.head", std::string(cfg.head == HeadKind::bide ? "bide" : "softmax"));
-  if (cfg.head == HeadKind::bide) {
-    ck.attr("head.bide.bits", int64_t(cfg.bide.bits));
-    ck.attr("head.bide.hidden", cfg.bide.hidden);
-    ck.attr("head.bide.support", cfg.bide.support);
-    ck.attr("head.bide.sick.dtype", std::string(enum_name(cfg.bide.precision)));
-    ck.attr("head.bide.sick.variant", std::string(enum_name(cfg.bide.variant)));
-    ck.attr("head.bide.code", std::string(enum_name(cfg.bide.code)));
-    ck.attr("head.bide.softmax_ids", cfg.bide.softmax_ids);
-    ck.attr("head.bide.tie_softmax", int64_t(cfg.bide.tie_softmax));
-  }
+  gpt_settings().save(ck, cfg);
 }
 
 GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
   BG_CHECK(ck.has_attr("model_type") && ck.str_attr("model_type") == "gpt", "gpt", path,
            " does not hold a GPT (model_type '",
            ck.has_attr("model_type") ? ck.str_attr("model_type") : std::string("?"), "')");
-  GPTConfig cfg;
-  cfg.vocab_size = ck.int_attr("model.vocab_size");
-  cfg.block_size = ck.int_attr("model.block_size");
-  cfg.n_layer = ck.int_attr("model.n_layer");
-  cfg.n_head = ck.int_attr("model.n_head");
-  cfg.n_embd = ck.int_attr("model.n_embd");
-  cfg.bias = ck.int_attr("model.bias") != 0;
-  const std::string gelu = ck.has_attr("model.gelu") ? ck.str_attr("model.gelu") : "tanh";
-  BG_CHECK(parse_enum(gelu, &cfg.gelu), "gpt", path, ": model.gelu is '", gelu, "', expected ",
-           enum_names_text<GeluForm>());
-  // Checkpoints before model.input / model.predict_tokens had an embedding and one token.
-  const std::string input = ck.has_attr("model.input") ? ck.str_attr("model.input") : "embedding";
-  BG_CHECK(parse_enum(input, &cfg.input), "gpt", path, ": model.input is '", input, "', expected ",
-           enum_names_text<InputKind>());
-  cfg.predict_tokens =
-      ck.has_attr("model.predict_tokens") ? ck.int_attr("model.predict_tokens") : 1;
-  const std::string linear = ck.has_attr("model.linear") ? ck.str_attr("model.linear") : "dense";
-  BG_CHECK(parse_enum(linear, &cfg.linear.kind), "gpt", path, ": model.linear is '", linear,
-           "', expected ", enum_names_text<LinearKind>());
-  if (cfg.linear.kind == LinearKind::bitlinear) {
-    BitLinearOptions& o = cfg.linear.bitlinear;
-    const std::string scale = ck.str_attr("bitlinear.weight_scale");
-    BG_CHECK(parse_enum(scale, &o.weight_scale), "gpt", path, ": bitlinear.weight_scale is '",
-             scale, "', expected ", enum_names_text<TernaryScale>());
-    const std::string norm = ck.str_attr("bitlinear.norm");
-    BG_CHECK(parse_enum(norm, &o.act.norm), "gpt", path, ": bitlinear.norm is '", norm,
-             "', expected ", enum_names_text<BitNorm>());
-    o.act.bits = int(ck.int_attr("bitlinear.act_bits"));
-    BG_CHECK(o.act.bits >= 2 && o.act.bits <= 8, "gpt", path, ": bitlinear.act_bits is ",
-             o.act.bits, ", expected 2 to 8");
+  GPTConfig cfg = gpt_settings().load(ck, path);
+  // Files before model.head: bitlinear said so by bitlinear.lm_head: 1 beside model.head softmax.
+  if (cfg.linear.kind == LinearKind::bitlinear && ck.has_attr("bitlinear.lm_head")) {
     const int64_t head = ck.int_attr("bitlinear.lm_head");
-    BG_CHECK(head == 0 || head == 1, "gpt", path, ": bitlinear.lm_head is ", head,
-             ", expected 0 or 1");
-    cfg.head = head == 1 ? HeadKind::bitlinear : HeadKind::softmax;
+    BG_CHECK((head == 0 || head == 1) && (head == 0 || cfg.head == HeadKind::softmax),
+             "checkpoint", path, ": attribute bitlinear.lm_head is ", head, " with model.head ",
+             enum_name(cfg.head), ", expected 0, or 1 with softmax");
+    if (head == 1) cfg.head = HeadKind::bitlinear;
   }
-  // Checkpoints before model.head had the tied softmax head.
-  const std::string head = ck.has_attr("model.head") ? ck.str_attr("model.head") : "softmax";
-  BG_CHECK(head == "softmax" || head == "bide", "checkpoint", path, ": attribute model.head is '",
-           head, "', expected softmax or bide");
-  if (head == "bide") {
-    BG_CHECK(cfg.head == HeadKind::softmax, "checkpoint", path,
-             ": model.head bide with bitlinear.lm_head");
-    cfg.head = HeadKind::bide;
-    BideHeadSpec& b = cfg.bide;
-    b.bits = int(ck.int_attr("head.bide.bits"));
-    b.hidden = ck.int_attr("head.bide.hidden");
-    b.support = ck.int_attr("head.bide.support");
-    const std::string dtype = ck.str_attr("head.bide.sick.dtype"),
-                      variant = ck.str_attr("head.bide.sick.variant");
-    BG_CHECK(parse_enum(dtype, &b.precision), "checkpoint", path,
-             ": attribute head.bide.sick.dtype is '", dtype, "', expected ",
-             enum_names_text<SickPrecision>());
-    BG_CHECK(parse_enum(variant, &b.variant), "checkpoint", path,
-             ": attribute head.bide.sick.variant is '", variant, "', expected ",
-             enum_names_text<SickVariant>());
-    const std::string code = ck.has_attr("head.bide.code") ? ck.str_attr("head.bide.code") : "id";
-    BG_CHECK(parse_enum(code, &b.code), "checkpoint", path, ": attribute head.bide.code is '", code,
-             "', expected ", enum_names_text<BideTokenCode>());
-    b.softmax_ids = ck.has_attr("head.bide.softmax_ids") ? ck.int_attr("head.bide.softmax_ids") : 0;
-    const int64_t tie =
-        ck.has_attr("head.bide.tie_softmax") ? ck.int_attr("head.bide.tie_softmax") : 0;
-    BG_CHECK((tie == 0 || tie == 1) &&
-                 (tie == 0 || (b.softmax_ids > 0 && cfg.input == InputKind::embedding)),
-             "checkpoint", path, ": attribute head.bide.tie_softmax is ", tie,
-             ", expected 0, or 1 with head.bide.softmax_ids > 0 and model.input embedding");
-    b.tie_softmax = tie == 1;
-    BG_CHECK(b.bits >= 1 && b.bits <= 24 && b.hidden >= 1 && b.hidden <= kMaxBideHidden &&
-                 b.support >= 2 && b.support <= target_vocabulary(cfg) &&
-                 b.support <= (int64_t(1) << b.bits) && b.softmax_ids >= 0 &&
-                 b.softmax_ids < b.support,
-             "checkpoint", path, ": inconsistent head.bide.* attributes (bits ", b.bits,
-             ", hidden ", b.hidden, ", support ", b.support, ", softmax_ids ", b.softmax_ids, ")");
-  }
-  // The ranges train's config allows, each named: a crafted attribute must not become a huge
-  // allocation.
-  auto in_range = [&](const char* key, int64_t v, int64_t lo, int64_t hi) {
-    BG_CHECK(v >= lo && v <= hi, "checkpoint", path, ": attribute ", key, " is ", v, ", expected ",
-             lo, " to ", hi);
-  };
-  in_range("model.vocab_size", cfg.vocab_size, 1, 1 << 24);
-  in_range("model.block_size", cfg.block_size, 1, 1 << 20);
-  in_range("model.n_layer", cfg.n_layer, 1, 256);
-  in_range("model.n_head", cfg.n_head, 1, 1024);
-  in_range("model.n_embd", cfg.n_embd, 1, 1 << 16);
-  in_range("model.predict_tokens", cfg.predict_tokens, 1, 2);
-  BG_CHECK(cfg.predict_tokens == 1 || cfg.head == HeadKind::bide, "checkpoint", path,
-           ": model.predict_tokens ", cfg.predict_tokens, " without a BIDE head");
-  BG_CHECK(cfg.input == InputKind::embedding || cfg.head == HeadKind::bide, "checkpoint", path,
-           ": model.input bits without a BIDE head (the softmax head is tied to wte)");
-  BG_CHECK(cfg.n_embd % cfg.n_head == 0, "checkpoint", path, ": attribute model.n_embd ",
-           cfg.n_embd, " is not divisible by model.n_head ", cfg.n_head);
+  if (const SettingProblem p = gpt_config_problem(cfg, true))
+    fail("checkpoint", path, ": attribute ", p.key, ": ", p.message);
   // The embeddings the file holds must be the attributes' sizes, before anything is allocated.
   const bool bits = cfg.input == InputKind::bits;
   const int64_t in_bits = bits_for_vocabulary(cfg.vocab_size);
@@ -155,56 +140,7 @@ GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path) {
 }
 
 std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b) {
-  std::string d;
-  auto cmp = [&](const char* name, int64_t x, int64_t y) {
-    if (x != y)
-      d += (d.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(x) + " vs " +
-           std::to_string(y);
-  };
-  cmp("vocab_size", a.vocab_size, b.vocab_size);
-  cmp("block_size", a.block_size, b.block_size);
-  cmp("n_layer", a.n_layer, b.n_layer);
-  cmp("n_head", a.n_head, b.n_head);
-  cmp("n_embd", a.n_embd, b.n_embd);
-  cmp("bias", a.bias, b.bias);
-  cmp("predict_tokens", a.predict_tokens, b.predict_tokens);
-  if (a.input != b.input)
-    d += std::string(d.empty() ? "" : ", ") + "input " + enum_name(a.input) + " vs " +
-         enum_name(b.input);
-  if (a.linear.kind != b.linear.kind)
-    d += std::string(d.empty() ? "" : ", ") + "linear " + enum_name(a.linear.kind) + " vs " +
-         enum_name(b.linear.kind);
-  if (a.linear.kind == LinearKind::bitlinear && b.linear.kind == LinearKind::bitlinear) {
-    const BitLinearOptions &x = a.linear.bitlinear, &y = b.linear.bitlinear;
-    auto name = [&](const char* key, const std::string& u, const std::string& v) {
-      if (u != v) d += (d.empty() ? "" : ", ") + std::string(key) + " " + u + " vs " + v;
-    };
-    name("bitlinear.weight_scale", enum_name(x.weight_scale), enum_name(y.weight_scale));
-    name("bitlinear.norm", enum_name(x.act.norm), enum_name(y.act.norm));
-    cmp("bitlinear.act_bits", x.act.bits, y.act.bits);
-    cmp("bitlinear.lm_head", a.head == HeadKind::bitlinear, b.head == HeadKind::bitlinear);
-  }
-  if (a.gelu != b.gelu)
-    d += std::string(d.empty() ? "" : ", ") + "gelu " + enum_name(a.gelu) + " vs " +
-         enum_name(b.gelu);
-  if ((a.head == HeadKind::bide) != (b.head == HeadKind::bide))
-    d += std::string(d.empty() ? "" : ", ") + "head " + enum_name(a.head) + " vs " +
-         enum_name(b.head);
-  if (a.head == HeadKind::bide && b.head == HeadKind::bide) {
-    cmp("head.bide.bits", a.bide.bits, b.bide.bits);
-    cmp("head.bide.hidden", a.bide.hidden, b.bide.hidden);
-    cmp("head.bide.support", a.bide.support, b.bide.support);
-    cmp("head.bide.softmax_ids", a.bide.softmax_ids, b.bide.softmax_ids);
-    cmp("head.bide.tie_softmax", a.bide.tie_softmax, b.bide.tie_softmax);
-    if (a.bide.code != b.bide.code)
-      d += std::string(d.empty() ? "" : ", ") + "head.bide.code " + enum_name(a.bide.code) +
-           " vs " + enum_name(b.bide.code);
-    if (a.bide.precision != b.bide.precision || a.bide.variant != b.bide.variant)
-      d += std::string(d.empty() ? "" : ", ") + "head.bide.sick.dtype/variant " +
-           enum_name(a.bide.precision) + "/" + enum_name(a.bide.variant) + " vs " +
-           enum_name(b.bide.precision) + "/" + enum_name(b.bide.variant);
-  }
-  return d;
+  return gpt_settings().difference(a, b);
 }
 
 void resolve_bide_head(GPTConfig& cfg) {
@@ -456,6 +392,25 @@ void GPT::save_description(CheckpointWriter& ck) const {
 
 void GPT::load_extras(const CheckpointReader& ck, const std::string& path) {
   load_bide_code(ck, path, *this);
+}
+
+DeterminismProbe GPT::probe(const Tensor& idx, const Tensor& targets) const {
+  Generator unused;
+  const int64_t n = idx.size(0), t = idx.size(1);
+  const Tensor x = embed(idx, unused).detach().requires_grad_(true);
+  const Tensor h = hidden_from_embeddings(x, unused).reshape({n * t, cfg_.n_embd});
+  const Tensor out = head().outputs(h);
+  head().loss(h, targets.reshape({n * t}), "sum").backward();
+  return {out.detach(), x.grad()};
+}
+
+Tensor GPT::sampler_outputs(const Tensor& idx) const {
+  NoGradGuard no_grad;
+  KVCache cache = new_cache(1, idx.device());
+  std::vector<Tensor> rows;
+  for (int64_t pos = 0; pos < idx.size(1); ++pos)
+    rows.push_back(head().outputs(forward_cached_hidden(idx.slice(1, pos, pos + 1), cache)));
+  return concat(rows, 0);
 }
 
 std::string GPT::architecture_difference(const CheckpointReader& ck,

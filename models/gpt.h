@@ -72,14 +72,18 @@ bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Dev
 void save_trained_attention(CheckpointWriter& ck, AttentionChoice ran);
 AttentionChoice load_trained_attention(const CheckpointReader& ck, const std::string& path);
 
-// The architecture as checkpoint attributes (model.vocab_size, model.block_size, model.n_layer,
-// model.n_head, model.n_embd, model.bias, model.gelu, model.linear; with BitLinear also
-// bitlinear.weight_scale, bitlinear.act_bits, bitlinear.norm, bitlinear.lm_head), from which
-// sample and eval rebuild the model. Checkpoints without model.gelu were trained with the tanh
-// form, without model.linear with dense layers.
+// Its declared fields (core/settings.h): model.*, and the linear's and head's under their
+// keys. Reading a config, the checkpoint attributes (from which sample and eval rebuild the
+// model), loading them (files that predate an attribute meant its default) and the difference
+// all walk this list.
+const Settings<GPTConfig>& gpt_settings();
+// The rules between GPT fields a config or checkpoint breaks (n_embd divisible by n_head, a
+// hybrid's code, ...): the key to blame and why. `resolved`: also those of a built model's
+// values (vocab_size, head.bide.bits and support set), which a checkpoint must keep.
+SettingProblem gpt_config_problem(const GPTConfig& cfg, bool resolved);
 void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg);
 GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path);
-// Empty when a and b are the same architecture; else what differs ("n_layer 2 vs 6").
+// Empty when a and b are the same architecture; else what differs ("model.n_layer: 2 vs 6").
 std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b);
 
 // Keys and values of every layer for incremental decoding: (B, H, block_size, D) each.
@@ -133,6 +137,8 @@ class GPT : public LanguageModel {
   // The architecture (save_gpt_config), a BIDE head's token code, the attention that ran, and
   // the tied head again as lm_head.weight (PyTorch's state_dict holds both).
   void save_description(CheckpointWriter& ck) const override;
+  DeterminismProbe probe(const Tensor& x, const Tensor& y) const override;
+  Tensor sampler_outputs(const Tensor& x) const override;
   std::string architecture_difference(const CheckpointReader& ck,
                                       const std::string& path) const override;
   void load_extras(const CheckpointReader& ck, const std::string& path) override;

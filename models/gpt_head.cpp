@@ -8,6 +8,43 @@ Tensor GPTHead::loss(const Tensor& h, const Tensor& targets, const std::string& 
   return cross_entropy(logits(h), targets, -100, reduction);
 }
 
+const Settings<BideHeadSpec>& bide_head_settings() {
+  static const Settings<BideHeadSpec> s = [] {
+    Settings<BideHeadSpec> s;
+    s.integer("head.bide.bits", [](auto& b) -> auto& { return b.bits; }, 0, 24,
+              "bits per token id (at least enough for the vocabulary)", kArchitecture)
+        .default_is("the fewest that hold the vocabulary");
+    s.integer("head.bide.hidden", [](auto& b) -> auto& { return b.hidden; }, 1, kMaxBideHidden,
+              "H, the BIDE head's hidden units", kArchitecture);
+    s.integer("head.bide.support", [](auto& b) -> auto& { return b.support; }, 0, 1 << 24,
+              "the ids [0, support) the head normalises over (the targets' count)",
+              kArchitecture | kDerived);
+    s.choice("head.bide.sick.dtype", [](auto& b) -> auto& { return b.precision; },
+             "W and r inside the CUDA SICK kernel: fp32 or fp16", kArchitecture);
+    s.choice("head.bide.sick.variant", [](auto& b) -> auto& { return b.variant; },
+             "how SICK walks the patterns: auto, bruteforce or precomputed (H <= 64)",
+             kArchitecture);
+    // Files before the code, the hybrid and its tie had the id code and no softmax ids.
+    s.choice("head.bide.code", [](auto& b) -> auto& { return b.code; },
+             "which pattern stands for which id: id, frequency (ids ranked by their count in "
+             "the training data), or frequent_first (the hybrid's softmax_ids most frequent ids, "
+             "then the rest in id order)",
+             kArchitecture | kOptional);
+    s.integer("head.bide.softmax_ids", [](auto& b) -> auto& { return b.softmax_ids; }, 0,
+              1 << 24,
+              "K > 0: a hybrid head, the K most frequent ids with softmax logits of their own "
+              "(K x n_embd), the BIDE over the rest, one exact normaliser; needs code frequency "
+              "or frequent_first",
+              kArchitecture | kOptional);
+    s.boolean("head.bide.tie_softmax", [](auto& b) -> auto& { return b.tie_softmax; },
+              "the hybrid's softmax rows are the token embedding's rows of those ids (needs "
+              "model.input embedding)",
+              kArchitecture | kOptional);
+    return s;
+  }();
+  return s;
+}
+
 int bits_for_vocabulary(int64_t vocab) {
   int bits = 1;
   while ((int64_t(1) << bits) < vocab) ++bits;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/bitlinear.h"
+#include "core/settings.h"
 #include "layers/layers.h"
 
 namespace bg {
@@ -44,6 +45,8 @@ struct BideHeadSpec {
   // ids (as the tied softmax head's are), not a K x n_embd matrix of their own.
   bool tie_softmax = false;
 };
+// Its declared fields, head.bide.* (core/settings.h).
+const Settings<BideHeadSpec>& bide_head_settings();
 // The frequency code of `tokens` over ids [0, support): code_of_id[id] = the id's rank by count
 // (descending, ties by id).
 std::vector<int64_t> frequency_code(const std::vector<int32_t>& tokens, int64_t support);

@@ -29,6 +29,14 @@ struct TargetScores {
   Tensor nll, outside_mass;
 };
 
+// check-determinism's view of a batch (LanguageModel::probe): the head's raw outputs of each
+// target, rows in window order (what fixes the distribution bit for bit: logits, or a BIDE
+// head's W and r), and d(the targets' summed NLL)/d(the windows' input embeddings), first
+// dimension the window.
+struct DeterminismProbe {
+  Tensor outputs, dx;
+};
+
 class LanguageModel : public Module {
  public:
   // The checkpoint's model_type ("gpt", "char_mlp").
@@ -58,6 +66,13 @@ class LanguageModel : public Module {
   virtual void save_description(CheckpointWriter& ck) const = 0;
   virtual std::string architecture_difference(const CheckpointReader& ck,
                                               const std::string& path) const = 0;
+  // The batch invariance probe: windows x (B, T) with targets y (B, T), without dropout (call
+  // train(false) first). A window's rows must not change with the batch around it.
+  virtual DeterminismProbe probe(const Tensor& x, const Tensor& y) const = 0;
+  // The head outputs of window x (1, T) as the sampler computes them (a GPT: one token at a time
+  // through the KV cache), rows as probe's; undefined where sampling runs the training forward
+  // itself (nothing to compare).
+  virtual Tensor sampler_outputs(const Tensor& /*x*/) const { return Tensor(); }
   // Training FLOPs per token (the progress line's MFU); 0 where not estimated.
   virtual double flops_per_token() const { return 0; }
   // What else the checkpoint holds that the model computes with (a BIDE head's token code):

@@ -48,6 +48,27 @@ GPTConfig resolve_gpt(GPTConfig g, const Tokenizer& tok) {
 
 }  // namespace
 
+const Settings<ModelSpec>& model_spec_settings() {
+  static const Settings<ModelSpec> s = [] {
+    Settings<ModelSpec> s;
+    s.choice("model.type", [](auto& m) -> auto& { return m.type; }, "char_mlp or gpt");
+    const auto other = [](const ModelSpec& m) {
+      return "model.type is " + std::string(enum_name(m.type));
+    };
+    s.when([](const ModelSpec& m) { return m.type == ModelType::char_mlp; }, other);
+    s.nested(char_mlp_settings(), [](auto& m) -> auto& { return m.mlp; });
+    s.when([](const ModelSpec& m) { return m.type == ModelType::gpt; }, other);
+    s.nested(gpt_settings(), [](auto& m) -> auto& { return m.gpt; });
+    // auto: the fused kernel where it can honour the run's compute mode (the CPU; CUDA under bf16
+    // precision with head_dim 64), the composed ops elsewhere.
+    s.choice("model.attention", [](auto& m) -> auto& { return m.attention; },
+             "gpt: fused (one kernel per pass; CUDA needs bf16 precision and head dim 64), "
+             "composed (any mode) or auto (fused where it honours the mode)");
+    return s;
+  }();
+  return s;
+}
+
 int64_t model_context(const ModelSpec& spec) {
   switch (spec.type) {
     case ModelType::gpt:

@@ -26,6 +26,10 @@ struct ModelSpec {
   AttentionChoice attention = AttentionChoice::automatic;  // model.attention (gpt)
 };
 
+// Its declared fields (core/settings.h): model.type, then the chosen model's list (the other's
+// keys refused as not used).
+const Settings<ModelSpec>& model_spec_settings();
+
 // The tokens a window of the model holds (GPT: block_size; char MLP: its context).
 int64_t model_context(const ModelSpec& spec);
 

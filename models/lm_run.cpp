@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <filesystem>
 
 #include "core/allocator.h"
@@ -104,6 +105,52 @@ void print_sample(LanguageModel& model, const Tokenizer& tok, const std::vector<
 }
 
 }  // namespace
+
+const Settings<LanguageModelRun>& run_settings() {
+  static const Settings<LanguageModelRun> s = [] {
+    Settings<LanguageModelRun> s;
+    s.integer("run.seed", [](auto& c) -> auto& { return c.seed; }, 0, INT64_MAX,
+              "seeds the run's random streams (initialisation, data, dropout)");
+    s.string("run.device", [](auto& c) -> auto& { return c.device; },
+             "auto (CUDA when present), cpu, cuda or cuda:N");
+    s.boolean("run.resume", [](auto& c) -> auto& { return c.trainer.resume; },
+              "continue from out_dir/last.h5 exactly where it stopped");
+    s.when([](const LanguageModelRun& c) { return c.trainer.resume; },
+           [](const LanguageModelRun&) { return std::string("run.resume is false"); });
+    s.boolean("run.resume_mode_change", [](auto& c) -> auto& { return c.resume_mode_change; },
+              "with run.resume: continue even though the checkpoint's compute mode differs from "
+              "the config's (the run then holds two arithmetics)");
+    s.always();
+    // Stop (saving last.h5, as on SIGINT) after this many steps of this invocation: time-boxed
+    // jobs, and the interrupted-and-resumed test.
+    s.integer("run.stop_after_steps", [](auto& c) -> auto& { return c.trainer.stop_after; }, 0,
+              int64_t(1) << 40,
+              "stop after this many steps of this invocation, saving last.h5 (0: off)");
+    s.nested(data_settings(), [](auto& c) -> auto& { return c.data; });
+    s.nested(model_spec_settings(), [](auto& c) -> auto& { return c.model; });
+    s.integer("train.steps", [](auto& c) -> auto& { return c.trainer.steps; }, 1,
+              int64_t(1) << 40, "optimizer steps");
+    s.integer("train.batch_size", [](auto& c) -> auto& { return c.batch; }, 1, 1 << 24,
+              "train: sequences per micro-batch");
+    s.integer("train.grad_accum", [](auto& c) -> auto& { return c.trainer.grad_accum; }, 1,
+              1 << 16,
+              "micro-batches per optimizer step, over all ranks of a data-parallel run (each "
+              "runs grad_accum / ranks)");
+    s.boolean("train.shard_optimizer", [](auto& c) -> auto& { return c.trainer.shard_optimizer; },
+              "data parallel: each rank keeps and updates 1/N of AdamW's state (ZeRO-1); "
+              "checkpoints hold the whole state");
+    s.integer("train.eval_interval", [](auto& c) -> auto& { return c.trainer.eval_interval; }, 1,
+              int64_t(1) << 40, "steps between validation passes (and checkpoints)");
+    s.integer("train.eval_iters", [](auto& c) -> auto& { return c.eval_iters; }, 1, 1 << 20,
+              "batches per validation pass");
+    s.integer("train.log_interval", [](auto& c) -> auto& { return c.trainer.log_interval; }, 1,
+              int64_t(1) << 40, "steps between progress lines");
+    s.number("train.grad_clip", [](auto& c) -> auto& { return c.trainer.grad_clip; }, 0.0, 1e9,
+             "global gradient-norm clip (0: off)");
+    return s;
+  }();
+  return s;
+}
 
 int train_language_model(const LanguageModelRun& run, const RunContext& context) {
   const DistEnv dist = read_dist_env();

@@ -23,9 +23,20 @@ struct LanguageModelRun {
   ComputeMode mode;  // train.precision, train.deterministic, train.matmul, lmul.* (unresolved)
   bool resume_mode_change = false;  // run.resume_mode_change
   // run.out_dir, run.resume, run.stop_after_steps, train.{steps, grad_accum, eval_interval,
-  // log_interval, grad_clip}, optimizer.*, schedule.*: the Trainer's own settings.
-  TrainerConfig trainer;
+  // log_interval, grad_clip}, optimizer.*, schedule.*: the Trainer's own settings, here with a
+  // training run's defaults.
+  TrainerConfig trainer = [] {
+    TrainerConfig t;
+    t.steps = 1000;
+    t.eval_interval = 250;
+    t.grad_clip = 1.0;
+    return t;
+  }();
 };
+
+// Its declared fields (core/settings.h): run.*, data.*, model.* and train.* (the compute mode's,
+// optimizer's and schedule's keys have readers of their own, shared with fit-bide).
+const Settings<LanguageModelRun>& run_settings();
 
 // The files a run writes into run.out_dir.
 inline constexpr const char* kRunOutputs[] = {"last.h5", "best.h5", "config.yaml", "metrics.csv",

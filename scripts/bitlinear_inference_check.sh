@@ -19,7 +19,7 @@ if [ -z "${SKIP_BENCH:-}" ]; then
 fi
 char=(--set data.path=runs/data/tinyshakespeare.txt)
 $bin train configs/shakespeare_char_bitnet.yaml "${char[@]}" --set train.steps=300 \
-  --set train.eval_interval=300 --set train.eval_iters=20 --set bitlinear.lm_head=true \
+  --set train.eval_interval=300 --set train.eval_iters=20 --set model.head=bitlinear \
   --set schedule.stage2_step=150 \
   --set run.out_dir=/tmp/export_run > $logs/export_train.log 2>&1
 $bin export /tmp/export_run/last.h5 --packed --out /tmp/export_run/packed.h5 2>&1 | tee -a "$summary"

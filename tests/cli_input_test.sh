@@ -92,6 +92,18 @@ for row in "run to run         equal   3 runs x 4 steps" "batch invariance   equ
   grep -q "^$row" "$dir/chk.log" || fail "check-determinism printed no '$row' row: $(tail -4 "$dir/chk.log")"
 done
 one_line_error "--runs: 1 is outside [2, 100]" "$bin" check-determinism "$ok" --runs 1
+# A char MLP has the same checks through the LanguageModel interface; its sampler is the training
+# forward itself, so that row says skipped.
+cat > "$dir/mlp.yaml" <<YAML
+run: {device: cpu}
+data: {path: $dir/corpus.txt}
+model: {type: char_mlp, context: 8, n_embd: 8, n_hidden: 16}
+train: {steps: 2, batch_size: 4, eval_interval: 2, eval_iters: 1}
+YAML
+"$bin" check-determinism "$dir/mlp.yaml" --runs 2 --steps 2 --out "$dir/chk_mlp" > "$dir/chk_mlp.log" 2>&1 || fail "check-determinism of a char MLP failed: $(tail -4 "$dir/chk_mlp.log")"
+for row in "batch invariance   equal   head outputs and dx of a sequence alone" "sampler = trainer  skipped char_mlp"; do
+  grep -q "^$row" "$dir/chk_mlp.log" || fail "check-determinism printed no '$row' row: $(tail -4 "$dir/chk_mlp.log")"
+done
 # docs/config.md is the validator's own schema (bitgrad config): every key the reader accepts is
 # documented there, every documented key is read; an unknown key names the nearest known one.
 scripts/config_docs.sh "$bin" --check || fail "docs/config.md has drifted from bitgrad config"
@@ -176,12 +188,13 @@ for variant in "model.input=bits --set head.bide.code=frequency" "head.bide.code
   [ "$("$bin" sample "$dir/v1$tag/last.h5" --tokens 5 --prompt Fi 2>/dev/null | head -c 7 | wc -c)" = 7 ] || fail "$variant: sample did not write the prompt and 5 tokens"
 done
 grep -q "targets, [0-9]* bytes | loss [0-9.]* nats/target" "$dir/v_eval.log" || fail "byte_pair eval does not count targets: $(cat "$dir/v_eval.log")"
-one_line_error "head: not used when model.head is softmax" "$bin" train "$ok" --set head.bide.hidden=8
+one_line_error "head.bide.hidden: not used when model.head is softmax" "$bin" train "$ok" --set head.bide.hidden=8
 one_line_error "head.bide.sick.dtype: 'fp8' is not one of: fp32, fp16" "$bin" train "$ok" --set model.head=bide --set head.bide.sick.dtype=fp8
-one_line_error "model.head: bide replaces the tied head" "$bin" train "$ok" --set model.head=bide --set model.linear=bitlinear --set bitlinear.lm_head=true
+one_line_error "bitlinear.lm_head: replaced by model.head: bitlinear" "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.lm_head=true
+one_line_error "model.head: bitlinear makes the tied head a BitLinear product like the projections; it needs model.linear: bitlinear" "$bin" train "$ok" --set model.head=bitlinear
 # The linear-layer factory's kinds: dense (the default) and bitlinear, whose quantisers the
 # checkpoint records, so sample and eval rebuild the BitNet model; bad bitlinear.* keys refused.
-"$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.weight_scale=absmedian --set bitlinear.lm_head=true --set run.out_dir="$dir/bitnet" > "$dir/bitnet.log" 2>&1 || fail "bitlinear train failed: $(tail -2 "$dir/bitnet.log")"
+"$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.weight_scale=absmedian --set model.head=bitlinear --set run.out_dir="$dir/bitnet" > "$dir/bitnet.log" 2>&1 || fail "bitlinear train failed: $(tail -2 "$dir/bitnet.log")"
 "$bin" eval "$dir/bitnet/last.h5" > "$dir/bitnet_eval.log" 2>&1 || fail "eval of a bitlinear checkpoint failed: $(tail -2 "$dir/bitnet_eval.log")"
 "$bin" sample "$dir/bitnet/last.h5" --tokens 5 > /dev/null 2>&1 || fail "sample of a bitlinear checkpoint failed"
 # The packed export: eval and greedy sample from it print what the checkpoint gives; bad uses
@@ -204,7 +217,7 @@ one_line_error "not a bitgrad metrics.csv" "$bin" plot "$dir/corpus.txt" --out "
 one_line_error "cannot open metrics file" "$bin" plot "$dir/missing.csv" --out "$dir/bad.svg"
 one_line_error "bitlinear.act_bits" "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.act_bits=9
 one_line_error "bitlinear.norm" "$bin" train "$ok" --set model.linear=bitlinear --set bitlinear.norm=batchnorm
-one_line_error "bitlinear: not used when model.linear is dense" "$bin" train "$ok" --set bitlinear.norm=none
+one_line_error "bitlinear.norm: not used when model.linear is dense" "$bin" train "$ok" --set bitlinear.norm=none
 one_line_error "model.linear" "$bin" train "$ok" --set model.linear=ternary
 one_line_error "model.linear: not used when model.type is char_mlp" "$bin" train "$(cfg mlp.yaml "data: {path: $dir/corpus.txt}\nmodel: {type: char_mlp, linear: dense}\n")"
 # sample writes tokens as they are drawn: interrupted, it keeps what it wrote and exits 130.

@@ -50,7 +50,7 @@ head -c 600 "$dir/shards/train.bin" > "$dir/short.bin"
 one_line_error "shorter than the 1024-byte header" "$bin" train "$dir/gpt.yaml" --set data.train_bin="$dir/short.bin" --set run.out_dir="$dir/x"
 # A checkpoint of another architecture: resuming with another n_layer is refused, untouched.
 cp "$dir/run/last.h5" "$dir/last.before"
-one_line_error "n_layer 2 vs 3" "$bin" train "$dir/gpt.yaml" --set run.resume=true --set model.n_layer=3
+one_line_error "model.n_layer: 2 vs 3" "$bin" train "$dir/gpt.yaml" --set run.resume=true --set model.n_layer=3
 cmp -s "$dir/run/last.h5" "$dir/last.before" || fail "a refused resume changed last.h5"
 
 # A char model: a prompt character outside its vocabulary.

@@ -274,7 +274,7 @@ TEST_CASE("cpu: a gpt saved and loaded gives identical logits") {
         loaded.forward(idx, unused).to_vector<float>());
   GPTConfig wider = cfg;
   wider.n_layer = 3;
-  CHECK(gpt_architecture_difference(cfg, wider) == "n_layer 2 vs 3");
+  CHECK(gpt_architecture_difference(cfg, wider) == "model.n_layer: 2 vs 3");
   std::filesystem::remove(path);
 }
 
