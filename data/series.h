@@ -1,0 +1,83 @@
+// series.h: real-valued time series for forecasting. Files: long-format CSV with a header naming
+// unique_id, ds and y (the statsforecast/neuralforecast convention; ds a date or an integer
+// step), or one value a line (one series). The time split holds out each series' last `horizon`
+// points (the test window) and the `horizon` points before them (the validation window); the
+// model trains on the rest. A window is scaled by the mean absolute value of its context
+// (Chronos' scaling; a context of zeros scales by 1), so a forecast is put back by one multiply,
+// and each scaled value becomes its float16 bit pattern: the ids a BIDE head predicts exactly.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace bg {
+
+struct Series {
+  std::string id;               // unique_id ("" for a plain file)
+  std::vector<std::string> ds;  // the timestamps as written (plain file: 0, 1, ...)
+  std::vector<double> y;
+};
+
+// How ds is written: dates (YYYY-MM-DD, optionally with a time) or whole-number steps.
+enum class StampKind { step, date };
+
+struct SeriesSet {
+  std::string source;
+  StampKind stamps = StampKind::step;
+  std::vector<Series> series;  // in the order of each id's first row
+};
+
+// Reads `path`. Refused in one line naming file:line: a row with another number of fields than
+// the header, an unknown column, an empty, missing (NA, NaN) or non-finite y, an unparsable ds,
+// ds not increasing within a series, dates mixed with steps; and a file with no values.
+SeriesSet read_series(const std::string& path);
+
+// The time split: the first train_length(n, h) points of a series of n train the model, the next
+// h validate, the last h test. A series too short to leave at least `min_train` training points
+// is refused naming it.
+inline int64_t train_length(int64_t n, int64_t horizon) { return n - 2 * horizon; }
+void check_split(const SeriesSet& set, int64_t horizon, int64_t min_train);
+
+// Chronos' scale of a context: mean |x| over its values; 1 when that is 0 (a context of zeros
+// keeps exact zeros) or not a normal number.
+double context_scale(const double* x, int64_t n);
+
+// The float16 pattern of a scaled value, rounded to nearest (ties to even) from the double
+// directly. Zero is one pattern, +0 (0x0000): -0 and values that round to it map there, so -0
+// never is a target. Beyond float16's range (|v| >= 65520) the value saturates at +-65504, the
+// largest finite float16: no target is Inf or NaN.
+uint16_t float16_pattern(double v);
+double float16_value(uint16_t k);
+// The finite float16 patterns a target can be, as two ranges [lo, hi): +0 and the positives
+// [0x0000, 0x7C00), the negatives [0x8001, 0xFC00) (NaN and Inf patterns and -0 excluded).
+inline constexpr uint32_t kFloat16Ranges[4] = {0x0000, 0x7C00, 0x8001, 0xFC00};
+// The input id of a position before a series' first value (a window of a short series is padded
+// on the left): a NaN pattern, never a value; its targets are kSeriesIgnore.
+inline constexpr int64_t kSeriesPad = 0x7E00;
+inline constexpr int64_t kSeriesIgnore = -100;
+
+// The scale and the targets never look ahead of each other: a window's scale is the mean |x| of
+// its first `scale_len` values (its scale prefix; the series' first values where the window
+// starts before them), and only values after the prefix are targets. (Scaling by the whole
+// window would tell each position about the values it is to predict: their mean |x| is fixed.)
+// A forecast reads a context the same way: the scale from its first scale_len values.
+//
+// One window of series `s` whose inputs end at point `end` (exclusive): inputs
+// [end - context, end), padded on the left with kSeriesPad; targets one step later, scaled, or
+// kSeriesIgnore inside the scale prefix and at and past point `limit` (what the window may not
+// see). Appended to xs and ys; returns the scale.
+double series_window(const Series& s, int64_t end, int64_t limit, int64_t context,
+                     int64_t scale_len, std::vector<int64_t>& xs, std::vector<int64_t>& ys);
+
+// `batch` training windows: a series drawn with probability proportional to its number of
+// windows (longer series weigh more), then one of them uniformly: windows whose last target is a
+// training point past the scale prefix. x (B, T) and y (B, T) the patterns as series_window
+// makes them, scale (B) f64; on `device`. Draws only from `gen`'s stream.
+void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch, int64_t context,
+                           int64_t scale_len, Generator& gen, Device device, Tensor* x, Tensor* y,
+                           Tensor* scale);
+
+}  // namespace bg

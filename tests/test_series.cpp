@@ -1,0 +1,189 @@
+// test_series.cpp: data/series.h: the series files and their refusals (file:line), float16
+// patterns (round to nearest even from the double, one zero, saturation, value order across
+// -0/+0 and subnormals), the context scale, and training windows (weights by length, no target
+// inside the scale prefix or past the training part, the same windows from the same stream).
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "data/series.h"
+#include "harness.h"
+#include "kernels/bide_values.h"
+
+using namespace bg;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("bitgrad_series_" + name)).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string error_of(const std::string& text) {
+  const std::string path = write_temp("bad.csv", text);
+  try {
+    read_series(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+}  // namespace
+
+TEST_CASE("cpu: series files: long format by id, dates or steps, and plain values") {
+  const SeriesSet set = read_series(write_temp(
+      "long.csv",
+      "unique_id,ds,y\na,2020-01-01,1.5\nb,2020-01-01,-2\na,2020-02-01,3\n\"b\",2020-02-01,4e2\n"));
+  REQUIRE(set.series.size() == 2);
+  CHECK(set.stamps == StampKind::date);
+  CHECK(set.series[0].id == "a");
+  CHECK(set.series[0].y == std::vector<double>{1.5, 3});
+  CHECK(set.series[1].ds == std::vector<std::string>{"2020-01-01", "2020-02-01"});
+  CHECK(set.series[1].y == std::vector<double>{-2, 400});
+  // Columns in any order; integer steps.
+  const SeriesSet steps =
+      read_series(write_temp("steps.csv", "y,unique_id,ds\n5,s,1\n6,s,2\n7,s,10\n"));
+  CHECK(steps.stamps == StampKind::step);
+  CHECK(steps.series[0].y == std::vector<double>{5, 6, 7});
+  const SeriesSet plain = read_series(write_temp("plain.txt", "1\n2.5\n-3\n"));
+  REQUIRE(plain.series.size() == 1);
+  CHECK(plain.series[0].y == std::vector<double>{1, 2.5, -3});
+}
+
+TEST_CASE("cpu: series files: bad rows are refused naming file and line") {
+  CHECK(error_of("unique_id,ds,y\na,1,1\na,2,\n").find("bad.csv:3: y '' is missing") !=
+        std::string::npos);
+  CHECK(error_of("unique_id,ds,y\na,1,NA\n").find(":2: y 'NA' is missing or not a finite") !=
+        std::string::npos);
+  CHECK(error_of("unique_id,ds,y\na,1,inf\n").find(":2: y 'inf'") != std::string::npos);
+  CHECK(error_of("unique_id,ds,y\na,1,nan\n").find(":2: y 'nan'") != std::string::npos);
+  CHECK(error_of("unique_id,ds,y\na,yesterday,1\n").find(":2: ds 'yesterday' is neither") !=
+        std::string::npos);
+  CHECK(error_of("unique_id,ds,y\na,2,1\na,1,1\n").find(":3: ds 1 of series 'a' is not after") !=
+        std::string::npos);
+  CHECK(error_of("unique_id,ds,y\na,2020-01-01,1\na,7,1\n").find(":3: ds '7' mixes dates") !=
+        std::string::npos);
+  CHECK(error_of("unique_id,ds,y\na,1\n").find(":2: 2 fields, the header has 3") !=
+        std::string::npos);
+  CHECK(error_of("unique_id,ds,y,price\n").find(":1: column 'price'") != std::string::npos);
+  CHECK(error_of("unique_id,y\n").find("no ds column") != std::string::npos);
+  CHECK(error_of("unique_id,ds,y\n").find("a header and no rows") != std::string::npos);
+  CHECK(error_of("").find("the file is empty") != std::string::npos);
+  CHECK(error_of("1\n2\nx\n").find("bad.csv:3: 'x' is not a finite number") != std::string::npos);
+  // Too short for the split: names the series.
+  const SeriesSet set = read_series(write_temp("short.csv", "unique_id,ds,y\nq,1,1\nq,2,2\n"));
+  CHECK_THROWS_WITH(check_split(set, 1, 2),
+                    doctest::Contains("series 'q' has 2 points; data.horizon 1 holds out 2"));
+}
+
+TEST_CASE("cpu: float16 patterns: nearest even from the double, one zero, saturated range") {
+  const BideCode f16{BideValueType::f16, 16};
+  int finite = 0;
+  for (uint32_t k = 0; k < 65536; ++k) {
+    if (!f16.finite(k)) continue;
+    ++finite;
+    const double v = float16_value(uint16_t(k));
+    CHECK(v == f16.value(k));
+    CHECK(float16_pattern(v) == (k == 0x8000 ? 0u : k));  // -0 is +0
+  }
+  CHECK(finite == 63488);
+  // Halfway between 1 and the next float16 (1 + 2^-10): ties go to the even mantissa.
+  CHECK(float16_pattern(1.0 + std::ldexp(1.0, -11)) == 0x3C00);
+  CHECK(float16_pattern(1.0 + 3 * std::ldexp(1.0, -11)) == 0x3C02);
+  // From the double directly: just above the tie rounds up (a float would round to the tie).
+  CHECK(float16_pattern(1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40)) == 0x3C01);
+  // Subnormals: 2^-25 is a tie between 0 and 2^-24 (even: 0); 3 * 2^-26 rounds up.
+  CHECK(float16_pattern(std::ldexp(1.0, -25)) == 0);
+  CHECK(float16_pattern(-std::ldexp(1.0, -26)) == 0);  // rounds to -0, which is +0
+  CHECK(float16_pattern(3 * std::ldexp(1.0, -26)) == 1);
+  CHECK(float16_pattern(std::ldexp(1023.5, -24)) == 0x0400);  // up into the normals
+  CHECK(float16_pattern(65504.0) == 0x7BFF);
+  CHECK(float16_pattern(65519.9) == 0x7BFF);
+  CHECK(float16_pattern(1e9) == 0x7BFF);
+  CHECK(float16_pattern(-1e300) == 0xFBFF);
+  // Value order (the CDF's) is monotone across the negatives, -0/+0 and the subnormals, and
+  // kFloat16Ranges hold exactly the patterns a target can be.
+  double prev = -INFINITY;
+  int in_ranges = 0;
+  for (uint32_t key = 0; key < 65536; ++key) {
+    const uint32_t k = f16.from_order_key(key);
+    if (!f16.finite(k)) continue;
+    CHECK(f16.value(k) >= prev);
+    prev = f16.value(k);
+  }
+  for (uint32_t k = 0; k < 65536; ++k) {
+    const bool in = (k >= kFloat16Ranges[0] && k < kFloat16Ranges[1]) ||
+                    (k >= kFloat16Ranges[2] && k < kFloat16Ranges[3]);
+    in_ranges += in;
+    CHECK(in == (f16.finite(k) && k != 0x8000));
+  }
+  CHECK(in_ranges == 63487);
+}
+
+TEST_CASE("cpu: series scaling: the context's mean |x|, 1 for zeros, inverted by one multiply") {
+  const double x[4] = {2, -6, 0, 4};
+  CHECK(context_scale(x, 4) == 3.0);
+  const double zeros[3] = {0, 0, 0};
+  CHECK(context_scale(zeros, 3) == 1.0);
+  CHECK(context_scale(x, 0) == 1.0);
+  // A value scaled, stored as float16 and put back is within float16's half-ulp of it.
+  for (double v : {123.456, -0.001234, 98765.0, 3.0}) {
+    const double scale = 37.5;
+    const double back = float16_value(float16_pattern(v / scale)) * scale;
+    CHECK(std::fabs(back - v) <= std::fabs(v) * std::ldexp(1.0, -11) + 1e-12);
+  }
+}
+
+TEST_CASE("cpu: series windows: weighted by length, targets after the scale prefix and before the split") {
+  SeriesSet set;
+  set.source = "test";
+  Series a{"a", {}, {}}, b{"b", {}, {}};
+  for (int i = 0; i < 40; ++i) a.y.push_back(1 + i);      // train part 40 - 2*4 = 32
+  for (int i = 0; i < 16; ++i) b.y.push_back(-100 - i);   // train part 8
+  set.series = {a, b};
+  const int64_t horizon = 4, context = 6, scale_len = 3, batch = 3000;
+  Generator gen(7);
+  Tensor x, y, scale;
+  sample_series_windows(set, horizon, batch, context, scale_len, gen, Device::cpu(), &x, &y,
+                        &scale);
+  const std::vector<int64_t> xs = x.to_vector<int64_t>(), ys = y.to_vector<int64_t>();
+  const std::vector<double> sc = scale.to_vector<double>();
+  int from_a = 0;
+  for (int64_t w = 0; w < batch; ++w) {
+    // The series by sign; each window has a target, every target is a training point of its
+    // series past the scale prefix, and x and y agree where both are values.
+    bool any_target = false, is_a = true;
+    for (int64_t t = 0; t < context; ++t) {
+      const int64_t xi = xs[size_t(w * context + t)], yi = ys[size_t(w * context + t)];
+      if (xi != kSeriesPad) is_a = float16_value(uint16_t(xi)) > 0;
+      if (yi == kSeriesIgnore) continue;
+      any_target = true;
+      const double value = float16_value(uint16_t(yi)) * sc[size_t(w)];
+      // Before the split (up to float16's rounding of the scaled value).
+      CHECK((value > 0 ? value <= 32.0 * (1 + 1e-3) : value >= -107.0 * (1 + 1e-3)));
+      if (t + 1 < context) CHECK(xs[size_t(w * context + t + 1)] == yi);
+    }
+    CHECK(any_target);
+    from_a += is_a;
+  }
+  // Windows per series: a has 32 - 3 = 29, b 8 - 3 = 5: a drawn with probability 29/34.
+  CHECK(std::fabs(double(from_a) / batch - 29.0 / 34.0) < 0.03);
+  // The same stream position gives the same windows.
+  Generator again(7);
+  Tensor x2, y2, s2;
+  sample_series_windows(set, horizon, batch, context, scale_len, again, Device::cpu(), &x2, &y2,
+                        &s2);
+  CHECK(x2.to_vector<int64_t>() == xs);
+  CHECK(y2.to_vector<int64_t>() == ys);
+  // A window of a short series is padded on the left, its scale from its first values.
+  std::vector<int64_t> wx, wy;
+  const double s = series_window(set.series[0], 2, 8, context, scale_len, wx, wy);
+  CHECK(s == 1.5);  // mean of 1, 2
+  CHECK(wx == std::vector<int64_t>{kSeriesPad, kSeriesPad, kSeriesPad, kSeriesPad,
+                                   float16_pattern(1 / 1.5), float16_pattern(2 / 1.5)});
+  CHECK(wy[5] == kSeriesIgnore);  // point 2 is inside the scale prefix (points 0..2)
+}
