@@ -206,6 +206,28 @@ double float16_value(uint16_t k) {
   return sign * std::ldexp(double(m | 1024), e - 25);
 }
 
+const Float16Grid& float16_grid() {
+  static const Float16Grid grid = [] {
+    Float16Grid g;
+    // Negatives from the most negative (0xFBFF) up to the smallest (0x8001), then +0 and the
+    // positives up to 0x7BFF: value order.
+    for (uint32_t k = kFloat16Ranges[3] - 1; k >= kFloat16Ranges[2]; --k)
+      g.patterns.push_back(uint16_t(k));
+    for (uint32_t k = kFloat16Ranges[0]; k < kFloat16Ranges[1]; ++k)
+      g.patterns.push_back(uint16_t(k));
+    for (uint16_t k : g.patterns) g.values.push_back(float16_value(k));
+    const size_t n = g.values.size();
+    g.lower.resize(n);
+    g.upper.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      g.lower[i] = i == 0 ? -INFINITY : 0.5 * (g.values[i - 1] + g.values[i]);
+      g.upper[i] = i + 1 == n ? INFINITY : 0.5 * (g.values[i] + g.values[i + 1]);
+    }
+    return g;
+  }();
+  return grid;
+}
+
 double series_window(const Series& s, int64_t end, int64_t limit, int64_t context,
                      int64_t scale_len, std::vector<int64_t>& xs, std::vector<int64_t>& ys) {
   const int64_t first = std::max<int64_t>(0, end - context);

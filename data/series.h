@@ -54,6 +54,17 @@ double float16_value(uint16_t k);
 // The finite float16 patterns a target can be, as two ranges [lo, hi): +0 and the positives
 // [0x0000, 0x7C00), the negatives [0x8001, 0xFC00) (NaN and Inf patterns and -0 excluded).
 inline constexpr uint32_t kFloat16Ranges[4] = {0x0000, 0x7C00, 0x8001, 0xFC00};
+// The finite float16 values a target can take, ascending (-65504 .. 65504, one zero: 63,487),
+// with their patterns and buckets: the values that round to each (edges midway to the
+// neighbours; the two end buckets reach -inf and +inf, as values beyond saturate there). A
+// continuous law becomes a law over the patterns by its CDF at the edges, so every head's and
+// the true process's forecasts are distributions over the same values.
+struct Float16Grid {
+  std::vector<uint16_t> patterns;
+  std::vector<double> values, lower, upper;
+};
+const Float16Grid& float16_grid();
+
 // The input id of a position before a series' first value (a window of a short series is padded
 // on the left): a NaN pattern, never a value; its targets are kSeriesIgnore.
 inline constexpr int64_t kSeriesPad = 0x7E00;

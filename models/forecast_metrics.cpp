@@ -4,8 +4,25 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "data/series.h"
 
 namespace bg {
+
+DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf, double scale) {
+  BG_CHECK(scale > 0 && std::isfinite(scale), "forecast", "scale ", scale, " is not positive");
+  const Float16Grid& g = float16_grid();
+  DiscreteDistribution d;
+  d.values.reserve(g.values.size());
+  d.probs.reserve(g.values.size());
+  double below = 0;  // cdf at the current lower edge (-inf: 0)
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    const double above = std::isinf(g.upper[i]) ? 1.0 : cdf(g.upper[i] * scale);
+    d.values.push_back(g.values[i] * scale);
+    d.probs.push_back(std::max(0.0, above - below));
+    below = above;
+  }
+  return d;
+}
 
 double crps_exact(const DiscreteDistribution& d, double y) {
   const size_t n = d.values.size();

@@ -5,6 +5,7 @@
 // geometric mean of per-series ratios to a baseline. Pure arithmetic in double, on the host.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace bg {
@@ -14,6 +15,12 @@ namespace bg {
 struct DiscreteDistribution {
   std::vector<double> values, probs;
 };
+
+// A continuous law, given by its CDF in a series' units, as a law over the float16 grid
+// (data/series.h) of values scaled by `scale` > 0: grid value i becomes values[i] * scale, with
+// probability cdf(upper_i * scale) - cdf(lower_i * scale). What the Gaussian, Student-t and
+// binned heads and the true process forecast, on the support the BIDE head has.
+DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf, double scale);
 
 // CRPS(F, y) = integral over x of (F(x) - 1{x >= y})^2, exactly, for the step CDF F of `d`: a sum
 // over the intervals between consecutive support points (and y), each where F is constant.

@@ -110,3 +110,22 @@ TEST_CASE("cpu: forecast MASE with seasonal naive, coverage, geometric mean") {
   CHECK(geometric_mean({2, 8}) == doctest::Approx(4.0));
   CHECK_THROWS_WITH(geometric_mean({1, 0}), doctest::Contains("has no logarithm"));
 }
+
+TEST_CASE("cpu: a continuous law on the float16 grid sums to 1 and keeps its CRPS") {
+  // N(mu, sigma) in series units, scaled by 20: its grid law's CRPS is the closed form's up to
+  // float16's rounding of the values (relative 2^-11).
+  const double mu = 30, sigma = 8, scale = 20;
+  auto cdf = [&](double x) { return 0.5 * std::erfc(-(x - mu) / (sigma * std::sqrt(2.0))); };
+  const DiscreteDistribution d = on_float16_grid(cdf, scale);
+  double total = 0;
+  for (double p : d.probs) total += p;
+  CHECK(total == doctest::Approx(1.0).epsilon(1e-12));
+  for (double y : {12.0, 30.0, 41.5}) {
+    const double z = (y - mu) / sigma;
+    const double closed = sigma * (z * std::erf(z / std::sqrt(2.0)) +
+                                   2 * std::exp(-z * z / 2) / std::sqrt(2 * M_PI) -
+                                   1 / std::sqrt(M_PI));
+    CHECK(crps_exact(d, y) == doctest::Approx(closed).epsilon(2e-3));
+  }
+  CHECK_THROWS_WITH(on_float16_grid(cdf, 0.0), doctest::Contains("is not positive"));
+}

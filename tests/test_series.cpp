@@ -187,3 +187,25 @@ TEST_CASE("cpu: series windows: weighted by length, targets after the scale pref
                                    float16_pattern(1 / 1.5), float16_pattern(2 / 1.5)});
   CHECK(wy[5] == kSeriesIgnore);  // point 2 is inside the scale prefix (points 0..2)
 }
+
+TEST_CASE("cpu: the float16 grid: value order, contiguous buckets, each rounding to its value") {
+  const Float16Grid& g = float16_grid();
+  REQUIRE(g.values.size() == 63487);
+  CHECK(g.values.front() == -65504.0);
+  CHECK(g.values.back() == 65504.0);
+  CHECK(g.lower.front() == -INFINITY);
+  CHECK(g.upper.back() == INFINITY);
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    CHECK(g.values[i] == float16_value(g.patterns[i]));
+    if (i > 0) {
+      CHECK(g.values[i] > g.values[i - 1]);
+      CHECK(g.lower[i] == g.upper[i - 1]);
+    }
+    // Just inside either edge rounds to the bucket's own pattern.
+    const double lo = std::isinf(g.lower[i]) ? g.values[i] - 1 : g.lower[i],
+                 hi = std::isinf(g.upper[i]) ? g.values[i] + 1 : g.upper[i];
+    const double in_lo = lo + (hi - lo) * 1e-6, in_hi = hi - (hi - lo) * 1e-6;
+    CHECK(float16_pattern(in_lo) == g.patterns[i]);
+    CHECK(float16_pattern(in_hi) == g.patterns[i]);
+  }
+}
