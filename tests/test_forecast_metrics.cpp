@@ -3,10 +3,13 @@
 // expectation over every sample set, the Gaussian closed form, quantiles, the weighted quantile
 // loss, MASE with seasonal naive, coverage and the geometric mean.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "harness.h"
 #include "models/forecast_metrics.h"
+#include "models/forecast_truth.h"
 
 using namespace bg;
 
@@ -128,4 +131,45 @@ TEST_CASE("cpu: a continuous law on the float16 grid sums to 1 and keeps its CRP
     CHECK(crps_exact(d, y) == doctest::Approx(closed).epsilon(2e-3));
   }
   CHECK_THROWS_WITH(on_float16_grid(cdf, 0.0), doctest::Contains("is not positive"));
+}
+
+TEST_CASE("cpu: a synthetic series' truth file reads into its laws") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "bitgrad_truth.csv").string();
+  std::ofstream(path)
+      << "unique_id,ds,zero_mass,w1,kind1,loc1,scale1,df1,w2,kind2,loc2,scale2,df2\n"
+      << "a,1,0.0,0.5,normal,-3.0,1.0,0.0,0.5,normal,3.0,1.0,0.0\n"
+      << "a,2,0.0,1.0,student_t,1.0,2.0,3.0,0.0,normal,0.0,1.0,0.0\n"
+      << "b,1,0.25,0.75,normal_pos,0.5,1.0,0.0,0.0,normal,0.0,1.0,0.0\n"
+      << "c,1,0.7,0.3,lognormal,0.0,1.0,0.0,0.0,normal,0.0,1.0,0.0\n";
+  const auto laws = read_truth(path);
+  REQUIRE(laws.size() == 4);
+  const TruthLaw& bimodal = laws.at({"a", "1"});
+  CHECK(bimodal.cdf(0.0) == doctest::Approx(0.5));
+  CHECK(bimodal.cdf(3.0) == doctest::Approx(0.5 * 0.5 * std::erfc(-6 / std::sqrt(2.0)) + 0.25));
+  // Student-t(3) at 1 is 0.8044988905...; here at loc + scale * 1.
+  CHECK(laws.at({"a", "2"}).cdf(3.0) == doctest::Approx(0.8044988905).epsilon(1e-8));
+  // Censored at 0: 0.25 at zero, continuous above with its conditioned normal.
+  const TruthLaw& floor = laws.at({"b", "1"});
+  CHECK(floor.cdf(-1e-9) == 0.0);
+  CHECK(floor.cdf(0.0) == 0.25);
+  CHECK(floor.cdf(1e9) == doctest::Approx(1.0));
+  const double phi0 = 0.5 * std::erfc(0.5 / std::sqrt(2.0));  // P(N(0.5, 1) < 0)
+  const double at1 = 0.5 * std::erfc(-0.5 / std::sqrt(2.0));  // P(N(0.5, 1) < 1)
+  CHECK(floor.cdf(1.0) == doctest::Approx(0.25 + 0.75 * (at1 - phi0) / (1 - phi0)));
+  const TruthLaw& zeros = laws.at({"c", "1"});
+  CHECK(zeros.cdf(1.0) == doctest::Approx(0.7 + 0.3 * 0.5));
+  // The floor's grid law: its mass at zero stays there.
+  const DiscreteDistribution d = on_float16_grid([&](double x) { return zeros.cdf(x); }, 1.0);
+  double at_zero = 0;
+  for (size_t i = 0; i < d.values.size(); ++i)
+    if (d.values[i] == 0) at_zero = d.probs[i];
+  CHECK(at_zero == doctest::Approx(0.7).epsilon(1e-6));
+  // Refusals name file and line.
+  std::ofstream(path) << "unique_id,ds,zero_mass,w1,kind1,loc1,scale1,df1,w2,kind2,loc2,scale2,df2\n"
+                      << "a,1,0.0,0.5,gumbel,0,1,0,0.5,normal,0,1,0\n";
+  CHECK_THROWS_WITH(read_truth(path), doctest::Contains("bitgrad_truth.csv:2: kind 'gumbel'"));
+  std::ofstream(path) << "unique_id,ds,zero_mass,w1,kind1,loc1,scale1,df1,w2,kind2,loc2,scale2,df2\n"
+                      << "a,1,0.1,0.5,normal,0,1,0,0.5,normal,0,1,0\n";
+  CHECK_THROWS_WITH(read_truth(path), doctest::Contains(":2: zero_mass and the weights sum to 1.1"));
 }
