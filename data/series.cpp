@@ -100,6 +100,7 @@ SeriesSet read_series(const std::string& path) {
   std::string header;
   BG_CHECK(std::getline(in, header) && !trim(header).empty(), "series", path,
            ": the file is empty");
+  if (header.rfind("\xEF\xBB\xBF", 0) == 0) header = header.substr(3);  // a UTF-8 byte-order mark
   const std::vector<std::string> names = csv_fields(trim(header));
   bool long_format = false;
   for (const std::string& n : names) long_format |= trim(n) == "unique_id";

@@ -49,6 +49,10 @@ TEST_CASE("cpu: series files: long format by id, dates or steps, and plain value
       read_series(write_temp("steps.csv", "y,unique_id,ds\n5,s,1\n6,s,2\n7,s,10\n"));
   CHECK(steps.stamps == StampKind::step);
   CHECK(steps.series[0].y == std::vector<double>{5, 6, 7});
+  // A byte-order mark (spreadsheet exports) and CRLF line ends.
+  const SeriesSet bom =
+      read_series(write_temp("bom.csv", "\xEF\xBB\xBFunique_id,ds,y\r\nz,1,2\r\nz,2,3\r\n"));
+  CHECK(bom.series[0].y == std::vector<double>{2, 3});
   const SeriesSet plain = read_series(write_temp("plain.txt", "1\n2.5\n-3\n"));
   REQUIRE(plain.series.size() == 1);
   CHECK(plain.series[0].y == std::vector<double>{1, 2.5, -3});
