@@ -38,8 +38,9 @@ struct BideOptions {
   // shrinks) and `auto` picks the variant from the bit width alone.
   bool batch_invariant = false;
   int64_t support_lo = 0, support_hi = -1;  // restrict to patterns [lo, hi); hi < 0: 2^B
-  // Per-example support, replacing [support_lo, support_hi) when defined: (N, 4) i64 on the
-  // op's device, rows [lo0, hi0, lo1, hi1] (lo1 == hi1 when the example has one range).
+  // Per-example support, replacing [support_lo, support_hi) when defined: (4, N) i64 on the
+  // op's device, column n holding example n's [lo0, hi0, lo1, hi1] (lo1 == hi1 when it has one
+  // range).
   // ranges_host is the same table on the host (what CDFs, quantiles and plots clip with).
   Tensor ranges, ranges_host;
 };
@@ -49,7 +50,7 @@ struct BideOptions {
 // of the type is inside.
 std::vector<std::pair<int64_t, int64_t>> bide_value_range_patterns(const BideCode& code, double lo,
                                                                    double hi);
-// The (N, 4) support table for per-example value ranges (host tensor; .to(device) for ops).
+// The (4, N) support table for per-example value ranges (host tensor; .to(device) for ops).
 // Throws when a range holds no value of the type.
 Tensor bide_support_table(const BideCode& code,
                           const std::vector<std::pair<double, double>>& ranges);

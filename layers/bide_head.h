@@ -5,6 +5,7 @@
 // BIDE output head) puts one of these on its features; `bitgrad fit-bide`'s model
 // (models/bide_fit.h) learns W and r directly, one embedding row per distribution.
 #pragma once
+#include <array>
 #include <memory>
 
 #include "core/bide.h"
@@ -31,10 +32,18 @@ class BideHead : public Module {
   Tensor sample(const Tensor& x, uint64_t seed) const;
   BideMoments moments(const Tensor& x) const;
   const BideOptions& options() const { return opt_; }
+  // Every row's support is the same two pattern ranges [lo0, hi0) and [lo1, hi1) (a float
+  // type's finite values without -0: data/series.h's kFloat16Ranges), whatever the batch: the
+  // ops' per-row support table is made for each call's rows.
+  void set_row_support(const std::array<int64_t, 4>& ranges);
 
  private:
+  // The options of a call over n rows on `device`: opt_, with the row support when one is set.
+  BideOptions call_options(int64_t n, Device device) const;
   int64_t hidden_;
   BideOptions opt_;
+  bool row_support_ = false;
+  std::array<int64_t, 4> row_ranges_{};
   std::shared_ptr<LinearLayer> w_proj_, r_proj_;
 };
 

@@ -1,10 +1,12 @@
 // test_bide_head.cpp: the BIDE head layer (layers/bide_head.h): its NLL is bide_nll on its two
 // projections bit for bit, gradients reach both projections, it learns a distribution that
-// depends on its input, and CUDA agrees with the CPU.
+// depends on its input (over bytes, and over float16 values on their finite support), and CUDA
+// agrees with the CPU.
 #include <algorithm>
 #include <cmath>
 
 #include "core/optim.h"
+#include "data/series.h"
 #include "harness.h"
 #include "layers/bide_head.h"
 
@@ -95,6 +97,67 @@ TEST_CASE("cuda: the BIDE head agrees with the CPU, loss and gradients") {
   CHECK(gpu.loss[0] == doctest::Approx(cpu.loss[0]).epsilon(1e-5));
   const int64_t n = int64_t(cpu.grads.size());
   CHECK(rel_err(from_vector(gpu.grads, {n}), from_vector(cpu.grads, {n})) < 1e-4);
+}
+
+}  // namespace bg::test
+
+namespace bg::test {
+
+TEST_CASE("cpu: a BIDE head over float16 values learns a conditional law on the finite values") {
+  // Two regimes: y ~ N(-2, 0.5) for the first input and N(3, 1) for the second, as float16
+  // patterns; every row's support the finite values without -0 (two pattern ranges).
+  BideOptions f16;
+  f16.code.type = BideValueType::f16;
+  f16.code.bits = 16;
+  Generator init(7), noise(8);
+  BideHead head(2, 16, f16, init);
+  head.set_row_support({kFloat16Ranges[0], kFloat16Ranges[1], kFloat16Ranges[2],
+                        kFloat16Ranges[3]});
+  FlatParameters params(head.named_parameters(), Device::cpu());
+  AdamW opt(params, {0.9, 0.99, 1e-8, 0.0});
+  const int n = 128;
+  std::vector<float> xs;
+  std::vector<int64_t> ys;
+  const std::vector<double> z = randn({n}, noise, 0, 1, DType::f64).to_vector<double>();
+  for (int i = 0; i < n; ++i) {
+    const bool second = i % 2 == 1;
+    xs.insert(xs.end(), {second ? 0.f : 1.f, second ? 1.f : 0.f});
+    ys.push_back(float16_pattern(second ? 3 + z[size_t(i)] : -2 + 0.5 * z[size_t(i)]));
+  }
+  const Tensor x = from_vector(xs, {n, 2}), y = from_vector(ys, {n});
+  double first = 0, last = 0;
+  for (int step = 0; step < 400; ++step) {
+    params.zero_grad();
+    const Tensor loss = head.nll(x, y);
+    loss.backward();
+    opt.step(0.05);
+    (step == 0 ? first : last) = loss.item();
+  }
+  CHECK(first > last + 4.0);
+  NoGradGuard no_grad;
+  // Quantiles read off the CDF: monotone, near each regime's (Gaussian) quantiles.
+  const Tensor regimes = from_vector(std::vector<float>{1, 0, 0, 1}, {2, 2});
+  const double mean[2] = {-2, 3}, sd[2] = {0.5, 1};
+  for (int r = 0; r < 2; ++r) {
+    double prev = -INFINITY;
+    for (double q : {0.1, 0.5, 0.9}) {
+      const Tensor row = regimes.slice(0, r, r + 1);
+      const int64_t k = head.quantile(row, from_vector(std::vector<double>{q}, {1}))
+                            .to_vector<int64_t>()[0];
+      const double v = float16_value(uint16_t(k));
+      const double want = mean[r] + sd[r] * (q == 0.5 ? 0.0 : (q < 0.5 ? -1.2816 : 1.2816));
+      CHECK(v >= prev);
+      CHECK(std::fabs(v - want) < 0.6 * sd[r]);
+      prev = v;
+    }
+  }
+  // Samples stay on the support: no -0, no Inf or NaN pattern.
+  const std::vector<int64_t> s = head.sample(x, 11).to_vector<int64_t>();
+  for (int64_t k : s)
+    CHECK(((k >= kFloat16Ranges[0] && k < kFloat16Ranges[1]) ||
+           (k >= kFloat16Ranges[2] && k < kFloat16Ranges[3])));
+  CHECK_THROWS_WITH(head.set_row_support({0, 10, 5, 20}),
+                    doctest::Contains("is not two ordered ranges"));
 }
 
 }  // namespace bg::test
