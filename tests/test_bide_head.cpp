@@ -20,6 +20,17 @@ BideOptions byte_options() {
   return opt;
 }
 
+// A head over float16 values whose every row's support is the finite values without -0.
+BideHead float16_head(int64_t in, int64_t hidden, Generator& init) {
+  BideOptions opt;
+  opt.code.type = BideValueType::f16;
+  opt.code.bits = 16;
+  BideHead head(in, hidden, opt, init);
+  head.set_row_support({kFloat16Ranges[0], kFloat16Ranges[1], kFloat16Ranges[2],
+                        kFloat16Ranges[3]});
+  return head;
+}
+
 struct HeadRun {
   std::vector<float> loss, grads;
 };
@@ -102,13 +113,8 @@ TEST_CASE("cuda: the BIDE head agrees with the CPU, loss and gradients") {
 TEST_CASE("cpu: a BIDE head over float16 values learns a conditional law on the finite values") {
   // Two regimes: y ~ N(-2, 0.5) for the first input and N(3, 1) for the second, as float16
   // patterns; every row's support the finite values without -0 (two pattern ranges).
-  BideOptions f16;
-  f16.code.type = BideValueType::f16;
-  f16.code.bits = 16;
   Generator init(7), noise(8);
-  BideHead head(2, 16, f16, init);
-  head.set_row_support({kFloat16Ranges[0], kFloat16Ranges[1], kFloat16Ranges[2],
-                        kFloat16Ranges[3]});
+  BideHead head = float16_head(2, 16, init);
   FlatParameters params(head.named_parameters(), Device::cpu());
   AdamW opt(params, {0.9, 0.99, 1e-8, 0.0});
   const int n = 128;
@@ -164,13 +170,8 @@ TEST_CASE("cuda: a BIDE head over float16 values with a row support agrees with 
     std::vector<int64_t> quantiles;
   };
   auto run = [](Device device) {
-    BideOptions f16;
-    f16.code.type = BideValueType::f16;
-    f16.code.bits = 16;
     Generator init(3), data(4);
-    BideHead head(5, 8, f16, init);
-    head.set_row_support({kFloat16Ranges[0], kFloat16Ranges[1], kFloat16Ranges[2],
-                          kFloat16Ranges[3]});
+    BideHead head = float16_head(5, 8, init);
     FlatParameters params(head.named_parameters(), device);
     const Tensor x = randn({9, 5}, data, 0, 1, DType::f32, device);
     std::vector<int64_t> ys;
