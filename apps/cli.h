@@ -8,12 +8,11 @@
 #include <vector>
 
 #include "core/files.h"
+#include "core/optim.h"
 
 namespace bg {
 class ConfigReader;
 struct Device;
-struct AdamWConfig;
-struct LrSchedule;
 }  // namespace bg
 
 namespace bg::cli {
@@ -47,7 +46,7 @@ struct OptimizerDefaults {
   double lr;
   std::vector<double> betas;
   double weight_decay;
-  std::string schedule;
+  ScheduleKind schedule;
   double min_lr;
 };
 // optimizer.{lr, betas, eps, weight_decay} and schedule.{type, warmup_steps, min_lr}, checked;

@@ -112,7 +112,7 @@ FitConfig read_fit_config(ConfigReader& r) {
   // batch-invariant algorithm and the SICK pass a partition fixed per example.
   c.mode = read_compute_mode(r, ModeKeys::deterministic_only);
   c.bide.batch_invariant = c.mode.deterministic;
-  read_adamw_and_schedule(r, {0.1, {0.9, 0.96}, 0.01, "exponential", 1e-5}, c.steps, &c.adamw,
+  read_adamw_and_schedule(r, {0.1, {0.9, 0.96}, 0.01, ScheduleKind::exponential, 1e-5}, c.steps, &c.adamw,
                           &c.schedule);
   const size_t n = r.list_size("distributions");
   if (n == 0) r.fail_at("distributions", "list at least one distribution");

@@ -20,15 +20,14 @@ void read_adamw_and_schedule(ConfigReader& r, const OptimizerDefaults& d, int64_
       r.not_used(std::string("optimizer.") + k, "optimizer.type is sgd");
   }
   adamw->weight_decay = r.number("optimizer.weight_decay", d.weight_decay, 0.0, 10.0);
-  schedule->kind =
-      r.choice("schedule.type", d.schedule, {"constant", "cosine", "linear", "exponential"});
+  schedule->kind = r.choice("schedule.type", d.schedule);
   schedule->warmup_steps = r.integer("schedule.warmup_steps", 0, 0, steps);
   r.range_is("schedule.warmup_steps", "[0, train.steps]");
-  if (schedule->kind == "constant")
+  if (schedule->kind == ScheduleKind::constant)
     r.not_used("schedule.min_lr", "schedule.type is constant");
   else
     schedule->min_lr = r.number("schedule.min_lr", d.min_lr, 0.0, 10.0);
-  if (schedule->kind == "exponential" && schedule->min_lr <= 0)
+  if (schedule->kind == ScheduleKind::exponential && schedule->min_lr <= 0)
     r.fail_at("schedule.min_lr", "an exponential schedule needs min_lr > 0");
   schedule->total_steps = steps;
   // BitNet b1.58's second stage (docs/bitlinear.md): 0 keeps one stage.

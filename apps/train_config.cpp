@@ -42,7 +42,7 @@ LanguageModelRun read_train_config(ConfigReader& r) {
               "a char_mlp has no attention products; use mlp (its hidden layers) "
               "or all");
   c.trainer.optimizer = r.choice("optimizer.type", OptimizerKind::adamw);
-  read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, "constant", 0.0}, c.trainer.steps,
+  read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, ScheduleKind::constant, 0.0}, c.trainer.steps,
                           &c.trainer.adamw, &c.trainer.schedule, c.trainer.optimizer == OptimizerKind::adamw);
   if (c.trainer.optimizer == OptimizerKind::sgd)
     c.trainer.momentum = r.number("optimizer.momentum", 0.9, 0.0, 1.0);

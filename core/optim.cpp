@@ -157,13 +157,19 @@ double LrSchedule::at(int64_t step) const {
     return one.at(step) * stage2_lr_scale;
   }
   if (warmup_steps > 0 && step < warmup_steps) return lr * double(step + 1) / double(warmup_steps);
-  if (kind == "constant") return lr;
   const int64_t span = std::max<int64_t>(1, total_steps - warmup_steps);
   const double t = std::min(1.0, double(step - warmup_steps) / double(span));
-  if (kind == "cosine") return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * t));
-  if (kind == "linear") return lr + (min_lr - lr) * t;
-  if (kind == "exponential") return lr * std::pow(min_lr / lr, t);
-  fail("schedule", "unknown schedule '", kind, "' (constant, cosine, linear, exponential)");
+  switch (kind) {
+    case ScheduleKind::constant:
+      return lr;
+    case ScheduleKind::cosine:
+      return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * t));
+    case ScheduleKind::linear:
+      return lr + (min_lr - lr) * t;
+    case ScheduleKind::exponential:
+      return lr * std::pow(min_lr / lr, t);
+  }
+  fail("schedule", "unknown schedule kind");
 }
 
 }  // namespace bg

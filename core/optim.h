@@ -106,8 +106,14 @@ class NonFiniteWatch {
 // The global L2 norm of the gradients (device scalar), as clip_grad_norm computes it.
 Tensor grad_norm(const FlatParameters& params);
 
+// schedule.type: the learning rate after warmup. constant; cosine and linear decay to min_lr at
+// the last step; exponential goes lr -> min_lr geometrically.
+#define BG_SCHEDULE_KINDS(X) \
+  X(constant, "constant") X(cosine, "cosine") X(linear, "linear") X(exponential, "exponential")
+BG_NAMED_ENUM(ScheduleKind, BG_SCHEDULE_KINDS)
+
 struct LrSchedule {
-  std::string kind = "constant";  // constant | cosine | linear | exponential
+  ScheduleKind kind = ScheduleKind::constant;
   double lr = 1e-3, min_lr = 0.0;
   int64_t warmup_steps = 0, total_steps = 1;
   // BitNet b1.58's two stages: from 0-based step stage2_step on (0: one stage) the learning

@@ -70,7 +70,7 @@ TEST_CASE("cpu: SGD with momentum and clipping by global norm") {
 
 TEST_CASE("cpu: learning-rate schedules") {
   LrSchedule s;
-  s.kind = "cosine";
+  s.kind = ScheduleKind::cosine;
   s.lr = 1.0;
   s.min_lr = 0.1;
   s.warmup_steps = 10;
@@ -80,15 +80,15 @@ TEST_CASE("cpu: learning-rate schedules") {
   CHECK(s.at(10) == doctest::Approx(1.0));
   CHECK(s.at(60) == doctest::Approx(0.55));
   CHECK(s.at(110) == doctest::Approx(0.1));
-  s.kind = "linear";
+  s.kind = ScheduleKind::linear;
   CHECK(s.at(60) == doctest::Approx(0.55));
-  s.kind = "exponential";
+  s.kind = ScheduleKind::exponential;
   s.warmup_steps = 0;
   s.total_steps = 100;
   s.min_lr = 0.01;
   CHECK(s.at(50) == doctest::Approx(0.1));
   CHECK(s.at(100) == doctest::Approx(0.01));
-  s.kind = "constant";
+  s.kind = ScheduleKind::constant;
   CHECK(s.at(77) == 1.0);
 }
 
