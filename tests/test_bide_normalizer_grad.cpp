@@ -116,6 +116,7 @@ TEST_CASE("cpu: without gradients the log normaliser records nothing") {
 TEST_CASE("cuda: the differentiable log normaliser and logit match the CPU (fp32 and fp16)") {
   BG_REQUIRE_CUDA();
   Generator gen(test_seed() + 23);
+  INFO("seed ", test_seed(), " (BITGRAD_TEST_SEED reproduces)");
   const Device gpu = Device::cuda(0);
   struct Shape3 {
     int64_t n, h;
@@ -125,7 +126,7 @@ TEST_CASE("cuda: the differentiable log normaliser and logit match the CPU (fp32
   for (const Shape3 s :
        {Shape3{37, 32, 16, 1024, 50257}, Shape3{5, 100, 12, 0, 4096}, Shape3{300, 8, 7, 3, 65}}) {
     for (const char* dtype : {"fp32", "fp16"}) {
-      INFO("n ", s.n, " h ", s.h, " bits ", s.bits, " ", dtype);
+      INFO("n ", s.n, " h ", s.h, " bits ", s.bits, " ", std::string(dtype));
       BideOptions opt = options(s.bits, "auto");
       REQUIRE(parse_enum(dtype, &opt.precision));
       opt.support_lo = s.lo;
