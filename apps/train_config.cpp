@@ -18,7 +18,15 @@ LanguageModelRun read_train_config(ConfigReader& r) {
   run_settings().read(r, c);
   if (const SettingProblem p = data_spec_problem(c.data)) r.fail_at(p.key, p.message);
   const bool byte_pair = c.data.tokenizer == TokenizerKind::byte_pair;
-  if (c.model.type == ModelType::char_mlp) {
+  const bool series = c.data.format == DataFormat::series;
+  if (series != (c.model.type == ModelType::forecaster))
+    r.fail_at(series ? "model.type" : "data.format",
+              series ? "data.format: series trains a model.type: forecaster"
+                     : "model.type: forecaster reads data.format: series");
+  if (series) {
+    if (const SettingProblem p = forecaster_config_problem(c.model.forecaster))
+      r.fail_at(p.key, p.message);
+  } else if (c.model.type == ModelType::char_mlp) {
     if (byte_pair)
       r.fail_at("data.tokenizer",
                 "byte_pair predicts two bytes jointly: a model.type gpt with model.head bide");

@@ -54,6 +54,10 @@ Tensor neg(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor abs(const Tensor& x);
+// log(1 + e^x), computed without overflow.
+Tensor softplus(const Tensor& x);
+// log Gamma(x) for x > 0; its gradient is digamma(x).
+Tensor lgamma(const Tensor& x);
 
 // Reductions over `dims` (negative counts from the end); empty dims = all.
 Tensor sum(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);

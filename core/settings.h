@@ -114,13 +114,22 @@ class Settings {
     return *this;
   }
 
-  // A run setting only (a number is never part of an architecture here).
+  // A real number; as an architecture field saved as a float attribute, its range checked on
+  // load.
   template <typename F>
-  Settings& number(const char* key, F ref, double lo, double hi, const char* meaning) {
-    Setting<S>& f = add(key, meaning, 0);
+  Settings& number(const char* key, F ref, double lo, double hi, const char* meaning,
+                   unsigned flags = 0) {
+    Setting<S>& f = add(key, meaning, flags);
     f.read = [=](ConfigReader& r, S& s) {
       S d{};
       ref(s) = r.number(key, ref(d), lo, hi);
+    };
+    f.save = [=](CheckpointWriter& ck, const S& s) { ck.attr(key, double(ref(mut(s)))); };
+    f.load = [=](const CheckpointReader& ck, const std::string& path, S& s) {
+      const double v = ck.float_attr(key);
+      BG_CHECK(v >= lo && v <= hi, "checkpoint", path, ": attribute ", key, " is ", v,
+               ", expected ", lo, " to ", hi);
+      ref(s) = v;
     };
     f.text = [=](const S& s) { return std::to_string(ref(mut(s))); };
     return *this;

@@ -20,7 +20,21 @@ void check_data_path(const std::string& path, const std::string& what) {
 const Settings<DataSpec>& data_settings() {
   static const Settings<DataSpec> s = [] {
     Settings<DataSpec> s;
+    s.choice("data.format", [](auto& d) -> auto& { return d.format; },
+             "text (a text file or token shards: language models) or series (a CSV "
+             "unique_id,ds,y or one value a line: model.type forecaster)");
+    const auto format_is = [](const DataSpec& d) {
+      return "data.format is " + std::string(enum_name(d.format));
+    };
+    s.when([](const DataSpec& d) { return d.format == DataFormat::series; }, format_is);
+    s.integer("data.horizon", [](auto& d) -> auto& { return d.horizon; }, 1, 1 << 16,
+              "series: forecast steps; each series' last horizon points test, the horizon "
+              "before them validate");
+    s.integer("data.season", [](auto& d) -> auto& { return d.season; }, 1, 1 << 16,
+              "series: the seasonal period (12 for monthly data): the seasonal-naive baseline "
+              "and MASE's scale");
     // Text (data.path, split by data.val_fraction) or llm.c shards (data.train_bin/val_bin).
+    s.when([](const DataSpec& d) { return d.format == DataFormat::text; }, format_is);
     s.string("data.train_bin", [](auto& d) -> auto& { return d.train_bin; },
              "llm.c token shard to train on (bitgrad prepare), instead of data.path");
     s.when([](const DataSpec& d) { return d.train_bin.empty(); },
@@ -28,8 +42,15 @@ const Settings<DataSpec>& data_settings() {
              return std::string("data.train_bin is set (token shards replace the text file)");
            });
     s.string("data.path", [](auto& d) -> auto& { return d.path; },
-             "text file, split at data.val_fraction of its characters (nanoGPT's split)",
+             "text file, split at data.val_fraction of its characters (nanoGPT's split); or the "
+             "series file",
              kRequired);
+    s.when([](const DataSpec& d) { return d.format == DataFormat::text && d.train_bin.empty(); },
+           [](const DataSpec& d) {
+             return d.format == DataFormat::series
+                        ? std::string("data.format is series (data.horizon splits it)")
+                        : std::string("data.train_bin is set (token shards replace the text file)");
+           });
     s.number("data.val_fraction", [](auto& d) -> auto& { return d.val_fraction; }, 0.0, 0.5,
              "last fraction of the text's characters held out for validation");
     s.when([](const DataSpec& d) { return !d.train_bin.empty(); },
@@ -38,14 +59,18 @@ const Settings<DataSpec>& data_settings() {
            });
     s.string("data.val_bin", [](auto& d) -> auto& { return d.val_bin; },
              "llm.c token shard to validate on, with data.train_bin", kRequired);
-    s.always();
+    s.when([](const DataSpec& d) { return d.format == DataFormat::text; }, format_is);
     // byte_pair: bytes in, the next two bytes predicted jointly (a BIDE head over 16 bits).
     s.choice("data.tokenizer", [](auto& d) -> auto& { return d.tokenizer; },
              "char (the text's byte set), byte (256 ids), byte_pair (bytes in, the next two bytes "
              "predicted jointly by a BIDE head over 16 bits) or gpt2 (GPT-2 BPE)");
-    s.when([](const DataSpec& d) { return d.tokenizer == TokenizerKind::gpt2; },
-           [](const DataSpec& d) {
-             return "data.tokenizer is " + std::string(enum_name(d.tokenizer));
+    s.when([](const DataSpec& d) {
+             return d.format == DataFormat::text && d.tokenizer == TokenizerKind::gpt2;
+           },
+           [format_is](const DataSpec& d) {
+             return d.format != DataFormat::text
+                        ? format_is(d)
+                        : "data.tokenizer is " + std::string(enum_name(d.tokenizer));
            });
     s.string("data.gpt2_dir", [](auto& d) -> auto& { return d.gpt2_dir; },
              "folder with GPT-2's encoder.json and vocab.bpe");

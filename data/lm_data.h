@@ -11,8 +11,17 @@
 
 namespace bg {
 
-// data.*: a text file (path, split at val_fraction of its characters) or train/val shards.
+// data.format: text (a text file or token shards, for language models) or series (real-valued
+// series in a CSV or a plain file, for a forecaster: data/series.h).
+#define BG_DATA_FORMATS(X) X(text, "text") X(series, "series")
+BG_NAMED_ENUM(DataFormat, BG_DATA_FORMATS)
+
+// data.*: a text file (path, split at val_fraction of its characters) or train/val shards; or
+// a series file (path) whose last `horizon` points test and the `horizon` before validate.
 struct DataSpec {
+  DataFormat format = DataFormat::text;
+  int64_t horizon = 24;  // series: forecast steps (the test and validation windows)
+  int64_t season = 1;    // series: seasonal-naive period (the baseline and MASE's scale)
   std::string path;  // text (empty with shards)
   double val_fraction = 0.1;
   TokenizerKind tokenizer = TokenizerKind::characters;

@@ -24,6 +24,30 @@ BG_HD float m_erf(float x) { return erff(x); }
 BG_HD double m_erf(double x) { return ::erf(x); }
 BG_HD float m_sqrt(float x) { return sqrtf(x); }
 BG_HD double m_sqrt(double x) { return ::sqrt(x); }
+BG_HD float m_log1p(float x) { return log1pf(x); }
+BG_HD double m_log1p(double x) { return ::log1p(x); }
+BG_HD float m_lgamma(float x) { return lgammaf(x); }
+BG_HD double m_lgamma(double x) { return ::lgamma(x); }
+
+// digamma(x) = d/dx log Gamma(x) for x > 0 (lgamma's derivative): the recurrence
+// psi(x) = psi(x + 1) - 1/x up to x >= 6, then the asymptotic series (error below 1e-12 there).
+template <typename A>
+BG_HD A m_digamma(A x) {
+  A shift = A(0);
+  while (x < A(6)) {
+    shift -= A(1) / x;
+    x += A(1);
+  }
+  const A f = A(1) / (x * x);
+  const A series =
+      f * (A(1.0 / 12) - f * (A(1.0 / 120) - f * (A(1.0 / 252) - f * (A(1.0 / 240) - f * A(1.0 / 132)))));
+  return shift + m_log(x) - A(0.5) / x - series;
+}
+// log(1 + e^x) without overflow: x itself past 20 (e^-20 is below f32's precision there).
+template <typename A>
+BG_HD A m_softplus(A x) {
+  return x > A(20) ? x : m_log1p(m_exp(x));
+}
 
 // Parameters of an elementwise op; `a`, `b` feed affine (a*x + b).
 struct UnaryParams {
@@ -65,6 +89,10 @@ BG_HD A unary_scalar(UnaryOp op, A x, A pa, A pb) {
       return x < A(0) ? -x : x;
     case UnaryOp::affine:
       return pa * x + pb;
+    case UnaryOp::softplus:
+      return m_softplus(x);
+    case UnaryOp::lgamma:
+      return m_lgamma(x);
   }
   return x;
 }
@@ -106,6 +134,10 @@ BG_HD A unary_scalar_grad(UnaryOp op, A x, A y, A dy, A pa) {
       return x > A(0) ? dy : (x < A(0) ? -dy : A(0));
     case UnaryOp::affine:
       return dy * pa;
+    case UnaryOp::softplus:
+      return dy / (A(1) + m_exp(-x));
+    case UnaryOp::lgamma:
+      return dy * m_digamma(x);
   }
   return dy;
 }

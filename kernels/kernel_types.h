@@ -192,7 +192,9 @@ enum class UnaryOp : uint8_t {
   sqrt,
   rsqrt,
   abs,
-  affine
+  affine,
+  softplus,  // log(1 + e^x): a positive parameter from any feature (a scale, degrees of freedom)
+  lgamma     // log Gamma(x), x > 0: the Student-t head's normaliser
 };
 enum class BinaryOp : uint8_t { add, sub, mul, div, maximum, minimum, eq, lt, gt };
 enum class ReduceOp : uint8_t { sum, max };

@@ -34,11 +34,13 @@ void BideHead::set_row_support(const std::array<int64_t, 4>& ranges) {
 }
 
 BideOptions BideHead::call_options(int64_t n, Device device) const {
-  if (!row_support_) return opt_;
+  BideOptions o = opt_;
+  // train.deterministic: an example's numbers never depend on the batch around it.
+  o.batch_invariant = o.batch_invariant || compute_mode().deterministic;
+  if (!row_support_) return o;
   std::vector<int64_t> table(size_t(4 * n));  // (4, N): row j holds bound j of every example
   for (int64_t j = 0; j < 4; ++j)
     for (int64_t i = 0; i < n; ++i) table[size_t(j * n + i)] = row_ranges_[size_t(j)];
-  BideOptions o = opt_;
   bide_set_support(o, from_vector(table, {4, n}), device);
   return o;
 }

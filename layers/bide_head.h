@@ -24,7 +24,8 @@ class BideHead : public Module {
     Tensor w, r;  // (N, H, B), (N, H)
   };
   Distribution distribution(const Tensor& x) const;
-  // The options' support, precision and variant apply to every call.
+  // The options' support, precision and variant apply to every call; under a deterministic
+  // compute mode (set_compute_mode) every call is batch-invariant.
   Tensor nll(const Tensor& x, const Tensor& y, const std::string& reduction = "mean") const;
   Tensor log_prob(const Tensor& x, const Tensor& y) const;
   Tensor cdf(const Tensor& x, const Tensor& patterns) const;
@@ -38,7 +39,8 @@ class BideHead : public Module {
   void set_row_support(const std::array<int64_t, 4>& ranges);
 
  private:
-  // The options of a call over n rows on `device`: opt_, with the row support when one is set.
+  // The options of a call over n rows on `device`: opt_, batch-invariant in a deterministic
+  // mode, with the row support when one is set.
   BideOptions call_options(int64_t n, Device device) const;
   int64_t hidden_;
   BideOptions opt_;

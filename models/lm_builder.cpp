@@ -51,7 +51,8 @@ GPTConfig resolve_gpt(GPTConfig g, const Tokenizer& tok) {
 const Settings<ModelSpec>& model_spec_settings() {
   static const Settings<ModelSpec> s = [] {
     Settings<ModelSpec> s;
-    s.choice("model.type", [](auto& m) -> auto& { return m.type; }, "char_mlp or gpt");
+    s.choice("model.type", [](auto& m) -> auto& { return m.type; },
+             "char_mlp, gpt or forecaster (real-valued series, data.format: series)");
     const auto other = [](const ModelSpec& m) {
       return "model.type is " + std::string(enum_name(m.type));
     };
@@ -59,10 +60,14 @@ const Settings<ModelSpec>& model_spec_settings() {
     s.nested(char_mlp_settings(), [](auto& m) -> auto& { return m.mlp; });
     s.when([](const ModelSpec& m) { return m.type == ModelType::gpt; }, other);
     s.nested(gpt_settings(), [](auto& m) -> auto& { return m.gpt; });
+    s.when([](const ModelSpec& m) { return m.type == ModelType::forecaster; }, other);
+    s.nested(forecaster_settings(), [](auto& m) -> auto& { return m.forecaster; });
+    s.when([](const ModelSpec& m) { return m.type != ModelType::char_mlp; }, other);
     // auto: the fused kernel where it can honour the run's compute mode (the CPU; CUDA under bf16
     // precision with head_dim 64), the composed ops elsewhere.
     s.choice("model.attention", [](auto& m) -> auto& { return m.attention; },
-             "gpt: fused (one kernel per pass; CUDA needs bf16 precision and head dim 64), "
+             "gpt and forecaster: fused (one kernel per pass; CUDA needs bf16 precision and head dim "
+             "64), "
              "composed (any mode) or auto (fused where it honours the mode)");
     return s;
   }();
@@ -75,6 +80,8 @@ int64_t model_context(const ModelSpec& spec) {
       return spec.gpt.block_size;
     case ModelType::char_mlp:
       return spec.mlp.context;
+    case ModelType::forecaster:
+      return spec.forecaster.block_size;
   }
   return 0;
 }
@@ -102,6 +109,8 @@ std::unique_ptr<LanguageModel> build_language_model(const ModelSpec& spec, const
       model = std::make_unique<CharMLP>(m, init);
       break;
     }
+    case ModelType::forecaster:  // not a language model: models/forecast_run.h builds it
+      fail("config", "model.type: forecaster reads series (data.format: series), not text");
   }
   model->set_compute_mode(mode);
   return model;
@@ -124,6 +133,9 @@ std::unique_ptr<LoadedModel> load_language_model(const std::string& path, Device
     case ModelType::char_mlp:
       adopt(load_char_mlp_checkpoint(path, device));
       break;
+    case ModelType::forecaster:
+      fail("checkpoint", path, " holds a forecaster of series, not a language model (use "
+           "bitgrad forecast, or bitgrad eval)");
   }
   return out;
 }

@@ -9,13 +9,15 @@
 #include "core/optim.h"
 #include "data/tokenizer.h"
 #include "models/char_mlp.h"
+#include "models/forecaster.h"
 #include "models/gpt.h"
 #include "models/lm_checkpoint.h"
 
 namespace bg {
 
-// model.type: the kinds of language model.
-#define BG_MODEL_TYPES(X) X(char_mlp, "char_mlp") X(gpt, "gpt")
+// model.type: the kinds of model a run trains. A forecaster reads series (data.format: series;
+// models/forecast_run.h), the others text.
+#define BG_MODEL_TYPES(X) X(char_mlp, "char_mlp") X(gpt, "gpt") X(forecaster, "forecaster")
 BG_NAMED_ENUM(ModelType, BG_MODEL_TYPES)
 
 // What a run's config asks for, before the data is known.
@@ -23,6 +25,7 @@ struct ModelSpec {
   ModelType type = ModelType::char_mlp;
   GPTConfig gpt;      // type gpt
   CharMLPConfig mlp;  // type char_mlp
+  ForecasterConfig forecaster;  // type forecaster
   AttentionChoice attention = AttentionChoice::automatic;  // model.attention (gpt)
 };
 

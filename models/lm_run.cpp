@@ -9,6 +9,7 @@
 #include "core/distributed.h"
 #include "core/files.h"
 #include "core/sha256.h"
+#include "models/forecast_run.h"
 #include "models/lm_task.h"
 
 namespace bg {
@@ -56,7 +57,7 @@ void print_group(const DistEnv& dist, const ProcessGroup& group, const TrainerCo
 // profiler records (BITGRAD_PROFILE_STEPS=FIRST:COUNT, scripts/gpt2_breakdown.sh), and the
 // progress line's tok/s and MFU.
 TrainerConfig trainer_config(const LanguageModelRun& run, const ComputeMode& mode,
-                             const LanguageModel& model, Device device, int world) {
+                             const TrainedModel& model, Device device, int world) {
   TrainerConfig tc = run.trainer;
   tc.tree_reduce = mode.deterministic;
   if (const char* p = std::getenv("BITGRAD_PROFILE_STEPS"); p && *p) {
@@ -72,9 +73,9 @@ TrainerConfig trainer_config(const LanguageModelRun& run, const ComputeMode& mod
     tc.profile_first = first;
     tc.profile_count = count;
   }
-  tc.tokens_per_step = double(run.batch * tc.grad_accum * model.context());
+  tc.tokens_per_step = double(run.batch * tc.grad_accum * model.context);
   if (device.is_cuda()) {
-    tc.flops_per_token = model.flops_per_token();
+    tc.flops_per_token = model.flops_per_token;
     tc.peak_tflops = peak_bf16_tflops(cuda_device_name(device.index)) * world;
   }
   return tc;
@@ -152,6 +153,33 @@ const Settings<LanguageModelRun>& run_settings() {
   return s;
 }
 
+TrainResult run_trainer(const LanguageModelRun& run, const RunContext& context,
+                        const RunPlace& place, const TrainedModel& model, TrainTask& task) {
+  Trainer trainer(trainer_config(run, place.mode, model, place.device, place.dist.world),
+                  *model.params, task);
+  trainer.set_process_group(&place.group);
+  // The run's config and its loss curve are there from the start, the curve redrawn at each
+  // evaluation (not only when the run ends).
+  const std::string& out = run.trainer.out_dir;
+  if (place.dist.rank == 0) write_file_atomic(out + "/config.yaml", context.effective_yaml);
+  trainer.after_evaluation([&](const std::string& metrics) {
+    write_file_atomic(out + "/loss.svg", context.draw_losses(metrics));
+  });
+  const TrainResult result = trainer.run();
+  if (place.device.is_cuda())  // the allocator's high-water mark, and the GPU's whole use
+    std::printf("device memory: peak %.1f MiB allocated, %.1f MiB in use on the GPU\n",
+                double(cuda_allocator_stats(place.device.index).peak_allocated) / 1048576.0,
+                double(cuda_memory_in_use()) / 1048576.0);
+  if (result.finished && place.dist.rank == 0) {
+    write_file_atomic(out + "/loss.svg", context.draw_losses(result.metrics_csv));
+    std::printf(
+        "done: %lld steps in %.1f s | final train loss %.4f | best val loss %.4f | outputs in %s\n",
+        (long long)result.steps_run, result.seconds, result.last_loss, result.best_val,
+        out.c_str());
+  }
+  return result;
+}
+
 int train_language_model(const LanguageModelRun& run, const RunContext& context) {
   const DistEnv dist = read_dist_env();
   const Device device = rank_device(dist, parse_device(run.device));
@@ -166,6 +194,8 @@ int train_language_model(const LanguageModelRun& run, const RunContext& context)
   const std::unique_ptr<ProcessGroup> group = make_process_group(
       dist, device, sha256_hex(context.effective_yaml.data(), context.effective_yaml.size()));
   print_group(dist, *group, run.trainer);
+  const RunPlace place{dist, *group, device, mode};
+  if (run.model.type == ModelType::forecaster) return train_forecaster(run, context, place);
 
   TokenStreams data = load_token_streams(run.data, model_context(run.model));
   Generator init(run.seed);
@@ -185,26 +215,10 @@ int train_language_model(const LanguageModelRun& run, const RunContext& context)
   task.train_tokens = std::move(data.train);
   task.val_tokens = std::move(data.val);
   task.val_source = data.val_source;
-  Trainer trainer(trainer_config(run, mode, *model, device, dist.world), params, task);
-  trainer.set_process_group(group.get());
-  // The run's config and its loss curve are there from the start, the curve redrawn at each
-  // evaluation (not only when the run ends).
-  const std::string& out = run.trainer.out_dir;
-  if (lead) write_file_atomic(out + "/config.yaml", context.effective_yaml);
-  trainer.after_evaluation([&](const std::string& metrics) {
-    write_file_atomic(out + "/loss.svg", context.draw_losses(metrics));
-  });
-  const TrainResult result = trainer.run();
-  if (device.is_cuda())  // the allocator's high-water mark, and the GPU's whole use
-    std::printf("device memory: peak %.1f MiB allocated, %.1f MiB in use on the GPU\n",
-                double(cuda_allocator_stats(device.index).peak_allocated) / 1048576.0,
-                double(cuda_memory_in_use()) / 1048576.0);
+  const TrainResult result = run_trainer(
+      run, context, place, {&params, model->flops_per_token(), model->context()}, task);
   if (result.stop_signal) return 130;
   if (!result.finished || !lead) return 0;  // run.stop_after_steps; rank 0 writes the outputs
-  write_file_atomic(out + "/loss.svg", context.draw_losses(result.metrics_csv));
-  std::printf(
-      "done: %lld steps in %.1f s | final train loss %.4f | best val loss %.4f | outputs in %s\n",
-      (long long)result.steps_run, result.seconds, result.last_loss, result.best_val, out.c_str());
   print_sample(*model, *data.tokenizer, task.val_tokens, run.seed, device);
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/compute_mode.h"
+#include "core/distributed.h"
 #include "data/lm_data.h"
 #include "models/lm_builder.h"
 #include "models/trainer.h"
@@ -49,6 +50,24 @@ struct RunContext {
   std::string config_path, effective_yaml;
   std::function<std::string(const std::string& metrics_csv)> draw_losses;
 };
+
+// Where a run computes: its rank in the data-parallel group, the device and the resolved mode.
+struct RunPlace {
+  const DistEnv& dist;
+  ProcessGroup& group;
+  Device device;
+  ComputeMode mode;
+};
+// What the progress line needs of the model besides its parameters.
+struct TrainedModel {
+  FlatParameters* params;
+  double flops_per_token = 0;
+  int64_t context = 0;  // values or tokens a window holds
+};
+// The part every run shares once its model and task are built: the Trainer over them, with
+// config.yaml and loss.svg in run.out_dir, the memory line and the closing "done" line.
+TrainResult run_trainer(const LanguageModelRun& run, const RunContext& context,
+                        const RunPlace& place, const TrainedModel& model, TrainTask& task);
 
 // Runs `run`; 0 when it finished (or stopped at run.stop_after_steps), 130 when a signal stopped
 // it (last.h5 saved). Errors throw, naming the file, key or step.

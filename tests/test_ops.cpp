@@ -65,6 +65,13 @@ OpCase rsqrt_case() {
   return unary_case(
       "rsqrt", bg::rsqrt, [](double x) { return 1 / std::sqrt(x); }, Kind::positive);
 }
+OpCase softplus_case() {
+  return unary_case("softplus", bg::softplus, [](double x) { return std::log1p(std::exp(x)); });
+}
+OpCase lgamma_case() {
+  return unary_case(
+      "lgamma", bg::lgamma, [](double x) { return std::lgamma(x); }, Kind::positive);
+}
 OpCase abs_case() {
   return unary_case("abs", bg::abs, [](double x) { return std::fabs(x); });
 }
@@ -594,6 +601,8 @@ BG_OP_TEST("neg", neg_case)
 BG_OP_TEST("sqrt", sqrt_case)
 BG_OP_TEST("rsqrt", rsqrt_case)
 BG_OP_TEST("abs", abs_case)
+BG_OP_TEST("softplus", softplus_case)
+BG_OP_TEST("lgamma", lgamma_case)
 BG_OP_TEST("affine", affine_case)
 BG_OP_TEST("gelu strided", unary_strided_case)
 BG_OP_TEST("gelu_erf", gelu_erf_case)

@@ -135,6 +135,10 @@ const char* unary_name(UnaryOp op) {
       return "abs";
     case UnaryOp::affine:
       return "affine";
+    case UnaryOp::softplus:
+      return "softplus";
+    case UnaryOp::lgamma:
+      return "lgamma";
   }
   return "unary";
 }
@@ -219,6 +223,8 @@ Tensor neg(const Tensor& x) { return unary(UnaryOp::neg, x); }
 Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, x); }
 Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::rsqrt, x); }
 Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, x); }
+Tensor softplus(const Tensor& x) { return unary(UnaryOp::softplus, x); }
+Tensor lgamma(const Tensor& x) { return unary(UnaryOp::lgamma, x); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   BG_CHECK(cond.dtype() == DType::u8, "where", "condition must be u8, got ",

@@ -1,0 +1,367 @@
+#include "forecast_heads.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "data/distributions.h"
+#include "data/series.h"
+
+namespace bg {
+namespace {
+
+// The continuous heads' scale floor (scaled units; a window's values are O(1)): without one, a
+// run of exactly repeated values (intermittent zeros) drives sigma to 0 and the density to
+// infinity. The BIDE and the binned head put mass on a value instead.
+constexpr double kMinSigma = 1e-3;
+// The Student-t head's degrees of freedom are 2 + softplus(.): a finite variance, as Lag-Llama.
+constexpr double kMinDf = 2.0;
+
+double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// Acklam's rational approximation of the standard normal quantile, refined by one Halley step
+// (relative error near 1e-15).
+double normal_quantile(double p) {
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                             6.680131188771972e+01, -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                             -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                             3.754408661907416e+00};
+  double x;
+  if (p < 0.02425) {
+    const double q = std::sqrt(-2 * std::log(p));
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  } else if (p > 1 - 0.02425) {
+    const double q = std::sqrt(-2 * std::log1p(-p));
+    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  } else {
+    const double q = p - 0.5, r = q * q;
+    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  }
+  const double e = normal_cdf(x) - p, u = e * std::sqrt(2 * M_PI) * std::exp(x * x / 2);
+  return x - u / (1 + x * u / 2);
+}
+
+double student_cdf(double t, double nu) {
+  const double ib = regularized_beta(nu / 2, 0.5, nu / (nu + t * t));
+  return t >= 0 ? 1 - 0.5 * ib : 0.5 * ib;
+}
+
+// The binned head's CDF from its running sums (cum[k] = P(bin < k)).
+double binned_cdf(const std::vector<double>& cum, double limit, double x) {
+  const int64_t n = int64_t(cum.size()) - 1;
+  if (x <= -limit) return 0;
+  if (x >= limit) return 1;
+  const double width = 2 * limit / double(n), pos = (x + limit) / width;
+  const int64_t k = std::min<int64_t>(int64_t(pos), n - 1);
+  return cum[size_t(k)] + (cum[size_t(k + 1)] - cum[size_t(k)]) * (pos - double(k));
+}
+
+// u's quantile of a continuous CDF: bracket by doubling, then bisection to the last bit.
+double continuous_quantile(const std::function<double(double)>& cdf, double u, double guess,
+                           double spread) {
+  double lo = guess - spread, hi = guess + spread;
+  for (int i = 0; i < 2000 && cdf(lo) > u; ++i) lo = guess - (guess - lo) * 2;
+  for (int i = 0; i < 2000 && cdf(hi) < u; ++i) hi = guess + (hi - guess) * 2;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (mid <= lo || mid >= hi) break;
+    (cdf(mid) < u ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+}  // namespace
+
+const Settings<ForecastHeadSpec>& forecast_head_settings() {
+  static const Settings<ForecastHeadSpec> s = [] {
+    Settings<ForecastHeadSpec> s("forecaster");
+    s.choice("model.head", [](auto& h) -> auto& { return h.kind; },
+             "bide (the exact distribution over the next value's float16 patterns), gaussian, "
+             "student_t (learned degrees of freedom) or binned (Chronos' uniform bins)",
+             kArchitecture);
+    const auto head_is = [](const ForecastHeadSpec& h) {
+      return "model.head is " + std::string(enum_name(h.kind));
+    };
+    s.when([](const ForecastHeadSpec& h) { return h.kind == ForecastHeadKind::bide; }, head_is);
+    s.integer("head.bide.hidden", [](auto& h) -> auto& { return h.bide_hidden; }, 1,
+              kMaxSickHidden, "hidden units H of the BIDE over float16 patterns", kArchitecture);
+    s.choice("head.bide.sick.dtype", [](auto& h) -> auto& { return h.precision; },
+             "the CUDA SICK pass's precision of W and r (fp32 or fp16)");
+    s.choice("head.bide.sick.variant", [](auto& h) -> auto& { return h.variant; },
+             "auto, bruteforce or precomputed (H <= 64)");
+    s.when([](const ForecastHeadSpec& h) { return h.kind == ForecastHeadKind::binned; }, head_is);
+    s.integer("head.binned.bins", [](auto& h) -> auto& { return h.bins; }, 2, 1 << 20,
+              "uniform bins of the binned head (Chronos: 4094)", kArchitecture);
+    s.number("head.binned.limit", [](auto& h) -> auto& { return h.limit; }, 1e-3, 6e4,
+             "the bins cover [-limit, limit] of the scaled value (Chronos: 15)", kArchitecture);
+    return s;
+  }();
+  return s;
+}
+
+const std::vector<double>& float16_log_widths() {
+  static const std::vector<double> widths = [] {
+    std::vector<double> w(65536, 0.0);
+    const Float16Grid& g = float16_grid();
+    for (size_t i = 0; i < g.patterns.size(); ++i) {
+      // The end buckets reach +-inf (saturation): their width is taken as the spacing there.
+      const double lo = std::isinf(g.lower[i]) ? 2 * g.values[i] - g.upper[i] : g.lower[i];
+      const double hi = std::isinf(g.upper[i]) ? 2 * g.values[i] - g.lower[i] : g.upper[i];
+      w[g.patterns[i]] = std::log(hi - lo);
+    }
+    return w;
+  }();
+  return widths;
+}
+
+double HeadLaw::cdf(double x) const {
+  switch (kind) {
+    case ForecastHeadKind::gaussian:
+      return normal_cdf((x - mu) / sigma);
+    case ForecastHeadKind::student_t:
+      return student_cdf((x - mu) / sigma, nu);
+    case ForecastHeadKind::binned: {
+      std::vector<double> cum(bin_probs.size() + 1, 0.0);
+      for (size_t k = 0; k < bin_probs.size(); ++k) cum[k + 1] = cum[k] + bin_probs[k];
+      return binned_cdf(cum, limit, x);
+    }
+    case ForecastHeadKind::bide:
+      break;
+  }
+  fail("forecast", "the BIDE head's law is its grid's (on_grid)");
+}
+
+DiscreteDistribution HeadLaw::on_grid() const {
+  if (kind == ForecastHeadKind::binned) {
+    std::vector<double> cum(bin_probs.size() + 1, 0.0);
+    for (size_t k = 0; k < bin_probs.size(); ++k) cum[k + 1] = cum[k] + bin_probs[k];
+    return on_float16_grid([&](double x) { return binned_cdf(cum, limit, x); }, 1.0);
+  }
+  if (kind != ForecastHeadKind::bide)
+    return on_float16_grid([this](double x) { return cdf(x); }, 1.0);
+  // l_k = r . relu(W b_k) for all 65,536 patterns: each hidden unit's W b_k by doubling (pattern
+  // k | 2^j adds 2 W_j to pattern k's sum), so a row costs 2^16 H adds, not 2^16 H B.
+  const int64_t hidden = int64_t(r.size()), bits = 16;
+  std::vector<double> logit(65536, 0.0), s(65536);
+  for (int64_t h = 0; h < hidden; ++h) {
+    const double* wh = &w[size_t(h * bits)];
+    s[0] = 0;
+    for (int64_t j = 0; j < bits; ++j) s[0] -= wh[j];
+    for (int64_t j = 0; j < bits; ++j)
+      for (uint32_t k = 0; k < (1u << j); ++k) s[k | (1u << j)] = s[k] + 2 * wh[j];
+    for (size_t k = 0; k < s.size(); ++k) logit[k] += r[size_t(h)] * std::max(0.0, s[k]);
+  }
+  const Float16Grid& g = float16_grid();
+  double top = -INFINITY, total = 0;
+  for (const uint16_t k : g.patterns) top = std::max(top, logit[k]);
+  for (const uint16_t k : g.patterns) total += std::exp(logit[k] - top);
+  DiscreteDistribution d;
+  d.values = g.values;
+  d.probs.reserve(g.patterns.size());
+  for (const uint16_t k : g.patterns) d.probs.push_back(std::exp(logit[k] - top) / total);
+  return d;
+}
+
+uint16_t HeadLaw::inverse_cdf(double u) const {
+  switch (kind) {
+    case ForecastHeadKind::gaussian:
+      return float16_pattern(mu + sigma * normal_quantile(u));
+    case ForecastHeadKind::student_t:
+      return float16_pattern(
+          mu + sigma * continuous_quantile([this](double t) { return student_cdf(t, nu); }, u,
+                                           normal_quantile(u), 1.0));
+    case ForecastHeadKind::binned: {
+      // The bin where the running sum reaches u, then u's place inside it (uniform there).
+      const double width = 2 * limit / double(bin_probs.size());
+      double below = 0;
+      for (size_t k = 0; k < bin_probs.size(); ++k) {
+        if (below + bin_probs[k] >= u && bin_probs[k] > 0)
+          return float16_pattern(-limit + width * (double(k) + (u - below) / bin_probs[k]));
+        below += bin_probs[k];
+      }
+      return float16_pattern(limit);
+    }
+    case ForecastHeadKind::bide: {
+      const DiscreteDistribution d = on_grid();
+      return float16_pattern(quantile(d, u));
+    }
+  }
+  return 0;
+}
+
+std::vector<uint16_t> ForecastHead::inverse_cdf(const Tensor& h, const std::vector<double>& u) const {
+  const std::vector<HeadLaw> rows = laws(h);
+  std::vector<uint16_t> out;
+  out.reserve(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) out.push_back(rows[i].inverse_cdf(u.at(i)));
+  return out;
+}
+
+namespace {
+
+// The BIDE over the finite float16 patterns.
+class BideForecastHead : public ForecastHead {
+ public:
+  BideForecastHead(const ForecastHeadSpec& spec, int64_t n_embd, Generator& init) {
+    BideOptions opt;
+    opt.code = BideCode{BideValueType::f16, 16};
+    opt.precision = spec.precision;
+    opt.variant = spec.variant;
+    bide_ = register_module("bide", std::make_shared<BideHead>(n_embd, spec.bide_hidden, opt, init));
+    bide_->set_row_support({kFloat16Ranges[0], kFloat16Ranges[1], kFloat16Ranges[2],
+                            kFloat16Ranges[3]});
+  }
+  ForecastHeadKind kind() const override { return ForecastHeadKind::bide; }
+  Tensor nll(const Tensor& h, const Tensor& patterns) const override {
+    // -log density = -log p(pattern) + log(its bucket's width).
+    return bide_->nll(h, patterns, "none") + log_width(patterns);
+  }
+  Tensor outputs(const Tensor& h) const override {
+    const BideHead::Distribution d = bide_->distribution(h);
+    const int64_t n = h.size(0);
+    return concat({d.w.reshape({n, -1}), d.r}, 1);
+  }
+  std::vector<HeadLaw> laws(const Tensor& h) const override {
+    const BideHead::Distribution d = bide_->distribution(h);
+    const int64_t n = h.size(0), hw = d.w.size(1) * d.w.size(2), hr = d.r.size(1);
+    const std::vector<double> w = d.w.detach().to(DType::f64).to(Device::cpu()).to_vector<double>();
+    const std::vector<double> r = d.r.detach().to(DType::f64).to(Device::cpu()).to_vector<double>();
+    std::vector<HeadLaw> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      out[size_t(i)].kind = ForecastHeadKind::bide;
+      out[size_t(i)].w.assign(w.begin() + i * hw, w.begin() + (i + 1) * hw);
+      out[size_t(i)].r.assign(r.begin() + i * hr, r.begin() + (i + 1) * hr);
+    }
+    return out;
+  }
+  std::vector<uint16_t> inverse_cdf(const Tensor& h, const std::vector<double>& u) const override {
+    // The exact inverse CDF on the device: one SICK pass a row.
+    const Tensor q = from_vector(u, {int64_t(u.size())}, h.device());
+    const std::vector<int64_t> k = bide_->quantile(h, q).to(Device::cpu()).to_vector<int64_t>();
+    return std::vector<uint16_t>(k.begin(), k.end());
+  }
+
+ private:
+  Tensor log_width(const Tensor& patterns) const {
+    if (!widths_.defined() || widths_.device() != patterns.device()) {
+      const std::vector<double>& w = float16_log_widths();
+      widths_ = from_vector(std::vector<float>(w.begin(), w.end()), {65536, 1}, patterns.device());
+    }
+    return embedding(widths_, patterns).reshape({patterns.size(0)});
+  }
+  std::shared_ptr<BideHead> bide_;
+  mutable Tensor widths_;
+};
+
+// The target patterns' float16 values as an f32 column on the device of `patterns`.
+Tensor target_values(const Tensor& patterns) {
+  std::vector<float> v;
+  for (const int64_t k : patterns.to(Device::cpu()).to_vector<int64_t>())
+    v.push_back(float(float16_value(uint16_t(k))));
+  return from_vector(v, {int64_t(v.size())}, patterns.device());
+}
+
+// Gaussian and Student-t: a linear layer to (mu, raw scale[, raw df]).
+class ParametricForecastHead : public ForecastHead {
+ public:
+  ParametricForecastHead(ForecastHeadKind kind, int64_t n_embd, Generator& init) : kind_(kind) {
+    params_ = register_module("params", make_linear(LinearSpec(), n_embd, width(), true, init, 0.02));
+  }
+  ForecastHeadKind kind() const override { return kind_; }
+  Tensor nll(const Tensor& h, const Tensor& patterns) const override {
+    const int64_t n = h.size(0);
+    const std::vector<Tensor> p = split(params_->forward(h), std::vector<int64_t>(size_t(width()), 1), 1);
+    const Tensor mu = p[0].reshape({n}), sigma = softplus(p[1].reshape({n})) + kMinSigma;
+    const Tensor z = (target_values(patterns) - mu) / sigma;
+    if (kind_ == ForecastHeadKind::gaussian)  // log sigma + z^2 / 2 + log(2 pi) / 2
+      return log(sigma) + z * z * 0.5 + 0.5 * std::log(2 * M_PI);
+    const Tensor nu = softplus(p[2].reshape({n})) + kMinDf;
+    // -log t_nu(z) / sigma = lgamma(nu/2) - lgamma((nu+1)/2) + log(nu pi)/2 + log sigma
+    //                        + (nu+1)/2 log(1 + z^2 / nu)
+    return lgamma(nu * 0.5) - lgamma((nu + 1.0) * 0.5) + log(nu * M_PI) * 0.5 + log(sigma) +
+           (nu + 1.0) * 0.5 * log(z * z / nu + 1.0);
+  }
+  Tensor outputs(const Tensor& h) const override { return params_->forward(h); }
+  std::vector<HeadLaw> laws(const Tensor& h) const override {
+    const int64_t n = h.size(0), k = width();
+    const std::vector<double> p =
+        params_->forward(h).detach().to(DType::f64).to(Device::cpu()).to_vector<double>();
+    const auto softplus_of = [](double x) { return x > 20 ? x : std::log1p(std::exp(x)); };
+    std::vector<HeadLaw> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      HeadLaw& law = out[size_t(i)];
+      law.kind = kind_;
+      law.mu = p[size_t(i * k)];
+      law.sigma = softplus_of(p[size_t(i * k + 1)]) + kMinSigma;
+      if (kind_ == ForecastHeadKind::student_t) law.nu = softplus_of(p[size_t(i * k + 2)]) + kMinDf;
+    }
+    return out;
+  }
+
+ private:
+  int64_t width() const { return kind_ == ForecastHeadKind::gaussian ? 2 : 3; }
+  ForecastHeadKind kind_;
+  std::shared_ptr<LinearLayer> params_;
+};
+
+// Chronos' head: a softmax over uniform bins of the scaled value.
+class BinnedForecastHead : public ForecastHead {
+ public:
+  BinnedForecastHead(const ForecastHeadSpec& spec, int64_t n_embd, Generator& init)
+      : bins_(spec.bins), limit_(spec.limit) {
+    logits_ = register_module("logits", make_linear(LinearSpec(), n_embd, bins_, true, init, 0.02));
+  }
+  ForecastHeadKind kind() const override { return ForecastHeadKind::binned; }
+  Tensor nll(const Tensor& h, const Tensor& patterns) const override {
+    const double width = 2 * limit_ / double(bins_);
+    std::vector<int64_t> bin;
+    for (const int64_t k : patterns.to(Device::cpu()).to_vector<int64_t>()) {
+      const double pos = (float16_value(uint16_t(k)) + limit_) / width;
+      bin.push_back(std::clamp<int64_t>(int64_t(std::floor(pos)), 0, bins_ - 1));
+    }
+    const Tensor target = from_vector(bin, {int64_t(bin.size())}, h.device());
+    return cross_entropy(logits_->forward(h), target, -100, "none") + std::log(width);
+  }
+  Tensor outputs(const Tensor& h) const override { return logits_->forward(h); }
+  std::vector<HeadLaw> laws(const Tensor& h) const override {
+    const int64_t n = h.size(0);
+    const std::vector<double> p =
+        softmax(logits_->forward(h).detach().to(DType::f64), 1).to(Device::cpu()).to_vector<double>();
+    std::vector<HeadLaw> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      out[size_t(i)].kind = ForecastHeadKind::binned;
+      out[size_t(i)].limit = limit_;
+      out[size_t(i)].bin_probs.assign(p.begin() + i * bins_, p.begin() + (i + 1) * bins_);
+    }
+    return out;
+  }
+
+ private:
+  int64_t bins_;
+  double limit_;
+  std::shared_ptr<LinearLayer> logits_;
+};
+
+}  // namespace
+
+std::shared_ptr<ForecastHead> make_forecast_head(const ForecastHeadSpec& spec, int64_t n_embd,
+                                                 Generator& init) {
+  switch (spec.kind) {
+    case ForecastHeadKind::bide:
+      return std::make_shared<BideForecastHead>(spec, n_embd, init);
+    case ForecastHeadKind::gaussian:
+    case ForecastHeadKind::student_t:
+      return std::make_shared<ParametricForecastHead>(spec.kind, n_embd, init);
+    case ForecastHeadKind::binned:
+      return std::make_shared<BinnedForecastHead>(spec, n_embd, init);
+  }
+  return nullptr;
+}
+
+}  // namespace bg

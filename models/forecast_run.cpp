@@ -1,0 +1,188 @@
+#include "forecast_run.h"
+
+#include <cstdio>
+
+#include "core/checkpoint.h"
+
+namespace bg {
+
+void held_out_windows(const SeriesSet& set, int64_t first_from_end, int64_t last_from_end,
+                      int64_t context, int64_t scale_len, Device device, Tensor* x, Tensor* y) {
+  std::vector<int64_t> xs, ys;
+  for (const Series& s : set.series) {
+    const int64_t n = int64_t(s.y.size()), first = n - first_from_end, last = n - last_from_end;
+    const size_t at = ys.size();
+    // Inputs end before the last held-out point; the window's targets run up to it.
+    series_window(s, last - 1, last, context, scale_len, xs, ys);
+    for (int64_t pos = 0; pos < context; ++pos)  // target of position pos: point last - context + pos
+      if (last - context + pos < first) ys[at + size_t(pos)] = kSeriesIgnore;
+  }
+  const int64_t rows = int64_t(set.series.size());
+  *x = from_vector(xs, {rows, context}, device);
+  *y = from_vector(ys, {rows, context}, device);
+}
+
+SeriesTask::SeriesTask(const LanguageModelRun& run, const std::string& config_yaml, SeriesSet set,
+                       Forecaster& model, Device device)
+    : run_(run),
+      config_yaml_(config_yaml),
+      set_(std::move(set)),
+      model_(model),
+      device_(device),
+      data_gen_(run.seed + 1),
+      dropout_gen_(run.seed + 2) {}
+
+Tensor SeriesTask::batch_loss(Generator& data) {
+  Tensor x, y, scale;
+  const ForecasterConfig& c = model_.config();
+  sample_series_windows(set_, run_.data.horizon, run_.batch, c.block_size, c.scale_window, data,
+                        device_, &x, &y, &scale);
+  return model_.loss(x, y, dropout_gen_);
+}
+
+Tensor SeriesTask::train_loss() { return batch_loss(data_gen_); }
+
+void SeriesTask::seek_micro_batch(int64_t index) {
+  if (!counted_) {  // one forward without gradients counts a micro-batch's draws
+    data_origin_ = data_gen_.offset;
+    dropout_origin_ = dropout_gen_.offset;
+    {
+      NoGradGuard no_grad;
+      (void)batch_loss(data_gen_);
+    }
+    data_per_micro_ = data_gen_.offset - data_origin_;
+    dropout_per_micro_ = dropout_gen_.offset - dropout_origin_;
+    counted_ = true;
+  }
+  data_gen_.offset = data_origin_ + uint64_t(index) * data_per_micro_;
+  dropout_gen_.offset = dropout_origin_ + uint64_t(index) * dropout_per_micro_;
+}
+
+double SeriesTask::validation_loss() {
+  struct EvalMode {  // back to training mode however the evaluation ends (a stop throws)
+    Module& m;
+    explicit EvalMode(Module& model) : m(model) { m.train(false); }
+    ~EvalMode() { m.train(true); }
+  } eval_mode(model_);
+  const int64_t h = run_.data.horizon;
+  const ForecasterConfig& c = model_.config();
+  Tensor x, y;
+  held_out_windows(set_, 2 * h, h, c.block_size, c.scale_window, device_, &x, &y);
+  double total = 0;
+  int64_t count = 0;
+  // In chunks of train.batch_size series: the memory of a training micro-batch.
+  for (int64_t at = 0; at < x.size(0); at += run_.batch) {
+    const int64_t end = std::min(x.size(0), at + run_.batch);
+    for (const double v : model_.target_nll(x.slice(0, at, end), y.slice(0, at, end))) {
+      total += v;
+      ++count;
+    }
+  }
+  return count > 0 ? total / double(count) : NAN;
+}
+
+void SeriesTask::save(CheckpointWriter& ck) const {
+  ck.attr("format", std::string(kTrainFormat));
+  ck.attr("model_type", std::string(kForecasterType));
+  ck.attr("config", config_yaml_);
+  save_compute_mode(ck, model_.compute_mode());
+  save_forecaster_config(ck, model_.config());
+  ck.attr("attention", std::string(model_.config().fused_attention ? "fused" : "composed"));
+  ck.attr("val_data", run_.data.path);
+  ck.attr("data.horizon", run_.data.horizon);
+  ck.attr("data.season", run_.data.season);
+  ck.attr("data_rng_offset", int64_t(data_gen_.offset));
+  ck.attr("dropout_rng_offset", int64_t(dropout_gen_.offset));
+}
+
+void SeriesTask::load(const CheckpointReader& ck, const std::string& path) {
+  BG_CHECK(is_train_checkpoint(ck), "train", path, " is not a bitgrad train checkpoint");
+  BG_CHECK(ck.str_attr("model_type") == kForecasterType, "train", path, " holds a ",
+           ck.str_attr("model_type"), " model, the config asks for a forecaster");
+  const std::string diff =
+      forecaster_settings().difference(load_forecaster_config(ck, path), model_.config());
+  BG_CHECK(diff.empty(), "train", path,
+           " holds another architecture than the config (checkpoint vs config: ", diff, ")");
+  BG_CHECK(ck.int_attr("data.horizon") == run_.data.horizon, "train", path,
+           " was trained with data.horizon ", ck.int_attr("data.horizon"), ", the config says ",
+           run_.data.horizon, " (another split of the series)");
+  bool recorded = false;
+  const ComputeMode saved_mode = load_compute_mode(ck, path, &recorded);
+  const std::string mode_diff =
+      recorded ? compute_mode_difference(saved_mode, model_.compute_mode()) : std::string();
+  BG_CHECK(mode_diff.empty() || run_.resume_mode_change, "train", path,
+           " was trained in another compute mode than the config's (checkpoint vs config: ",
+           mode_diff, "); set run.resume_mode_change: true to continue it in the new mode");
+  data_gen_.offset = uint64_t(ck.int_attr("data_rng_offset"));
+  dropout_gen_.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
+}
+
+int train_forecaster(const LanguageModelRun& run, const RunContext& context,
+                     const RunPlace& place) {
+  check_data_path(run.data.path, "data.path");
+  SeriesSet set = read_series(run.data.path);
+  ForecasterConfig cfg = run.model.forecaster;
+  // A series must leave a target past the scale window before its validation and test points.
+  check_split(set, run.data.horizon, cfg.scale_window + 1);
+  cfg.fused_attention = choose_fused_attention(run.model.attention, place.mode, place.device,
+                                               cfg.n_embd / cfg.n_head);
+  Generator init(run.seed);
+  Forecaster model(cfg, init);
+  model.set_compute_mode(place.mode);
+  FlatParameters params(model.named_parameters(), place.device);
+  int64_t points = 0;
+  for (const Series& s : set.series) points += int64_t(s.y.size());
+  std::printf(
+      "data: %zu series, %lld points (last %lld of each test, %lld before validate) | model: "
+      "forecaster, %s head, %lld parameters | device: %s | compute: %s\n",
+      set.series.size(), (long long)points, (long long)run.data.horizon,
+      (long long)run.data.horizon, enum_name(cfg.head.kind), (long long)params.numel(),
+      place.device.str().c_str(), place.mode.str().c_str());
+  SeriesTask task(run, context.effective_yaml, std::move(set), model, place.device);
+  const double flops = 6.0 * double(params.numel()) +
+                       12.0 * double(cfg.n_layer * cfg.n_embd * cfg.block_size);
+  const TrainResult result =
+      run_trainer(run, context, place, {&params, flops, cfg.block_size}, task);
+  return result.stop_signal ? 130 : 0;
+}
+
+std::unique_ptr<LoadedForecaster> load_forecaster_checkpoint(const std::string& path,
+                                                             Device device) {
+  CheckpointReader ck(path);
+  BG_CHECK(is_train_checkpoint(ck) && ck.has_attr("model_type") &&
+               ck.str_attr("model_type") == kForecasterType,
+           "checkpoint", path, " is not a bitgrad train checkpoint of a forecaster");
+  auto out = std::make_unique<LoadedForecaster>();
+  ForecasterConfig cfg = load_forecaster_config(ck, path);
+  const ComputeMode trained = load_compute_mode(ck, path);
+  out->mode = inference_mode(trained).on(device);
+  const AttentionChoice ran = load_trained_attention(ck, path);
+  const AttentionChoice attention = trained.deterministic && ran == AttentionChoice::composed
+                                        ? AttentionChoice::composed
+                                        : AttentionChoice::automatic;
+  cfg.fused_attention =
+      choose_fused_attention(attention, out->mode, device, cfg.n_embd / cfg.n_head);
+  Generator init(0);
+  out->model = std::make_unique<Forecaster>(cfg, init);
+  out->model->set_compute_mode(out->mode);
+  const auto named = out->model->named_parameters();
+  for (const std::string& name : ck.datasets())
+    BG_CHECK(name.find('/') != std::string::npos ||
+                 std::any_of(named.begin(), named.end(),
+                             [&](const auto& p) { return p.first == name; }),
+             "checkpoint", path, ": dataset '", name,
+             "' is not a parameter of the forecaster its attributes describe");
+  load_parameters(ck, named);
+  out->params = FlatParameters(named, device);
+  out->model->train(false);
+  out->step = ck.int_attr("step");
+  out->horizon = ck.int_attr("data.horizon");
+  out->season = ck.int_attr("data.season");
+  BG_CHECK(out->horizon >= 1 && out->season >= 1, "checkpoint", path,
+           ": attributes data.horizon ", out->horizon, " and data.season ", out->season,
+           " must be at least 1");
+  out->data_path = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
+  return out;
+}
+
+}  // namespace bg

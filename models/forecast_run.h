@@ -1,0 +1,70 @@
+// forecast_run.h: training a forecaster (models/forecaster.h) on a series file: the Trainer's
+// task (windows sampled across the series, the validation window's NLL), the run, and the
+// checkpoint read back for `bitgrad forecast` and `bitgrad eval`.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "data/series.h"
+#include "models/forecaster.h"
+#include "models/lm_checkpoint.h"
+#include "models/lm_run.h"
+
+namespace bg {
+
+// A checkpoint's model_type for a forecaster.
+inline constexpr const char* kForecasterType = "forecaster";
+
+// One window per series over its held-out points [first, last) (validation: the horizon before
+// the test window; test: the last horizon): inputs up to the last of them, the scale and the
+// targets as data/series.h's series_window makes them, targets before `first` ignored.
+void held_out_windows(const SeriesSet& set, int64_t first_from_end, int64_t last_from_end,
+                      int64_t context, int64_t scale_len, Device device, Tensor* x, Tensor* y);
+
+class SeriesTask : public TrainTask {
+ public:
+  SeriesTask(const LanguageModelRun& run, const std::string& config_yaml, SeriesSet set,
+             Forecaster& model, Device device);
+  Tensor train_loss() override;
+  // The mean NLL of every series' validation window (each point once, teacher-forced).
+  double validation_loss() override;
+  void save(CheckpointWriter& ck) const override;
+  void load(const CheckpointReader& ck, const std::string& path) override;
+  void seek_micro_batch(int64_t index) override;
+  std::vector<uint64_t> stream_positions() const override {
+    return {data_gen_.offset, dropout_gen_.offset};
+  }
+  void set_stream_positions(const std::vector<uint64_t>& p) override {
+    data_gen_.offset = p.at(0);
+    dropout_gen_.offset = p.at(1);
+  }
+
+ private:
+  Tensor batch_loss(Generator& data);
+  const LanguageModelRun& run_;
+  std::string config_yaml_;
+  SeriesSet set_;
+  Forecaster& model_;
+  Device device_;
+  Generator data_gen_, dropout_gen_;
+  bool counted_ = false;
+  uint64_t data_origin_ = 0, dropout_origin_ = 0, data_per_micro_ = 0, dropout_per_micro_ = 0;
+};
+
+// Trains `run` (model.type forecaster, data.format series) at `place`; as train_language_model.
+int train_forecaster(const LanguageModelRun& run, const RunContext& context,
+                     const RunPlace& place);
+
+// A trained forecaster read back, ready for inference on `device` in the mode its training
+// implies, with the run's data settings.
+struct LoadedForecaster {
+  std::unique_ptr<Forecaster> model;
+  FlatParameters params;
+  ComputeMode mode;
+  int64_t step = 0, horizon = 0, season = 1;
+  std::string data_path;
+};
+std::unique_ptr<LoadedForecaster> load_forecaster_checkpoint(const std::string& path,
+                                                             Device device);
+
+}  // namespace bg

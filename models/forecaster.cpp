@@ -1,0 +1,211 @@
+#include "forecaster.h"
+
+#include <cmath>
+
+#include "core/checkpoint.h"
+#include "data/series.h"
+
+namespace bg {
+namespace {
+
+// The GPT block's settings of a forecaster's trunk.
+GPTConfig trunk_config(const ForecasterConfig& c) {
+  GPTConfig g;
+  g.block_size = c.block_size;
+  g.n_layer = c.n_layer;
+  g.n_head = c.n_head;
+  g.n_embd = c.n_embd;
+  g.dropout = c.dropout;
+  g.bias = c.bias;
+  g.gelu = c.gelu;
+  g.linear = c.linear;
+  g.fused_attention = c.fused_attention;
+  return g;
+}
+
+int64_t input_width(SeriesInput input) { return input == SeriesInput::value ? 2 : 16; }
+
+}  // namespace
+
+const Settings<ForecasterConfig>& forecaster_settings() {
+  static const Settings<ForecasterConfig> s = [] {
+    Settings<ForecasterConfig> s("forecaster");
+    s.integer("model.block_size", [](auto& c) -> auto& { return c.block_size; }, 2, 1 << 16,
+              "values a window holds (context plus forecast steps)", kArchitecture);
+    s.integer("model.n_layer", [](auto& c) -> auto& { return c.n_layer; }, 1, 256,
+              "transformer blocks", kArchitecture);
+    s.integer("model.n_head", [](auto& c) -> auto& { return c.n_head; }, 1, 1024,
+              "attention heads (must divide n_embd)", kArchitecture);
+    s.integer("model.n_embd", [](auto& c) -> auto& { return c.n_embd; }, 1, 1 << 16,
+              "model width", kArchitecture);
+    s.integer("model.scale_window", [](auto& c) -> auto& { return c.scale_window; }, 1, 1 << 16,
+              "a window is scaled by the mean |x| of its first scale_window values; only later "
+              "values are targets",
+              kArchitecture);
+    s.number("model.dropout", [](auto& c) -> auto& { return c.dropout; }, 0.0, 0.95,
+             "dropout probability (embeddings, attention weights, residual branches)");
+    s.boolean("model.bias", [](auto& c) -> auto& { return c.bias; },
+              "biases in the linears and LayerNorms", kArchitecture);
+    s.nested(linear_settings(), [](auto& c) -> auto& { return c.linear; });
+    s.choice("model.gelu", [](auto& c) -> auto& { return c.gelu; },
+             "tanh (GPT-2, llm.c) or erf (nanoGPT's nn.GELU())", kArchitecture);
+    s.choice("model.input", [](auto& c) -> auto& { return c.input; },
+             "value (the scaled value and a padding flag through a linear layer) or bits (its 16 "
+             "float16 bits in {-1, +1} through a linear layer)",
+             kArchitecture);
+    s.nested(forecast_head_settings(), [](auto& c) -> auto& { return c.head; });
+    return s;
+  }();
+  return s;
+}
+
+SettingProblem forecaster_config_problem(const ForecasterConfig& c) {
+  if (c.n_embd % c.n_head != 0)
+    return {"model.n_head", "n_embd " + std::to_string(c.n_embd) +
+                                " is not divisible by n_head " + std::to_string(c.n_head)};
+  if (c.scale_window >= c.block_size)
+    return {"model.scale_window", std::to_string(c.scale_window) +
+                                      " leaves no targets in a window of model.block_size " +
+                                      std::to_string(c.block_size)};
+  if (c.head.kind == ForecastHeadKind::bide && c.head.variant == SickVariant::precomputed &&
+      c.head.bide_hidden > kMaxPrecomputedSickHidden)
+    return {"head.bide.sick.variant",
+            "the precomputed kernel holds up to " + std::to_string(kMaxPrecomputedSickHidden) +
+                " hidden units; use bruteforce or auto"};
+  return {};
+}
+
+void save_forecaster_config(CheckpointWriter& ck, const ForecasterConfig& cfg) {
+  forecaster_settings().save(ck, cfg);
+}
+
+ForecasterConfig load_forecaster_config(const CheckpointReader& ck, const std::string& path) {
+  BG_CHECK(ck.has_attr("model_type") && ck.str_attr("model_type") == "forecaster", "checkpoint",
+           path, " does not hold a forecaster");
+  ForecasterConfig cfg = forecaster_settings().load(ck, path);
+  if (const SettingProblem p = forecaster_config_problem(cfg))
+    fail("checkpoint", path, ": attribute ", p.key, ": ", p.message);
+  const char* input = cfg.input == SeriesInput::value ? "transformer.wve.weight"
+                                                      : "transformer.wbe.weight";
+  for (const auto& [name, want] :
+       {std::pair<const char*, Shape>{input, Shape{cfg.n_embd, input_width(cfg.input)}},
+        {"transformer.wpe.weight", Shape{cfg.block_size, cfg.n_embd}}}) {
+    BG_CHECK(ck.has(name), "checkpoint", path, ": missing tensor '", name, "'");
+    BG_CHECK(ck.shape(name) == want, "checkpoint", path, ": tensor '", name, "' has shape ",
+             shape_str(ck.shape(name)), ", but the model.* attributes say ", shape_str(want));
+  }
+  return cfg;
+}
+
+Forecaster::Forecaster(const ForecasterConfig& cfg, Generator& init) : cfg_(cfg) {
+  if (const SettingProblem p = forecaster_config_problem(cfg)) fail("forecaster", p.key, ": ", p.message);
+  const int64_t width = input_width(cfg.input);
+  // Unit-scale inputs: N(0, 0.02 / sqrt(width)) gives features of the GPT embedding's scale.
+  input_ = register_module(cfg.input == SeriesInput::value ? "transformer.wve" : "transformer.wbe",
+                           std::make_shared<Linear>(width, cfg.n_embd, false, init,
+                                                    0.02 / std::sqrt(double(width))));
+  wpe_ = register_module("transformer.wpe",
+                         std::make_shared<Embedding>(cfg.block_size, cfg.n_embd, init, 0.02));
+  const GPTConfig trunk = trunk_config(cfg);
+  for (int64_t i = 0; i < cfg.n_layer; ++i)
+    blocks_.push_back(register_module("transformer.h." + std::to_string(i),
+                                      std::make_shared<Block>(trunk, init)));
+  ln_f_ = register_module("transformer.ln_f", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
+  head_ = register_module("head", make_forecast_head(cfg.head, cfg.n_embd, init));
+}
+
+Tensor Forecaster::input_features(const Tensor& x) const {
+  if (!input_table_.defined() || input_table_.device() != x.device()) {
+    const int64_t width = input_width(cfg_.input);
+    std::vector<float> table(size_t(65536 * width));
+    for (int64_t k = 0; k < 65536; ++k) {
+      float* row = &table[size_t(k * width)];
+      if (cfg_.input == SeriesInput::bits) {
+        for (int64_t j = 0; j < width; ++j) row[j] = (k >> j) & 1 ? 1.f : -1.f;
+      } else if (k == kSeriesPad) {
+        row[0] = 0.f, row[1] = 1.f;  // before the series: no value, the flag set
+      } else {
+        const double v = float16_value(uint16_t(k));
+        row[0] = std::isfinite(v) ? float(v) : 0.f, row[1] = 0.f;
+      }
+    }
+    input_table_ = from_vector(table, {65536, width}, x.device());
+  }
+  return input_->forward(embedding(input_table_, x));
+}
+
+Tensor Forecaster::hidden(const Tensor& x, Generator& gen) const {
+  BG_CHECK(x.ndim() == 2 && x.size(1) >= 1 && x.size(1) <= cfg_.block_size, "forecaster",
+           "expected (B, T) value patterns with T in [1, ", cfg_.block_size, "], got ",
+           shape_str(x.shape()));
+  const int64_t b = x.size(0), t = x.size(1);
+  Tensor h = dropout(input_features(x) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
+  for (const auto& block : blocks_) h = block->forward(h, gen);
+  return ln_f_->forward(h).reshape({b * t, cfg_.n_embd});
+}
+
+namespace {
+
+// The rows of y (B, T) whose targets count, and those targets.
+void valid_targets(const Tensor& y, Device device, Tensor* rows, Tensor* patterns, int64_t* n) {
+  std::vector<int64_t> r, p;
+  const std::vector<int64_t> all = y.to(Device::cpu()).to(DType::i64).to_vector<int64_t>();
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i] != kSeriesIgnore) {
+      BG_CHECK(all[i] >= 0 && all[i] < 65536, "forecaster", "target ", all[i],
+               " is not a float16 pattern");
+      r.push_back(int64_t(i));
+      p.push_back(all[i]);
+    }
+  *n = int64_t(r.size());
+  if (r.empty()) return;
+  *rows = from_vector(r, {*n}, device);
+  *patterns = from_vector(p, {*n}, device);
+}
+
+}  // namespace
+
+Tensor Forecaster::loss(const Tensor& x, const Tensor& y, Generator& gen) const {
+  Tensor rows, patterns;
+  int64_t n = 0;
+  valid_targets(y, x.device(), &rows, &patterns, &n);
+  BG_CHECK(n > 0, "forecaster", "a batch with no target (every target is padding or scale prefix)");
+  return mean(head_->nll(embedding(hidden(x, gen), rows), patterns));
+}
+
+std::vector<double> Forecaster::target_nll(const Tensor& x, const Tensor& y) const {
+  Tensor rows, patterns;
+  int64_t n = 0;
+  valid_targets(y, x.device(), &rows, &patterns, &n);
+  if (n == 0) return {};
+  Generator unused;
+  NoGradGuard no_grad;
+  return head_->nll(embedding(hidden(x, unused), rows), patterns)
+      .to(DType::f64)
+      .to(Device::cpu())
+      .to_vector<double>();
+}
+
+KVCache Forecaster::new_cache(int64_t batch, Device device) const {
+  KVCache cache;
+  const int64_t hd = cfg_.n_embd / cfg_.n_head;
+  for (int64_t i = 0; i < cfg_.n_layer; ++i) {
+    cache.k.push_back(zeros({batch, cfg_.n_head, cfg_.block_size, hd}, DType::f32, device));
+    cache.v.push_back(zeros({batch, cfg_.n_head, cfg_.block_size, hd}, DType::f32, device));
+  }
+  return cache;
+}
+
+Tensor Forecaster::forward_cached_hidden(const Tensor& x, KVCache& cache) const {
+  BG_CHECK(!training(), "forecaster", "forward_cached_hidden is for inference (train(false))");
+  const int64_t t = x.size(1), past = cache.length;
+  BG_CHECK(t >= 1 && past + t <= cfg_.block_size, "forecaster", "positions ", past, "..",
+           past + t - 1, " run past model.block_size = ", cfg_.block_size);
+  Tensor h = input_features(x) + wpe_->weight.slice(0, past, past + t);
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    h = blocks_[i]->forward_cached(h, cache.k[i], cache.v[i], past);
+  cache.length = past + t;
+  return ln_f_->forward(h.slice(1, t - 1, t)).reshape({x.size(0), cfg_.n_embd});
+}
+
+}  // namespace bg

@@ -1,0 +1,72 @@
+// forecaster.h: a decoder-only forecaster of real-valued series. Position t reads the window's
+// scaled value x_t (data/series.h: scaled by the mean |x| of the window's first scale_window
+// values, then rounded to float16) and predicts x_{t+1}; the trunk is the GPT's (learned
+// position embeddings, n_layer pre-LayerNorm blocks of causal attention and MLP, a final
+// LayerNorm: models/gpt.h's Block), the head one of models/forecast_heads.h's laws. Inputs:
+//   value  the scaled value and a flag for the left padding before a series starts, through a
+//          bias-free 2 -> n_embd linear layer (transformer.wve);
+//   bits   the value's 16 float16 bits in {-1, +1} through a 16 -> n_embd linear layer
+//          (transformer.wbe), the GPT's bit input over the value's pattern.
+// Forecasting draws the next value, feeds it back through the KV cache and draws again.
+#pragma once
+#include <memory>
+
+#include "models/forecast_heads.h"
+#include "models/gpt.h"
+
+namespace bg {
+
+#define BG_SERIES_INPUTS(X) X(value, "value") X(bits, "bits")
+BG_NAMED_ENUM(SeriesInput, BG_SERIES_INPUTS)
+
+struct ForecasterConfig {
+  int64_t block_size = 128, n_layer = 4, n_head = 4, n_embd = 128;
+  // model.scale_window: a window is scaled by the mean |x| of its first scale_window values,
+  // and only values after them are targets (a forecast's context is scaled the same way).
+  int64_t scale_window = 32;
+  double dropout = 0.0;
+  bool bias = false;
+  GeluForm gelu = GeluForm::tanh;
+  LinearSpec linear;
+  SeriesInput input = SeriesInput::value;
+  ForecastHeadSpec head;
+  bool fused_attention = true;  // not part of the architecture (as the GPT's)
+};
+
+// Its declared fields (core/settings.h): model.* and the head's.
+const Settings<ForecasterConfig>& forecaster_settings();
+// The rules between them (n_embd divisible by n_head, a scale window inside the block).
+SettingProblem forecaster_config_problem(const ForecasterConfig& cfg);
+void save_forecaster_config(CheckpointWriter& ck, const ForecasterConfig& cfg);
+ForecasterConfig load_forecaster_config(const CheckpointReader& ck, const std::string& path);
+
+class Forecaster : public Module {
+ public:
+  Forecaster(const ForecasterConfig& cfg, Generator& init);
+  // Windows x (B, T) of input patterns (kSeriesPad before a series) -> ln_f's rows (B T, n_embd).
+  Tensor hidden(const Tensor& x, Generator& gen) const;
+  // The mean NLL (nats per target, a density of the scaled value) of the targets y (B, T) that
+  // are not kSeriesIgnore.
+  Tensor loss(const Tensor& x, const Tensor& y, Generator& gen) const;
+  // Each such target's NLL, in row order, without dropout (call train(false) first); empty when
+  // there are none.
+  std::vector<double> target_nll(const Tensor& x, const Tensor& y) const;
+  // Inference through the KV cache: x (B, T) continues the cache's positions; ln_f's rows of
+  // the last position (B, n_embd).
+  KVCache new_cache(int64_t batch, Device device) const;
+  Tensor forward_cached_hidden(const Tensor& x, KVCache& cache) const;
+  const ForecastHead& head() const { return *head_; }
+  const ForecasterConfig& config() const { return cfg_; }
+
+ private:
+  Tensor input_features(const Tensor& x) const;  // (B, T, n_embd)
+  ForecasterConfig cfg_;
+  std::shared_ptr<Linear> input_;  // transformer.wve or transformer.wbe
+  std::shared_ptr<Embedding> wpe_;
+  std::vector<std::shared_ptr<Block>> blocks_;
+  std::shared_ptr<LayerNorm> ln_f_;
+  std::shared_ptr<ForecastHead> head_;
+  mutable Tensor input_table_;  // (65536, 2 or 16) per pattern, on the device of the last call
+};
+
+}  // namespace bg
