@@ -71,6 +71,9 @@ int run_config(const Args& args);
 const std::map<std::string, std::string>& config_key_meanings();
 int run_sample(const Args& args);
 int run_eval(const Args& args);
+// forecast.cpp: `bitgrad forecast`, and `bitgrad eval` of a forecaster checkpoint.
+int run_forecast(const Args& args);
+int run_forecast_eval(const Args& args);
 int run_prepare(const Args& args);
 int run_export(const Args& args);
 int run_plot(const Args& args);

@@ -12,12 +12,16 @@
 #include "core/files.h"
 #include "data/lm_data.h"
 #include "data/token_shards.h"
+#include "models/forecast_run.h"
 #include "models/lm_builder.h"
 #include "models/lm_eval.h"
 
 namespace bg::cli {
 
 int run_eval(const Args& args) {
+  // A forecaster is scored on its series' test windows (forecast.cpp).
+  if (args.positional.size() == 1 && checkpoint_model_type(args.positional[0]) == kForecasterType)
+    return run_forecast_eval(args);
   args.allow_only({"data", "batch-size", "device", "per-token"});
   BG_CHECK(args.positional.size() == 1, "eval",
            "usage: bitgrad eval CKPT [--data FILE(.txt|.bin)] [--batch-size B] [--device D] "

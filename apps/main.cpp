@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     if (cmd == "config") return bg::cli::run_config(args);
     if (cmd == "sample") return bg::cli::run_sample(args);
     if (cmd == "eval") return bg::cli::run_eval(args);
+    if (cmd == "forecast") return bg::cli::run_forecast(args);
     if (cmd == "prepare") return bg::cli::run_prepare(args);
     if (cmd == "export") return bg::cli::run_export(args);
     if (cmd == "plot") return bg::cli::run_plot(args);

@@ -73,7 +73,25 @@ const std::vector<Command> kCommands = {
        {{"--data FILE", "a text file or an llm.c .bin shard (default: the run's own split)"},
         {"--batch-size B", "block_size windows per forward pass (default 8)"},
         {"--device D", "auto, cpu, cuda or cuda:N (default auto)"},
-        {"--per-token FILE", "write each scored position's target id and its nats (CSV)"}}},
+        {"--per-token FILE", "write each scored position's target id and its nats (CSV)"},
+        {"FORECASTER", "a forecaster checkpoint is scored on each series' last data.horizon "
+                       "points instead: CRPS, wQL, MASE, 80% coverage, NLL, and their ratios to "
+                       "seasonal naive; its options --data, --horizon, --season M, --samples N, "
+                       "--seed S, --truth FILE (a synthetic file's true laws), --json FILE, "
+                       "--device"}}},
+      {"forecast",
+       "forecast CKPT --data FILE --out FILE.csv [--horizon H] [--samples N] [--quantiles LIST]",
+       "probabilistic forecasts of the points after each series of a file (a forecaster "
+       "checkpoint): the mean and quantiles per step, and optionally every sample path",
+       {{"--data FILE", "series: CSV unique_id,ds,y or one value a line (required)"},
+        {"--out FILE", "CSV unique_id,ds,mean,q0.1,... (required)"},
+        {"--horizon H", "steps ahead (default: the run's data.horizon)"},
+        {"--samples N", "sample paths per series (default 100)"},
+        {"--quantiles LIST", "levels in (0, 1), comma-separated (default 0.1,...,0.9); exact "
+                             "off the law for one step"},
+        {"--seed S", "with the series' id, keys its random stream (default 0)"},
+        {"--paths FILE", "also write every path: unique_id,ds,path,y"},
+        {"--device D", "auto, cpu, cuda or cuda:N (default auto)"}}},
       {"export",
        "export CKPT --packed --out FILE.h5",
        "a BitLinear GPT's inference file: ternary weights at 2 bits, no latent weights; sample "

@@ -1,0 +1,128 @@
+// forecast.cpp: `bitgrad forecast CKPT --data FILE`: sample paths and quantiles of the points
+// after each series (models/forecast.h), written as CSV; and `bitgrad eval` of a forecaster
+// (models/forecast_eval.h): its scores on each series' test window against seasonal naive.
+#include <cstdio>
+#include <sstream>
+
+#include "cli.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "models/forecast.h"
+#include "models/forecast_eval.h"
+#include "models/forecast_run.h"
+
+namespace bg::cli {
+namespace {
+
+// --quantiles 0.1,0.5,0.9: levels in (0, 1), ascending, none twice.
+std::vector<double> parse_levels(const std::string& text) {
+  std::vector<double> levels;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    levels.push_back(parse_number(item, "--quantiles", 1e-9, 1 - 1e-9));
+    BG_CHECK(levels.size() == 1 || levels.back() > levels[levels.size() - 2], "forecast",
+             "--quantiles: levels must ascend, none twice (", text, ")");
+  }
+  BG_CHECK(!levels.empty() && text.back() != ',', "forecast",
+           "--quantiles: expected levels in (0, 1) separated by commas, got '", text, "'");
+  return levels;
+}
+
+std::string level_name(double q) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "q%g", q);
+  return buf;
+}
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+int run_forecast(const Args& args) {
+  args.allow_only({"data", "horizon", "samples", "quantiles", "seed", "out", "paths", "device"});
+  BG_CHECK(args.positional.size() == 1 && args.has("data") && args.has("out"), "forecast",
+           "usage: bitgrad forecast CKPT --data FILE --out FILE.csv [--horizon H] [--samples N] "
+           "[--quantiles 0.1,0.5,0.9] [--seed S] [--paths FILE.csv] [--device D]");
+  const std::string& path = args.positional[0];
+  const Device device = parse_device(args.option("device", "auto"));
+  const auto ck = load_forecaster_checkpoint(path, device);
+  ForecastSettings s;
+  s.horizon = parse_integer(args.option("horizon", std::to_string(ck->horizon)), "--horizon", 1,
+                            ck->model->config().block_size);
+  s.samples = parse_integer(args.option("samples", "100"), "--samples", 1, 1 << 20);
+  s.levels = parse_levels(args.option("quantiles", "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"));
+  s.seed = uint64_t(parse_integer(args.option("seed", "0"), "--seed", 0, INT64_MAX));
+  forecast_context(ck->model->config(), s.horizon);  // a horizon the block holds, before reading
+  const SeriesSet set = read_series(args.option("data", ""));
+  const std::string out = args.option("out", ""), paths_out = args.option("paths", "");
+  check_output_file(out, "forecast", "--out");
+  if (args.has("paths")) check_output_file(paths_out, "forecast", "--paths", {out});
+  const std::vector<SeriesForecast> f = forecast_series(*ck->model, set.series, s, device);
+  std::ostringstream csv, paths;
+  csv << "unique_id,ds,mean";
+  for (const double q : s.levels) csv << ',' << level_name(q);
+  csv << '\n';
+  paths << "unique_id,ds,path,y\n";
+  for (size_t i = 0; i < f.size(); ++i) {
+    const Series& series = set.series[i];
+    const std::vector<std::string> ds = future_stamps(series, set.stamps, s.horizon);
+    for (int64_t t = 0; t < s.horizon; ++t) {
+      csv << series.id << ',' << ds[size_t(t)] << ',' << number(f[i].mean[size_t(t)]);
+      for (const auto& q : f[i].quantiles) csv << ',' << number(q[size_t(t)]);
+      csv << '\n';
+      for (int64_t j = 0; j < s.samples; ++j)
+        paths << series.id << ',' << ds[size_t(t)] << ',' << j << ','
+              << number(f[i].paths[size_t(j)][size_t(t)]) << '\n';
+    }
+  }
+  write_file_atomic(out, csv.str(), "forecast");
+  if (args.has("paths")) write_file_atomic(paths_out, paths.str(), "forecast");
+  std::printf("%s: %zu series x %lld steps, %lld paths each%s -> %s\n", path.c_str(), f.size(),
+              (long long)s.horizon, (long long)s.samples,
+              s.horizon == 1 ? " (quantiles exact off the one-step law)" : "", out.c_str());
+  return 0;
+}
+
+int run_forecast_eval(const Args& args) {
+  args.allow_only({"data", "horizon", "season", "samples", "seed", "truth", "json", "device"});
+  BG_CHECK(args.positional.size() == 1, "eval",
+           "usage: bitgrad eval FORECASTER [--data FILE] [--horizon H] [--season M] [--samples N] "
+           "[--seed S] [--truth FILE] [--json FILE] [--device D]");
+  const std::string& path = args.positional[0];
+  const Device device = parse_device(args.option("device", "auto"));
+  const auto ck = load_forecaster_checkpoint(path, device);
+  ForecastEvalSettings s;
+  s.horizon = parse_integer(args.option("horizon", std::to_string(ck->horizon)), "--horizon", 1,
+                            ck->model->config().block_size);
+  s.season = parse_integer(args.option("season", std::to_string(ck->season)), "--season", 1,
+                           1 << 16);
+  s.samples = parse_integer(args.option("samples", "100"), "--samples", 2, 1 << 20);
+  s.seed = uint64_t(parse_integer(args.option("seed", "0"), "--seed", 0, INT64_MAX));
+  s.truth_path = args.option("truth", "");
+  const std::string data = args.option("data", ck->data_path);
+  BG_CHECK(!data.empty(), "eval", path, " names no series file: use --data");
+  const std::string json = args.option("json", "");
+  const SeriesSet set = read_series(data);
+  if (args.has("json")) check_output_file(json, "eval", "--json");
+  const ForecastEvaluation e = evaluate_forecaster(*ck->model, set, s, device);
+  std::printf(
+      "%s: step %lld | %s: %lld series, %lld test points (horizon %lld, season %lld) | NLL %.4f "
+      "nats/point | CRPS %.5g (naive %.5g, ratio %.4f) | MASE %.4f (naive %.4f, ratio %.4f) | "
+      "wQL %.4f (naive %.4f) | 80%% coverage %.3f",
+      path.c_str(), (long long)ck->step, data.c_str(), (long long)e.series, (long long)e.points,
+      (long long)s.horizon, (long long)s.season, e.nll, e.crps, e.naive_crps, e.crps_ratio, e.mase,
+      e.naive_mase, e.mase_ratio, e.wql, e.naive_wql, e.coverage80);
+  if (!s.truth_path.empty())
+    std::printf(" | truth: CRPS %.5g (model/truth %.4f), NLL %.4f", e.truth_crps,
+                e.crps / e.truth_crps, e.truth_nll);
+  std::printf("\n");
+  if (args.has("json")) write_file_atomic(json, forecast_evaluation_json(e, path, data, s), "eval");
+  return 0;
+}
+
+}  // namespace bg::cli

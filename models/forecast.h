@@ -1,0 +1,46 @@
+// forecast.h: probabilistic forecasts from a trained forecaster. Each series' context (its last
+// model.block_size - horizon + 1 values, padded on the left when shorter) is scaled as in
+// training (data/series.h); then, through the KV cache, each of `samples` paths draws its next
+// value by the head's inverse CDF at a uniform, feeds it back and draws again. Uniforms come from
+// the series' own Philox stream (keyed by the seed and the series' id; 53 random bits each, as
+// 65,536 patterns need more than float32's 24), so a series' forecast does not depend on the
+// other series in the call; under train.deterministic it is the same bits alone or in a batch.
+// Quantiles: for one step, exactly off the head's law (the inverse CDF at each level); for
+// more, those of the paths at each step.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "data/series.h"
+#include "models/forecaster.h"
+
+namespace bg {
+
+struct ForecastSettings {
+  int64_t horizon = 1, samples = 100;
+  std::vector<double> levels = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
+  uint64_t seed = 0;
+};
+
+struct SeriesForecast {
+  double scale = 1;  // the context's scale: forecasts are scaled values times this
+  // paths[j][t]: path j's value at step t; quantiles[i][t]: levels[i]'s; mean[t] over paths.
+  std::vector<std::vector<double>> paths, quantiles;
+  std::vector<double> mean;
+};
+
+// The context length a forecast of `horizon` steps reads: block_size - horizon + 1. Refused in
+// one line when that leaves no value after the scale window (model.scale_window).
+int64_t forecast_context(const ForecasterConfig& cfg, int64_t horizon);
+
+// Forecasts of the points after each series' values (every value of `series` is context).
+std::vector<SeriesForecast> forecast_series(const Forecaster& model,
+                                            const std::vector<Series>& series,
+                                            const ForecastSettings& settings, Device device);
+
+// The timestamps of the `horizon` points after a series' last: steps count on by the last
+// difference; dates by whole months when the last two share their day of month (monthly,
+// quarterly, yearly data), else by the last difference in days.
+std::vector<std::string> future_stamps(const Series& s, StampKind kind, int64_t horizon);
+
+}  // namespace bg

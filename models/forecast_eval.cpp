@@ -1,0 +1,214 @@
+#include "forecast_eval.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "models/forecast.h"
+#include "models/forecast_metrics.h"
+#include "models/forecast_run.h"
+#include "models/forecast_truth.h"
+
+namespace bg {
+namespace {
+
+const std::vector<double> kLevels = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
+
+// Each pattern's place in the float16 grid's value order (-1 outside it).
+const std::vector<int64_t>& grid_index() {
+  static const std::vector<int64_t> index = [] {
+    std::vector<int64_t> at(65536, -1);
+    const Float16Grid& g = float16_grid();
+    for (size_t i = 0; i < g.patterns.size(); ++i) at[g.patterns[i]] = int64_t(i);
+    return at;
+  }();
+  return index;
+}
+
+// The series cut before its test window (its context).
+Series context_of(const Series& s, int64_t horizon) {
+  Series c;
+  c.id = s.id;
+  c.ds.assign(s.ds.begin(), s.ds.end() - horizon);
+  c.y.assign(s.y.begin(), s.y.end() - horizon);
+  return c;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double total = 0;
+  for (const double x : v) total += x;
+  return v.empty() ? NAN : total / double(v.size());
+}
+
+// The one-step laws at the end of each context, on the float16 grid in series units.
+std::vector<DiscreteDistribution> one_step_laws(const Forecaster& model,
+                                                const std::vector<Series>& contexts,
+                                                Device device) {
+  NoGradGuard no_grad;
+  const int64_t context = forecast_context(model.config(), 1);
+  std::vector<int64_t> xs, ys;
+  std::vector<double> scales;
+  for (const Series& s : contexts)
+    scales.push_back(series_window(s, int64_t(s.y.size()), int64_t(s.y.size()), context,
+                                   model.config().scale_window, xs, ys));
+  const int64_t n = int64_t(contexts.size());
+  KVCache cache = model.new_cache(n, device);
+  const Tensor h = model.forward_cached_hidden(from_vector(xs, {n, context}, device), cache);
+  std::vector<DiscreteDistribution> out;
+  const std::vector<HeadLaw> laws = model.head().laws(h);
+  for (int64_t i = 0; i < n; ++i) {
+    DiscreteDistribution d = laws[size_t(i)].on_grid();
+    for (double& v : d.values) v *= scales[size_t(i)];
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace
+
+ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet& set,
+                                       const ForecastEvalSettings& st, Device device) {
+  const int64_t h = st.horizon;
+  check_split(set, h, 1);
+  std::vector<Series> contexts;
+  for (const Series& s : set.series) contexts.push_back(context_of(s, h));
+  ForecastSettings fs;
+  fs.horizon = h;
+  fs.samples = st.samples;
+  fs.levels = kLevels;
+  fs.seed = st.seed;
+  const std::vector<SeriesForecast> forecasts = forecast_series(model, contexts, fs, device);
+  std::vector<DiscreteDistribution> laws;
+  if (h == 1) laws = one_step_laws(model, contexts, device);
+  std::map<std::pair<std::string, std::string>, TruthLaw> truth;
+  if (!st.truth_path.empty()) {
+    BG_CHECK(h == 1, "eval", "--truth scores one-step forecasts: the checkpoint's horizon is ", h,
+             " (use --horizon 1)");
+    truth = read_truth(st.truth_path);
+  }
+
+  ForecastEvaluation e;
+  e.series = int64_t(set.series.size());
+  std::vector<std::vector<double>> pred(kLevels.size()), naive_pred(kLevels.size());
+  std::vector<double> actual, crps_ratios, mase_ratios, lo, hi, truth_nll;
+  for (size_t i = 0; i < set.series.size(); ++i) {
+    const Series& s = set.series[i];
+    const SeriesForecast& f = forecasts[i];
+    const std::vector<double> y(s.y.end() - h, s.y.end());
+    const std::vector<double> naive = seasonal_naive_forecast(contexts[i].y, st.season, h);
+    SeriesScore sc;
+    sc.id = s.id;
+    std::vector<double> crps_t, naive_t, median;
+    for (int64_t t = 0; t < h; ++t) {
+      if (h == 1) {
+        crps_t.push_back(crps_exact(laws[i], y[size_t(t)]));
+      } else {
+        std::vector<double> col;
+        for (const auto& path : f.paths) col.push_back(path[size_t(t)]);
+        crps_t.push_back(crps_fair(col, y[size_t(t)]));
+      }
+      naive_t.push_back(std::fabs(naive[size_t(t)] - y[size_t(t)]));  // a point's CRPS: |error|
+      for (size_t l = 0; l < kLevels.size(); ++l) {
+        pred[l].push_back(f.quantiles[l][size_t(t)]);
+        naive_pred[l].push_back(naive[size_t(t)]);
+      }
+      median.push_back(f.quantiles[4][size_t(t)]);
+      lo.push_back(f.quantiles[0][size_t(t)]);
+      hi.push_back(f.quantiles[8][size_t(t)]);
+      actual.push_back(y[size_t(t)]);
+    }
+    sc.crps = mean_of(crps_t);
+    sc.naive_crps = mean_of(naive_t);
+    const double scale = seasonal_naive_scale(contexts[i].y, st.season);
+    sc.mase = scale > 0 ? mase(median, y, scale) : NAN;
+    sc.naive_mase = scale > 0 ? mase(naive, y, scale) : NAN;
+    if (sc.naive_crps > 0 && sc.crps > 0) {
+      crps_ratios.push_back(sc.crps / sc.naive_crps);
+      // MASE's ratio is the ratio of mean absolute errors: the scale cancels.
+      if (scale > 0 && sc.mase > 0) mase_ratios.push_back(sc.mase / sc.naive_mase);
+    }
+    if (!truth.empty()) {
+      const auto it = truth.find({s.id, s.ds.back()});
+      BG_CHECK(it != truth.end(), "eval", st.truth_path, " has no law for series '", s.id,
+               "' at ", s.ds.back());
+      const double cscale = f.scale;
+      const DiscreteDistribution d =
+          on_float16_grid([&](double x) { return it->second.cdf(x); }, cscale);
+      sc.truth_crps = crps_exact(d, y[0]);
+      const uint16_t k = float16_pattern(y[0] / cscale);
+      const double p = d.probs[size_t(grid_index()[k])];
+      truth_nll.push_back(-std::log(p) + float16_log_widths()[k]);
+    }
+    e.per_series.push_back(sc);
+  }
+  std::vector<double> crps, naive_crps, mases, naive_mases, truth_crps;
+  for (const SeriesScore& sc : e.per_series) {
+    crps.push_back(sc.crps);
+    naive_crps.push_back(sc.naive_crps);
+    if (std::isfinite(sc.mase)) {
+      mases.push_back(sc.mase);
+      naive_mases.push_back(sc.naive_mase);
+    }
+    if (std::isfinite(sc.truth_crps)) truth_crps.push_back(sc.truth_crps);
+  }
+  e.points = int64_t(actual.size());
+  e.crps = mean_of(crps);
+  e.naive_crps = mean_of(naive_crps);
+  e.truth_crps = truth_crps.empty() ? NAN : mean_of(truth_crps);
+  e.truth_nll = truth_nll.empty() ? NAN : mean_of(truth_nll);
+  e.ratio_series = int64_t(crps_ratios.size());
+  e.crps_ratio = crps_ratios.empty() ? NAN : geometric_mean(crps_ratios);
+  e.mase_ratio = mase_ratios.empty() ? NAN : geometric_mean(mase_ratios);
+  e.mase = mean_of(mases);
+  e.naive_mase = mean_of(naive_mases);
+  e.wql = weighted_quantile_loss(kLevels, pred, actual);
+  e.naive_wql = weighted_quantile_loss(kLevels, naive_pred, actual);
+  e.coverage80 = coverage(lo, hi, actual);
+  // The teacher-forced NLL of every test point.
+  Tensor x, yt;
+  held_out_windows(set, h, 0, model.config().block_size, model.config().scale_window, device, &x,
+                   &yt);
+  e.nll = mean_of(model.target_nll(x, yt));
+  return e;
+}
+
+std::string forecast_evaluation_json(const ForecastEvaluation& e, const std::string& checkpoint,
+                                     const std::string& data, const ForecastEvalSettings& s) {
+  const auto num = [](double v) {
+    if (!std::isfinite(v)) return std::string("null");
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return std::string(buf);
+  };
+  const auto str = [](const std::string& v) {
+    std::string out = "\"";
+    for (const char c : v) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) out += c;
+    }
+    return out + "\"";
+  };
+  std::ostringstream o;
+  o << "{\"checkpoint\": " << str(checkpoint) << ", \"data\": " << str(data)
+    << ", \"horizon\": " << s.horizon << ", \"season\": " << s.season
+    << ", \"samples\": " << s.samples << ", \"seed\": " << s.seed << ", \"series\": " << e.series
+    << ", \"points\": " << e.points << ",\n \"nll\": " << num(e.nll)
+    << ", \"crps\": " << num(e.crps) << ", \"naive_crps\": " << num(e.naive_crps)
+    << ", \"crps_ratio\": " << num(e.crps_ratio) << ", \"mase\": " << num(e.mase)
+    << ", \"naive_mase\": " << num(e.naive_mase) << ", \"mase_ratio\": " << num(e.mase_ratio)
+    << ", \"ratio_series\": " << e.ratio_series << ", \"wql\": " << num(e.wql)
+    << ", \"naive_wql\": " << num(e.naive_wql) << ", \"coverage80\": " << num(e.coverage80)
+    << ", \"truth_crps\": " << num(e.truth_crps) << ", \"truth_nll\": " << num(e.truth_nll)
+    << ",\n \"per_series\": [";
+  for (size_t i = 0; i < e.per_series.size(); ++i) {
+    const SeriesScore& sc = e.per_series[i];
+    o << (i ? ",\n  " : "\n  ") << "{\"id\": " << str(sc.id) << ", \"crps\": " << num(sc.crps)
+      << ", \"naive_crps\": " << num(sc.naive_crps) << ", \"mase\": " << num(sc.mase)
+      << ", \"naive_mase\": " << num(sc.naive_mase) << ", \"truth_crps\": " << num(sc.truth_crps)
+      << "}";
+  }
+  o << "]}\n";
+  return o.str();
+}
+
+}  // namespace bg
