@@ -35,7 +35,11 @@ const std::vector<Probe> kTrainProbes = {
       "optimizer.type=sgd", "model.head=bide"}},
     {"gpt",
      {"data.path=x.txt", "data.tokenizer=byte_pair", "model.type=gpt", "model.head=bide",
-      "model.input=bits"}}};
+      "model.input=bits"}},
+    {"forecaster",
+     {"data.path=x.csv", "data.format=series", "model.type=forecaster", "model.head=bide"}},
+    {"forecaster",
+     {"data.path=x.csv", "data.format=series", "model.type=forecaster", "model.head=binned"}}};
 
 std::string every_kind_of_distribution() {
   return "distributions=[{kind: normal, mu: 0, sigma: 1}, {kind: lognormal, mu: 0, sigma: 1}, "

@@ -58,10 +58,11 @@ int run_forecast(const Args& args) {
   s.levels = parse_levels(args.option("quantiles", "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"));
   s.seed = uint64_t(parse_integer(args.option("seed", "0"), "--seed", 0, INT64_MAX));
   forecast_context(ck->model->config(), s.horizon);  // a horizon the block holds, before reading
-  const SeriesSet set = read_series(args.option("data", ""));
+  const std::string data = args.option("data", "");
   const std::string out = args.option("out", ""), paths_out = args.option("paths", "");
-  check_output_file(out, "forecast", "--out");
-  if (args.has("paths")) check_output_file(paths_out, "forecast", "--paths", {out});
+  check_output_file(out, "forecast", "--out", {data});
+  if (args.has("paths")) check_output_file(paths_out, "forecast", "--paths", {data, out});
+  const SeriesSet set = read_series(data);
   const std::vector<SeriesForecast> f = forecast_series(*ck->model, set.series, s, device);
   std::ostringstream csv, paths;
   csv << "unique_id,ds,mean";
@@ -107,8 +108,8 @@ int run_forecast_eval(const Args& args) {
   const std::string data = args.option("data", ck->data_path);
   BG_CHECK(!data.empty(), "eval", path, " names no series file: use --data");
   const std::string json = args.option("json", "");
+  if (args.has("json")) check_output_file(json, "eval", "--json", {data, s.truth_path});
   const SeriesSet set = read_series(data);
-  if (args.has("json")) check_output_file(json, "eval", "--json");
   const ForecastEvaluation e = evaluate_forecaster(*ck->model, set, s, device);
   std::printf(
       "%s: step %lld | %s: %lld series, %lld test points (horizon %lld, season %lld) | NLL %.4f "

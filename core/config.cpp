@@ -433,7 +433,16 @@ size_t ConfigReader::list_size(const std::string& key) {
 
 bool ConfigReader::is_list(const std::string& key) const { return find(key).IsSequence(); }
 
-void ConfigReader::not_used(const std::string& key, const std::string& because) {
+void ConfigReader::not_used(const std::string& key, const std::string& because, bool own) {
+  // An enclosing list's reason ("model.type is forecaster") goes after the key's own ones.
+  if (own)
+    for (auto it = not_used_.begin(); it != not_used_.end(); ++it)
+      if (it->first == key && !own_reason_.count(key)) {
+        not_used_.insert(it, {key, because});
+        own_reason_.insert(key);
+        return;
+      }
+  if (own) own_reason_.insert(key);
   not_used_.emplace_back(key, because);
 }
 

@@ -61,8 +61,9 @@ class ConfigReader {
   bool is_list(const std::string& key) const;  // present and a sequence
 
   // `key` (and anything under it) does not apply in this configuration: finish() reports it,
-  // when present, as "not used when <because>" rather than as an unknown key.
-  void not_used(const std::string& key, const std::string& because);
+  // when present, as "not used when <because>" rather than as an unknown key. Of several
+  // reasons for one key, the first `own` one (the key's own condition, not an enclosing one's).
+  void not_used(const std::string& key, const std::string& because, bool own = true);
 
   // Throws on the first key in the file that no read asked for, then on a missing required key
   // (required reads return a default until then, so a misspelt key is reported as such).
@@ -100,6 +101,7 @@ class ConfigReader {
   std::set<std::string> containers_;
   std::vector<std::string> missing_;  // lists whose elements are read one by one
   std::vector<std::pair<std::string, std::string>> not_used_;  // key, because
+  std::set<std::string> own_reason_;  // keys with a reason of their own in not_used_
   std::vector<ConfigKeySpec> schema_;
 };
 

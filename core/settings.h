@@ -38,6 +38,11 @@ struct Setting {
   unsigned flags = 0;
   std::function<bool(const S&)> applies;         // whether it means anything in this value
   std::function<std::string(const S&)> because;  // why not, when it does not
+  // Whether that reason is the field's own condition rather than an enclosing list's: where
+  // several lists declare a key (head.bide.hidden for the GPT and the forecaster), the reason
+  // given is the one of the list that applies ("model.head is gaussian", not "model.type is
+  // forecaster").
+  std::function<bool(const S&)> own_reason;
   std::function<void(ConfigReader&, S&)> read;
   std::function<void(CheckpointWriter&, const S&)> save;
   std::function<void(const CheckpointReader&, const std::string&, S&)> load;
@@ -192,6 +197,9 @@ class Settings {
       f.because = [outer, ob = f.because, ib = g.because, ref](const S& s) {
         return outer && !outer(s) ? ob(s) : ib(ref(mut(s)));
       };
+      f.own_reason = [outer, io = g.own_reason, ref](const S& s) {
+        return !(outer && !outer(s)) && (!io || io(ref(mut(s))));
+      };
       if (g.read) f.read = [h = g.read, ref](ConfigReader& r, S& s) { h(r, ref(s)); };
       if (g.save)
         f.save = [h = g.save, ref](CheckpointWriter& ck, const S& s) { h(ck, ref(mut(s))); };
@@ -210,7 +218,7 @@ class Settings {
     for (const Setting<S>& f : fields_) {
       if (!f.config_key()) continue;
       if (f.applies && !f.applies(s))
-        r.not_used(f.key, f.because(s));
+        r.not_used(f.key, f.because(s), !f.own_reason || f.own_reason(s));
       else
         f.read(r, s);
     }

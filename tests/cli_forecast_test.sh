@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# cli_forecast_test.sh BITGRAD: a forecaster end to end on the CPU (train on a small CSV, resume,
+# forecast, eval with and without the truth) and the bad input a forecasting user gives: each
+# refused in one line, no output written over an input.
+set -uo pipefail
+bin=$(realpath "$1")
+cd "$(dirname "$0")/.."
+source tests/cli_lib.sh
+# Three series of an AR(1) with monthly dates, and a plain one-value-a-line file.
+python3 - "$dir" <<'PY'
+import math, random, sys
+random.seed(3)
+d = sys.argv[1]
+with open(f"{d}/s.csv", "w") as f, open(f"{d}/truth.csv", "w") as t:
+    f.write("unique_id,ds,y\n")
+    t.write("unique_id,ds,zero_mass,w1,kind1,loc1,scale1,df1,w2,kind2,loc2,scale2,df2\n")
+    for i in range(3):
+        x = 0.0
+        for n in range(90):
+            loc = 0.7 * x
+            x = loc + random.gauss(0, 1)
+            ds = f"{2000 + n // 12}-{n % 12 + 1:02d}-01"
+            f.write(f"s{i},{ds},{5 + x:.6f}\n")
+            t.write(f"s{i},{ds},0,1,normal,{5 + loc:.6f},1,0,0,normal,0,1,0\n")
+with open(f"{d}/plain.txt", "w") as f:
+    f.write("\n".join(str(math.sin(n / 3) + 2) for n in range(80)) + "\n")
+PY
+cat > "$dir/f.yaml" <<YAML
+run: {out_dir: $dir/run, device: cpu}
+data: {format: series, path: $dir/s.csv, horizon: 4, season: 12}
+model: {type: forecaster, block_size: 32, scale_window: 8, n_layer: 1, n_head: 2, n_embd: 16, head: bide}
+head: {bide: {hidden: 8}}
+train: {steps: 6, batch_size: 4, eval_interval: 3, log_interval: 3, deterministic: true}
+YAML
+"$bin" train "$dir/f.yaml" > "$dir/train.log" 2>&1 || { cat "$dir/train.log"; fail "train"; }
+grep -q "val" "$dir/train.log" || fail "no validation loss"
+# Resume continues where it stopped; a changed split or architecture is refused.
+"$bin" train "$dir/f.yaml" --set run.resume=true --set train.steps=9 > /dev/null 2>&1 || fail "resume"
+one_line_error "data.horizon" "$bin" train "$dir/f.yaml" --set run.resume=true --set data.horizon=5
+one_line_error "model.n_embd" "$bin" train "$dir/f.yaml" --set run.resume=true --set model.n_embd=32
+"$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --horizon 3 --samples 5 \
+  --quantiles 0.1,0.5,0.9 --out "$dir/f.csv" --paths "$dir/p.csv" > /dev/null || fail "forecast"
+[ "$(head -1 "$dir/f.csv")" = "unique_id,ds,mean,q0.1,q0.5,q0.9" ] || fail "forecast header: $(head -1 "$dir/f.csv")"
+grep -q "^s2,2007-07-01," "$dir/f.csv" || fail "monthly stamps: $(sed -n 2,4p "$dir/f.csv")"
+[ "$(wc -l < "$dir/p.csv")" -eq $((1 + 3 * 3 * 5)) ] || fail "paths rows"
+"$bin" forecast "$dir/run/best.h5" --data "$dir/plain.txt" --horizon 1 --out "$dir/f1.csv" > /dev/null ||
+  fail "forecast a plain file"
+grep -q "^,80," "$dir/f1.csv" || fail "plain file stamps: $(cat "$dir/f1.csv")"
+# The same forecast twice: the same bytes.
+"$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --horizon 3 --samples 5 \
+  --quantiles 0.1,0.5,0.9 --out "$dir/f2.csv" > /dev/null && cmp -s "$dir/f.csv" "$dir/f2.csv" ||
+  fail "a forecast is not repeatable"
+"$bin" eval "$dir/run/best.h5" --samples 8 --json "$dir/e.json" > "$dir/eval.log" || fail "eval"
+grep -q "CRPS" "$dir/eval.log" && grep -q '"crps_ratio"' "$dir/e.json" || fail "eval output"
+"$bin" eval "$dir/run/best.h5" --horizon 1 --truth "$dir/truth.csv" > "$dir/eval1.log" || fail "eval --truth"
+grep -q "truth: CRPS" "$dir/eval1.log" || fail "no truth line: $(cat "$dir/eval1.log")"
+
+# Bad input: one line each.
+one_line_error "data.format: series trains a model.type: forecaster" \
+  "$bin" train "$dir/f.yaml" --set model.type=gpt
+one_line_error "model.type: forecaster reads data.format: series" \
+  "$bin" train "$dir/f.yaml" --set data.format=text
+one_line_error "data.val_fraction: not used when data.format is series" \
+  "$bin" train "$dir/f.yaml" --set data.val_fraction=0.2
+one_line_error "model.scale_window" "$bin" train "$dir/f.yaml" --set model.scale_window=32
+one_line_error "head.bide.hidden: not used when model.head is gaussian" \
+  "$bin" train "$dir/f.yaml" --set model.head=gaussian
+one_line_error "model.head" "$bin" train "$dir/f.yaml" --set model.head=softmax
+printf 'unique_id,ds,y\na,1,3\na,2,NaN\n' > "$dir/bad.csv"
+one_line_error "bad.csv:3" "$bin" forecast "$dir/run/best.h5" --data "$dir/bad.csv" --out "$dir/x.csv"
+one_line_error "--quantiles" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/x.csv" --quantiles 0.5,0.2
+one_line_error "--quantiles" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/x.csv" --quantiles 1.5
+one_line_error "horizon" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/x.csv" --horizon 30
+one_line_error "--out" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/s.csv"
+one_line_error "not a language model" "$bin" sample "$dir/run/best.h5"
+one_line_error "--truth" "$bin" eval "$dir/run/best.h5" --truth "$dir/truth.csv"
+[ -f "$dir/x.csv" ] && fail "a refused forecast wrote its output"
+echo "PASS"

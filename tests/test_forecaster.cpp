@@ -1,0 +1,236 @@
+// test_forecaster.cpp: the forecaster (models/forecaster.h), its four heads
+// (models/forecast_heads.h) and forecasting (models/forecast.h): each head's training NLL equals
+// its host law's density at the target, in float64 (the law evaluation and the forecast's
+// quantiles read the same law training fits); inverse CDFs are monotone and agree with the grid;
+// a small forecaster learns; a series' forecast is the same bits alone and in a batch under the
+// deterministic mode, on the CPU and on CUDA; timestamps step on.
+#include <cmath>
+
+#include "data/series.h"
+#include "harness.h"
+#include "models/forecast.h"
+#include "models/forecast_run.h"
+
+namespace bg::test {
+namespace {
+
+ForecasterConfig small_config(ForecastHeadKind head, SeriesInput input = SeriesInput::value) {
+  ForecasterConfig c;
+  c.block_size = 24;
+  c.scale_window = 8;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  c.input = input;
+  c.head.kind = head;
+  c.head.bide_hidden = 8;
+  c.head.bins = 101;
+  c.head.limit = 6;
+  return c;
+}
+
+// Series of an AR(1) with unit Gaussian noise around a level, each with its own id.
+SeriesSet ar1_set(int64_t count, int64_t length, uint64_t seed) {
+  Generator gen(seed);
+  SeriesSet set;
+  set.source = "ar1";
+  for (int64_t i = 0; i < count; ++i) {
+    Series s;
+    s.id = "s" + std::to_string(i);
+    const std::vector<double> z =
+        randn({length}, gen, 0, 1, DType::f64).to_vector<double>();
+    double x = 0;
+    for (int64_t t = 0; t < length; ++t) {
+      x = 0.8 * x + z[size_t(t)];
+      s.ds.push_back(std::to_string(t));
+      s.y.push_back(10 + double(i) + x);
+    }
+    set.series.push_back(std::move(s));
+  }
+  return set;
+}
+
+const ForecastHeadKind kHeads[] = {ForecastHeadKind::bide, ForecastHeadKind::gaussian,
+                                   ForecastHeadKind::student_t, ForecastHeadKind::binned};
+
+}  // namespace
+
+TEST_CASE("cpu: each forecast head's NLL is its host law's log density at the target") {
+  for (const ForecastHeadKind kind : kHeads) {
+    CAPTURE(enum_name(kind));
+    Generator init(5), data(6);
+    ForecasterConfig cfg = small_config(kind);
+    const auto head = make_forecast_head(cfg.head, 7, init);
+    const Tensor h = randn({5, 7}, data, 0, 1, DType::f32);
+    std::vector<int64_t> ys;
+    for (const double v : {-1.5, 0.0, 0.25, 2.0, 0.7}) ys.push_back(float16_pattern(v));
+    const std::vector<double> nll =
+        head->nll(h, from_vector(ys, {5})).to(DType::f64).to_vector<double>();
+    const std::vector<HeadLaw> laws = head->laws(h);
+    for (size_t i = 0; i < ys.size(); ++i) {
+      const uint16_t k = uint16_t(ys[i]);
+      const double v = float16_value(k);
+      double want = 0;
+      if (kind == ForecastHeadKind::bide || kind == ForecastHeadKind::binned) {
+        // The grid law's mass of the target's bucket over the bucket's width; for the binned
+        // head (uniform inside a bin) the same as the bin's mass over the bin's width.
+        const DiscreteDistribution d = laws[i].on_grid();
+        const Float16Grid& g = float16_grid();
+        size_t at = 0;
+        while (g.patterns[at] != k) ++at;
+        want = -std::log(d.probs[at]) + float16_log_widths()[k];
+      } else {
+        const double eps = 1e-4;  // the density by the CDF's central difference
+        want = -std::log((laws[i].cdf(v + eps) - laws[i].cdf(v - eps)) / (2 * eps));
+      }
+      CHECK(nll[i] == doctest::Approx(want).epsilon(2e-4));
+    }
+  }
+}
+
+TEST_CASE("cpu: head laws: inverse CDFs are monotone and sit on their grid's quantiles") {
+  for (const ForecastHeadKind kind : kHeads) {
+    CAPTURE(enum_name(kind));
+    Generator init(7), data(8);
+    const auto head = make_forecast_head(small_config(kind).head, 4, init);
+    const Tensor h = randn({1, 4}, data, 0, 1, DType::f32);
+    const HeadLaw law = head->laws(h)[0];
+    const DiscreteDistribution d = law.on_grid();
+    double total = 0;
+    for (const double p : d.probs) total += p;
+    CHECK(total == doctest::Approx(1.0).epsilon(1e-9));
+    double last = -INFINITY;
+    for (const double u : {1e-6, 0.01, 0.1, 0.37, 0.5, 0.9, 0.999}) {
+      const double v = float16_value(law.inverse_cdf(u));
+      CHECK(v >= last);
+      last = v;
+      // The grid's u-quantile, or its neighbour where u falls within rounding of a step.
+      const double q = quantile(d, u);
+      const auto& values = float16_grid().values;
+      const auto at = std::lower_bound(values.begin(), values.end(), q) - values.begin();
+      const auto got = std::lower_bound(values.begin(), values.end(), v) - values.begin();
+      CHECK(std::abs(at - got) <= 1);
+    }
+    // The device path (the BIDE's SICK quantile) gives the host law's quantiles.
+    const std::vector<uint16_t> dev = head->inverse_cdf(h, {0.25});
+    const double v = float16_value(dev[0]), want = float16_value(law.inverse_cdf(0.25));
+    const auto& values = float16_grid().values;
+    CHECK(std::abs(std::lower_bound(values.begin(), values.end(), v) -
+                   std::lower_bound(values.begin(), values.end(), want)) <= 1);
+  }
+}
+
+TEST_CASE("cpu: a small forecaster learns an AR(1) (every head, both inputs)") {
+  const SeriesSet set = ar1_set(4, 120, 11);
+  for (const ForecastHeadKind kind : kHeads)
+    for (const SeriesInput input : {SeriesInput::value, SeriesInput::bits}) {
+      CAPTURE(enum_name(kind));
+      CAPTURE(enum_name(input));
+      Generator init(1), data(2), drop(3);
+      Forecaster model(small_config(kind, input), init);
+      FlatParameters params(model.named_parameters(), Device::cpu());
+      AdamW adam(params, AdamWConfig());
+      std::vector<double> losses;
+      for (int step = 0; step < 60; ++step) {
+        Tensor x, y, scale;
+        sample_series_windows(set, 4, 8, 24, 8, data, Device::cpu(), &x, &y, &scale);
+        params.zero_grad();
+        const Tensor loss = model.loss(x, y, drop);
+        loss.backward();
+        adam.step(3e-3);
+        losses.push_back(loss.item());
+      }
+      double first = 0, last = 0;
+      for (int i = 0; i < 5; ++i) {
+        first += losses[size_t(i)] / 5;
+        last += losses[losses.size() - 1 - size_t(i)] / 5;
+      }
+      CHECK(last < first - 0.3);
+    }
+}
+
+TEST_CASE("cpu: a series' forecast is the same bits alone and in a batch (deterministic mode)") {
+  const SeriesSet set = ar1_set(5, 60, 12);
+  for (const ForecastHeadKind kind : {ForecastHeadKind::bide, ForecastHeadKind::student_t}) {
+    CAPTURE(enum_name(kind));
+    Generator init(9);
+    Forecaster model(small_config(kind), init);
+    model.set_compute_mode(ComputeMode::deterministic_mode(MatmulPrecision::fp32).on(Device::cpu()));
+    model.train(false);
+    for (const int64_t horizon : {1, 4}) {
+      ForecastSettings s;
+      s.horizon = horizon;
+      s.samples = 6;
+      s.seed = 3;
+      const auto batch = forecast_series(model, set.series, s, Device::cpu());
+      const auto alone = forecast_series(model, {set.series[3]}, s, Device::cpu());
+      CHECK(alone[0].paths == batch[3].paths);
+      CHECK(alone[0].quantiles == batch[3].quantiles);
+      for (size_t l = 1; l < batch[3].quantiles.size(); ++l)
+        for (int64_t t = 0; t < horizon; ++t)
+          CHECK(batch[3].quantiles[l][size_t(t)] >= batch[3].quantiles[l - 1][size_t(t)]);
+      // Another seed draws other paths.
+      s.seed = 4;
+      CHECK(forecast_series(model, {set.series[3]}, s, Device::cpu())[0].paths != alone[0].paths);
+    }
+  }
+}
+
+TEST_CASE("cuda: a series' forecast is the same bits alone and in a batch of 64 (deterministic)") {
+  BG_REQUIRE_CUDA();
+  const SeriesSet set = ar1_set(64, 80, 13);
+  Generator init(10);
+  ForecasterConfig cfg = small_config(ForecastHeadKind::bide);
+  cfg.fused_attention = false;
+  Forecaster model(cfg, init);
+  FlatParameters params(model.named_parameters(), Device::cuda(0));
+  model.set_compute_mode(
+      ComputeMode::deterministic_mode(MatmulPrecision::fp32).on(Device::cuda(0)));
+  model.train(false);
+  for (const int64_t horizon : {1, 6}) {
+    ForecastSettings s;
+    s.horizon = horizon;
+    s.samples = 16;
+    const auto batch = forecast_series(model, set.series, s, Device::cuda(0));
+    for (const size_t i : {size_t(0), size_t(37)}) {
+      const auto alone = forecast_series(model, {set.series[i]}, s, Device::cuda(0));
+      CHECK(alone[0].paths == batch[i].paths);
+      CHECK(alone[0].quantiles == batch[i].quantiles);
+    }
+  }
+}
+
+TEST_CASE("cpu: held-out windows target only the held-out points; stamps step on") {
+  const SeriesSet set = ar1_set(2, 40, 14);
+  Tensor x, y;
+  held_out_windows(set, 8, 4, 16, 4, Device::cpu(), &x, &y);
+  const std::vector<int64_t> ys = y.to_vector<int64_t>();
+  for (int64_t r = 0; r < 2; ++r) {
+    int64_t targets = 0;
+    for (int64_t p = 0; p < 16; ++p) {
+      const int64_t k = ys[size_t(r * 16 + p)];
+      if (k == kSeriesIgnore) continue;
+      ++targets;
+      // inputs [19, 35) (scaled by points 19..22); position p targets point 20 + p: 32..35 count
+      const int64_t point = 36 - 16 + p;
+      CHECK(point >= 32);
+      CHECK(point < 36);
+      CHECK(k == float16_pattern(set.series[size_t(r)].y[size_t(point)] /
+                                 context_scale(set.series[size_t(r)].y.data() + 19, 4)));
+    }
+    CHECK(targets == 4);
+  }
+  Series monthly;
+  monthly.ds = {"1990-11-01", "1990-12-01"};
+  CHECK(future_stamps(monthly, StampKind::date, 3) ==
+        std::vector<std::string>{"1991-01-01", "1991-02-01", "1991-03-01"});
+  Series daily;
+  daily.ds = {"2020-02-27", "2020-02-28"};
+  CHECK(future_stamps(daily, StampKind::date, 2) ==
+        std::vector<std::string>{"2020-02-29", "2020-03-01"});
+  Series steps;
+  steps.ds = {"10", "15"};
+  CHECK(future_stamps(steps, StampKind::step, 2) == std::vector<std::string>{"20", "25"});
+}
+
+}  // namespace bg::test
