@@ -1,6 +1,7 @@
 // forecast.cpp: `bitgrad forecast CKPT --data FILE`: sample paths and quantiles of the points
 // after each series (models/forecast.h), written as CSV; and `bitgrad eval` of a forecaster
 // (models/forecast_eval.h): its scores on each series' test window against seasonal naive.
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -39,6 +40,25 @@ std::string number(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
+}
+
+void print_forecast_scores(const ForecastEvaluation& e, const std::string& what, int64_t step,
+                           const std::string& data, const ForecastEvalSettings& s) {
+  std::printf("%s: ", what.c_str());
+  if (step > 0) std::printf("step %lld | ", (long long)step);
+  std::printf(
+      "%s: %lld series, %lld test points (horizon %lld, season %lld) | ", data.c_str(),
+      (long long)e.series, (long long)e.points, (long long)s.horizon, (long long)s.season);
+  if (std::isfinite(e.nll)) std::printf("NLL %.4f nats/point | ", e.nll);
+  std::printf(
+      "CRPS %.5g (naive %.5g, ratio %.4f) | MASE %.4f (naive %.4f, ratio %.4f) | wQL %.4f "
+      "(naive %.4f) | 80%% coverage %.3f",
+      e.crps, e.naive_crps, e.crps_ratio, e.mase, e.naive_mase,
+      e.mase_ratio, e.wql, e.naive_wql, e.coverage80);
+  if (!s.truth_path.empty())
+    std::printf(" | truth: CRPS %.5g (forecast/truth %.4f), NLL %.4f", e.truth_crps,
+                e.crps / e.truth_crps, e.truth_nll);
+  std::printf("\n");
 }
 
 }  // namespace
@@ -89,7 +109,33 @@ int run_forecast(const Args& args) {
   return 0;
 }
 
+int run_paths_eval(const Args& args) {
+  args.allow_only({"data", "horizon", "season", "truth", "json"});
+  BG_CHECK(args.positional.size() == 1 && args.has("data") && args.has("horizon"), "eval",
+           "usage: bitgrad eval PATHS.csv --data FILE --horizon H [--season M] [--truth FILE] "
+           "[--json FILE]");
+  const std::string& path = args.positional[0];
+  ForecastEvalSettings s;
+  s.horizon = parse_integer(args.option("horizon", "1"), "--horizon", 1, 1 << 16);
+  s.season = parse_integer(args.option("season", "1"), "--season", 1, 1 << 16);
+  s.truth_path = args.option("truth", "");
+  const std::string data = args.option("data", ""), json = args.option("json", "");
+  if (args.has("json")) check_output_file(json, "eval", "--json", {data, path, s.truth_path});
+  const SeriesSet set = read_series(data);
+  check_split(set, s.horizon, 1);
+  const std::vector<SeriesForecast> f = read_forecast_paths(path, set, s.horizon);
+  s.samples = int64_t(f.at(0).paths.size());
+  const ForecastEvaluation e = score_forecasts(set, f, {}, s);
+  print_forecast_scores(e, path, 0, data, s);
+  if (args.has("json")) write_file_atomic(json, forecast_evaluation_json(e, path, data, s), "eval");
+  return 0;
+}
+
 int run_forecast_eval(const Args& args) {
+  // Forecasts made elsewhere (sample paths in a CSV) are scored by the same code.
+  if (args.positional.size() == 1 && args.positional[0].size() > 4 &&
+      args.positional[0].compare(args.positional[0].size() - 4, 4, ".csv") == 0)
+    return run_paths_eval(args);
   args.allow_only({"data", "horizon", "season", "samples", "seed", "truth", "json", "device"});
   BG_CHECK(args.positional.size() == 1, "eval",
            "usage: bitgrad eval FORECASTER [--data FILE] [--horizon H] [--season M] [--samples N] "
@@ -111,17 +157,7 @@ int run_forecast_eval(const Args& args) {
   if (args.has("json")) check_output_file(json, "eval", "--json", {data, s.truth_path});
   const SeriesSet set = read_series(data);
   const ForecastEvaluation e = evaluate_forecaster(*ck->model, set, s, device);
-  std::printf(
-      "%s: step %lld | %s: %lld series, %lld test points (horizon %lld, season %lld) | NLL %.4f "
-      "nats/point | CRPS %.5g (naive %.5g, ratio %.4f) | MASE %.4f (naive %.4f, ratio %.4f) | "
-      "wQL %.4f (naive %.4f) | 80%% coverage %.3f",
-      path.c_str(), (long long)ck->step, data.c_str(), (long long)e.series, (long long)e.points,
-      (long long)s.horizon, (long long)s.season, e.nll, e.crps, e.naive_crps, e.crps_ratio, e.mase,
-      e.naive_mase, e.mase_ratio, e.wql, e.naive_wql, e.coverage80);
-  if (!s.truth_path.empty())
-    std::printf(" | truth: CRPS %.5g (model/truth %.4f), NLL %.4f", e.truth_crps,
-                e.crps / e.truth_crps, e.truth_nll);
-  std::printf("\n");
+  print_forecast_scores(e, path, ck->step, data, s);
   if (args.has("json")) write_file_atomic(json, forecast_evaluation_json(e, path, data, s), "eval");
   return 0;
 }

@@ -111,7 +111,7 @@ const std::vector<Command> kCommands = {
         {"--gpt2-dir DIR", "folder with encoder.json and vocab.bpe (default datasets/gpt2)"},
         {"--val-fraction F", "last fraction of the characters held out (default 0.1)"}}},
       {"bench",
-       "bench sick|attention|norms|gemm|bitlinear|lmul|bide_head [options]",
+       "bench sick|attention|norms|gemm|bitlinear|lmul|bide_head|forecast [options]",
        "GPU kernel benchmarks: medians over rotated inputs, JSON with the GPU named",
        {{"--out FILE", "write the JSON here"},
         {"--reps N", "timed repetitions per case (default 30)"},

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
+#include <fstream>
 #include <sstream>
 
 #include "models/forecast.h"
@@ -80,14 +82,33 @@ ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet&
   const std::vector<SeriesForecast> forecasts = forecast_series(model, contexts, fs, device);
   std::vector<DiscreteDistribution> laws;
   if (h == 1) laws = one_step_laws(model, contexts, device);
+  ForecastEvaluation e = score_forecasts(set, forecasts, laws, st);
+  // The teacher-forced NLL of every test point.
+  Tensor x, yt;
+  held_out_windows(set, h, 0, model.config().block_size, model.config().scale_window, device, &x,
+                   &yt);
+  e.nll = mean_of(model.target_nll(x, yt));
+  return e;
+}
+
+ForecastEvaluation score_forecasts(const SeriesSet& set, const std::vector<SeriesForecast>& forecasts,
+                                   const std::vector<DiscreteDistribution>& laws,
+                                   const ForecastEvalSettings& st) {
+  const int64_t h = st.horizon;
+  check_split(set, h, 1);
+  BG_CHECK(forecasts.size() == set.series.size() && (laws.empty() || laws.size() == forecasts.size()),
+           "eval", "forecasts for ", forecasts.size(), " series, the data has ", set.series.size());
+  std::vector<Series> contexts;
+  for (const Series& s : set.series) contexts.push_back(context_of(s, h));
   std::map<std::pair<std::string, std::string>, TruthLaw> truth;
   if (!st.truth_path.empty()) {
-    BG_CHECK(h == 1, "eval", "--truth scores one-step forecasts: the checkpoint's horizon is ", h,
+    BG_CHECK(h == 1, "eval", "--truth scores one-step forecasts: the horizon is ", h,
              " (use --horizon 1)");
     truth = read_truth(st.truth_path);
   }
 
   ForecastEvaluation e;
+  e.nll = NAN;
   e.series = int64_t(set.series.size());
   std::vector<std::vector<double>> pred(kLevels.size()), naive_pred(kLevels.size());
   std::vector<double> actual, crps_ratios, mase_ratios, lo, hi, truth_nll;
@@ -100,7 +121,7 @@ ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet&
     sc.id = s.id;
     std::vector<double> crps_t, naive_t, median;
     for (int64_t t = 0; t < h; ++t) {
-      if (h == 1) {
+      if (!laws.empty()) {
         crps_t.push_back(crps_exact(laws[i], y[size_t(t)]));
       } else {
         std::vector<double> col;
@@ -131,6 +152,7 @@ ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet&
       const auto it = truth.find({s.id, s.ds.back()});
       BG_CHECK(it != truth.end(), "eval", st.truth_path, " has no law for series '", s.id,
                "' at ", s.ds.back());
+      // The truth on the grid the model's values lie on: scaled as its context is.
       const double cscale = f.scale;
       const DiscreteDistribution d =
           on_float16_grid([&](double x) { return it->second.cdf(x); }, cscale);
@@ -164,13 +186,9 @@ ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet&
   e.wql = weighted_quantile_loss(kLevels, pred, actual);
   e.naive_wql = weighted_quantile_loss(kLevels, naive_pred, actual);
   e.coverage80 = coverage(lo, hi, actual);
-  // The teacher-forced NLL of every test point.
-  Tensor x, yt;
-  held_out_windows(set, h, 0, model.config().block_size, model.config().scale_window, device, &x,
-                   &yt);
-  e.nll = mean_of(model.target_nll(x, yt));
   return e;
 }
+
 
 std::string forecast_evaluation_json(const ForecastEvaluation& e, const std::string& checkpoint,
                                      const std::string& data, const ForecastEvalSettings& s) {
@@ -209,6 +227,72 @@ std::string forecast_evaluation_json(const ForecastEvaluation& e, const std::str
   }
   o << "]}\n";
   return o.str();
+}
+
+std::vector<SeriesForecast> read_forecast_paths(const std::string& path, const SeriesSet& set,
+                                                int64_t horizon) {
+  std::ifstream in(path);
+  BG_CHECK(in.good(), "eval", path, ": cannot open");
+  std::string line;
+  BG_CHECK(std::getline(in, line) && (line == "unique_id,ds,path,y" || line == "unique_id,ds,path,y\r"),
+           "eval", path, ":1: expected the header unique_id,ds,path,y");
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < set.series.size(); ++i) index[set.series[i].id] = i;
+  // values[series][step] : the paths' values in path order
+  std::vector<std::vector<std::map<int64_t, double>>> values(set.series.size(),
+                                                             std::vector<std::map<int64_t, double>>(size_t(horizon)));
+  int64_t line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    for (std::string item; std::getline(fields, item, ',');) f.push_back(item);
+    BG_CHECK(f.size() == 4, "eval", path, ":", line_no, ": expected 4 fields, got ", f.size());
+    const auto it = index.find(f[0]);
+    BG_CHECK(it != index.end(), "eval", path, ":", line_no, ": series '", f[0],
+             "' is not in the data");
+    const Series& s = set.series[it->second];
+    const auto stamp = std::find(s.ds.end() - horizon, s.ds.end(), f[1]);
+    BG_CHECK(stamp != s.ds.end(), "eval", path, ":", line_no, ": ", f[1],
+             " is not in series '", f[0], "''s test window (its last ", horizon, " points)");
+    char* end = nullptr;
+    const long long j = std::strtoll(f[2].c_str(), &end, 10);
+    BG_CHECK(end && *end == 0 && !f[2].empty() && j >= 0, "eval", path, ":", line_no,
+             ": path '", f[2], "' is not a whole number");
+    const double v = std::strtod(f[3].c_str(), &end);
+    BG_CHECK(end && *end == 0 && !f[3].empty() && std::isfinite(v), "eval", path, ":", line_no,
+             ": y '", f[3], "' is not a finite number");
+    auto& at = values[it->second][size_t(stamp - (s.ds.end() - horizon))];
+    BG_CHECK(at.emplace(j, v).second, "eval", path, ":", line_no, ": path ", j, " of ", f[0],
+             " at ", f[1], " given twice");
+  }
+  std::vector<SeriesForecast> out(set.series.size());
+  for (size_t i = 0; i < set.series.size(); ++i) {
+    const size_t m = values[i][0].size();
+    for (int64_t t = 0; t < horizon; ++t)
+      BG_CHECK(values[i][size_t(t)].size() == m && m >= 2, "eval", path, ": series '",
+               set.series[i].id, "' has ", values[i][size_t(t)].size(), " paths at ",
+               set.series[i].ds[set.series[i].ds.size() - size_t(horizon) + size_t(t)],
+               ", expected the same number (at least 2) at every point of its test window");
+    SeriesForecast& f = out[i];
+    f.paths.assign(m, std::vector<double>(size_t(horizon)));
+    f.mean.assign(size_t(horizon), 0.0);
+    f.quantiles.assign(kLevels.size(), std::vector<double>(size_t(horizon)));
+    for (int64_t t = 0; t < horizon; ++t) {
+      std::vector<double> col;
+      size_t j = 0;
+      for (const auto& [id, v] : values[i][size_t(t)]) {
+        f.paths[j++][size_t(t)] = v;
+        f.mean[size_t(t)] += v / double(m);
+        col.push_back(v);
+      }
+      std::sort(col.begin(), col.end());
+      for (size_t l = 0; l < kLevels.size(); ++l) f.quantiles[l][size_t(t)] = sample_quantile(col, kLevels[l]);
+    }
+  }
+  return out;
 }
 
 }  // namespace bg

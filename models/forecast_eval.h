@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "data/series.h"
+#include "models/forecast.h"
+#include "models/forecast_metrics.h"
 #include "models/forecaster.h"
 
 namespace bg {
@@ -42,6 +44,20 @@ struct ForecastEvaluation {
 
 ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet& set,
                                        const ForecastEvalSettings& settings, Device device);
+
+// The same scores for forecasts made elsewhere: `forecasts` aligned with set.series (paths and
+// quantiles of each test window), `laws` (optional: each series' one-step law on the float16
+// grid, for the exact CRPS) and `nll` (NaN when unknown).
+ForecastEvaluation score_forecasts(const SeriesSet& set, const std::vector<SeriesForecast>& forecasts,
+                                   const std::vector<DiscreteDistribution>& laws,
+                                   const ForecastEvalSettings& settings);
+
+// Sample paths of each series' test window from a CSV unique_id,ds,path,y (what `bitgrad forecast
+// --paths` and scripts/forecast_baselines.py write), checked against `set`: every series, its
+// test window's timestamps, the same number of paths (at least 2) for every point, finite values.
+// The quantiles at levels 0.1..0.9 are the paths'. Refusals name file:line.
+std::vector<SeriesForecast> read_forecast_paths(const std::string& path, const SeriesSet& set,
+                                                int64_t horizon);
 
 // The evaluation as JSON (one object; per-series scores under "series").
 std::string forecast_evaluation_json(const ForecastEvaluation& e, const std::string& checkpoint,

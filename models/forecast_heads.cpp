@@ -76,6 +76,24 @@ double continuous_quantile(const std::function<double(double)>& cdf, double u, d
   return hi;
 }
 
+// The Student-t quantile by Newton's method from the normal quantile: |t_u| >= |z_u|, and the CDF
+// is concave beyond the median (convex below), so the iterates approach the root from the
+// median's side without overshooting; bisection only if that fails to settle.
+double student_quantile(double u, double nu) {
+  const double log_norm =
+      std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2) - 0.5 * std::log(nu * M_PI);
+  double t = normal_quantile(u);
+  for (int i = 0; i < 100; ++i) {
+    const double pdf = std::exp(log_norm - (nu + 1) / 2 * std::log1p(t * t / nu));
+    const double next = t - (student_cdf(t, nu) - u) / pdf;
+    if (!std::isfinite(next)) break;
+    if (std::fabs(next - t) <= 1e-14 * (1 + std::fabs(t))) return next;
+    t = next;
+  }
+  return continuous_quantile([nu](double x) { return student_cdf(x, nu); }, u, normal_quantile(u),
+                             1.0);
+}
+
 }  // namespace
 
 const Settings<ForecastHeadSpec>& forecast_head_settings() {
@@ -173,9 +191,7 @@ uint16_t HeadLaw::inverse_cdf(double u) const {
     case ForecastHeadKind::gaussian:
       return float16_pattern(mu + sigma * normal_quantile(u));
     case ForecastHeadKind::student_t:
-      return float16_pattern(
-          mu + sigma * continuous_quantile([this](double t) { return student_cdf(t, nu); }, u,
-                                           normal_quantile(u), 1.0));
+      return float16_pattern(mu + sigma * student_quantile(u, nu));
     case ForecastHeadKind::binned: {
       // The bin where the running sum reaches u, then u's place inside it (uniform there).
       const double width = 2 * limit / double(bin_probs.size());
@@ -230,8 +246,8 @@ class BideForecastHead : public ForecastHead {
   std::vector<HeadLaw> laws(const Tensor& h) const override {
     const BideHead::Distribution d = bide_->distribution(h);
     const int64_t n = h.size(0), hw = d.w.size(1) * d.w.size(2), hr = d.r.size(1);
-    const std::vector<double> w = d.w.detach().to(DType::f64).to(Device::cpu()).to_vector<double>();
-    const std::vector<double> r = d.r.detach().to(DType::f64).to(Device::cpu()).to_vector<double>();
+    const std::vector<double> w = d.w.detach().to(Device::cpu()).to(DType::f64).to_vector<double>();
+    const std::vector<double> r = d.r.detach().to(Device::cpu()).to(DType::f64).to_vector<double>();
     std::vector<HeadLaw> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       out[size_t(i)].kind = ForecastHeadKind::bide;
@@ -291,7 +307,7 @@ class ParametricForecastHead : public ForecastHead {
   std::vector<HeadLaw> laws(const Tensor& h) const override {
     const int64_t n = h.size(0), k = width();
     const std::vector<double> p =
-        params_->forward(h).detach().to(DType::f64).to(Device::cpu()).to_vector<double>();
+        params_->forward(h).detach().to(Device::cpu()).to(DType::f64).to_vector<double>();
     const auto softplus_of = [](double x) { return x > 20 ? x : std::log1p(std::exp(x)); };
     std::vector<HeadLaw> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
@@ -332,7 +348,7 @@ class BinnedForecastHead : public ForecastHead {
   std::vector<HeadLaw> laws(const Tensor& h) const override {
     const int64_t n = h.size(0);
     const std::vector<double> p =
-        softmax(logits_->forward(h).detach().to(DType::f64), 1).to(Device::cpu()).to_vector<double>();
+        softmax(logits_->forward(h).detach().to(Device::cpu()).to(DType::f64), 1).to_vector<double>();
     std::vector<HeadLaw> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       out[size_t(i)].kind = ForecastHeadKind::binned;

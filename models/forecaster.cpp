@@ -181,8 +181,8 @@ std::vector<double> Forecaster::target_nll(const Tensor& x, const Tensor& y) con
   Generator unused;
   NoGradGuard no_grad;
   return head_->nll(embedding(hidden(x, unused), rows), patterns)
-      .to(DType::f64)
       .to(Device::cpu())
+      .to(DType::f64)
       .to_vector<double>();
 }
 

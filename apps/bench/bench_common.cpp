@@ -65,6 +65,8 @@ int run_bench(const Args& args) {
   if (!args.positional.empty() && args.positional[0] == "lmul") return run_bench_lmul(args);
   if (!args.positional.empty() && args.positional[0] == "bide_head")
     return run_bench_bide_head(args);
+  if (!args.positional.empty() && args.positional[0] == "forecast")
+    return run_bench_forecast(args);
   return run_bench_sick(args);
 }
 

@@ -36,5 +36,6 @@ int run_bench_gemm(const Args& args);
 int run_bench_bitlinear(const Args& args);
 int run_bench_lmul(const Args& args);
 int run_bench_bide_head(const Args& args);
+int run_bench_forecast(const Args& args);
 
 }  // namespace bg::cli

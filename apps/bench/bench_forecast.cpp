@@ -1,0 +1,153 @@
+// bench_forecast.cpp: `bitgrad bench forecast`: the forecaster of configs/forecast_synthetic.yaml
+// (block 128, scale window 32, 4 layers, 4 heads, 128 wide) on the GPU, in the default fp32 mode
+// and under train.deterministic:
+//   - a training step per head (64 windows: forward, backward, AdamW), median ms;
+//   - the BIDE head's forecast of 64 series x 100 paths x 64 steps (prefill, then 64 draws
+//     through the KV cache, each an exact inverse CDF on the GPU), median ms;
+//   - the BIDE forecast's floor: its 64 steps' SICK passes alone (one exact normaliser over the
+//     63,487 finite float16 patterns for each of the 6,400 paths, H = 32), median ms x 64.
+// Series: AR(1) made here (the timing does not depend on the values). JSON with the GPU named.
+#include <cstdio>
+#include <sstream>
+
+#include "bench_common.h"
+#include "core/optim.h"
+#include "kernels/cuda/device_runtime.h"
+#include "models/forecast.h"
+
+namespace bg::cli {
+namespace {
+
+ForecasterConfig bench_config(ForecastHeadKind head) {
+  ForecasterConfig c;
+  c.block_size = 128;
+  c.scale_window = 32;
+  c.n_layer = 4;
+  c.n_head = 4;
+  c.n_embd = 128;
+  c.head.kind = head;
+  c.fused_attention = false;  // fp32: the composed attention (the fused kernel is bf16)
+  return c;
+}
+
+SeriesSet bench_series(int64_t count, int64_t length) {
+  Generator gen(7);
+  SeriesSet set;
+  for (int64_t i = 0; i < count; ++i) {
+    Series s;
+    s.id = "s" + std::to_string(i);
+    const std::vector<double> z = randn({length}, gen, 0, 1, DType::f64).to_vector<double>();
+    double x = 0;
+    for (int64_t t = 0; t < length; ++t) {
+      x = 0.8 * x + z[size_t(t)];
+      s.ds.push_back(std::to_string(t));
+      s.y.push_back(5 + x);
+    }
+    set.series.push_back(std::move(s));
+  }
+  return set;
+}
+
+}  // namespace
+
+int run_bench_forecast(const Args& args) {
+  args.allow_only({"out", "reps"});
+  BG_CHECK(args.positional.size() == 1, "bench",
+           "usage: bitgrad bench forecast [--out FILE] [--reps N]");
+  BG_CHECK(cuda_available(), "bench", "no CUDA device: the forecast benchmark times GPU work");
+  const int reps = int(parse_integer(args.option("reps", "3"), "--reps", 1, 100000));
+  const Device dev = Device::cuda(0);
+  const cuda::DeviceInfo info = cuda::device_info(0);
+  const SeriesSet set = bench_series(64, 400);
+  std::ostringstream json;
+  json << "{\n  \"benchmark\": \"forecast\",\n  \"device\": \"" << info.name
+       << "\", \"reps\": " << reps
+       << ", \"model\": \"block 128, 4 x 128, scale window 32\", \"forecast\": \"64 series x 100 "
+          "paths x 64 steps\",\n  \"results\": [\n";
+  std::printf("%-14s %-10s %14s %14s\n", "mode", "head", "train_step_ms", "forecast_ms");
+  bool first = true;
+  for (const bool deterministic : {false, true}) {
+    const ComputeMode mode =
+        (deterministic ? ComputeMode::deterministic_mode(MatmulPrecision::fp32) : ComputeMode())
+            .on(dev);
+    for (const ForecastHeadKind kind :
+         {ForecastHeadKind::bide, ForecastHeadKind::gaussian, ForecastHeadKind::student_t,
+          ForecastHeadKind::binned}) {
+      Generator init(1), data(2), drop(3);
+      Forecaster model(bench_config(kind), init);
+      model.set_compute_mode(mode);
+      FlatParameters params(model.named_parameters(), dev);
+      AdamW adam(params, AdamWConfig());
+      std::vector<double> train_ms;
+      for (int r = 0; r < reps + 2; ++r) {
+        Tensor x, y, scale;
+        sample_series_windows(set, 8, 64, 128, 32, data, dev, &x, &y, &scale);
+        const double ms = bench_time_ms(dev, [&] {
+          params.zero_grad();
+          model.loss(x, y, drop).backward();
+          adam.step(1e-3);
+        });
+        if (r >= 2) train_ms.push_back(ms);  // two warm-up steps
+      }
+      model.train(false);
+      // The other heads draw on the host from their parameters (their laws copied off the GPU
+      // every step: 6,400 x 4,094 probabilities for the binned head): only the BIDE's forecast,
+      // which runs on the GPU, is timed here.
+      if (kind != ForecastHeadKind::bide) {
+        const double t = median(train_ms);
+        const char* mode_name = deterministic ? "deterministic" : "fp32";
+        std::printf("%-14s %-10s %14.3f %14s\n", mode_name, enum_name(kind), t, "-");
+        json << (first ? "" : ",\n") << "    {\"mode\": \"" << mode_name << "\", \"head\": \""
+             << enum_name(kind) << "\", \"train_step_ms\": " << t << "}";
+        first = false;
+        std::fflush(stdout);
+        continue;
+      }
+      ForecastSettings fs;
+      fs.horizon = 64;
+      fs.samples = 100;
+      std::vector<double> forecast_ms;
+      for (int r = 0; r < reps + 1; ++r) {
+        const double ms =
+            bench_time_ms(dev, [&] { (void)forecast_series(model, set.series, fs, dev); });
+        if (r >= 1) forecast_ms.push_back(ms);
+      }
+      const double t = median(train_ms), f = median(forecast_ms);
+      const char* mode_name = deterministic ? "deterministic" : "fp32";
+      std::printf("%-14s %-10s %14.3f %14.1f\n", mode_name, enum_name(kind), t, f);
+      std::fflush(stdout);
+      json << (first ? "" : ",\n") << "    {\"mode\": \"" << mode_name << "\", \"head\": \""
+           << enum_name(kind) << "\", \"train_step_ms\": " << t << ", \"forecast_ms\": " << f
+           << "}";
+      first = false;
+    }
+  }
+  // The floor: one SICK normaliser over the finite float16 patterns per path and step.
+  Generator gen(4);
+  BideOptions opt;
+  opt.code = BideCode{BideValueType::f16, 16};
+  std::vector<double> pass_ms;
+  const Tensor w = randn({6400, 32, 16}, gen, 0, 0.35, DType::f32, dev);
+  const Tensor r = randn({6400, 32}, gen, 0, 0.18, DType::f32, dev);
+  BideOptions one = opt;
+  one.support_lo = kFloat16Ranges[0];
+  one.support_hi = kFloat16Ranges[1];
+  for (int i = 0; i < reps + 1; ++i) {
+    NoGradGuard no_grad;
+    // Two ranges are two passes over half the patterns each: one pass over all 2^16 is the same
+    // work, so the floor times the positive half twice.
+    const double ms = bench_time_ms(dev, [&] {
+      (void)bide_log_normalizer(w, r, one);
+      (void)bide_log_normalizer(w, r, one);
+    });
+    if (i >= 1) pass_ms.push_back(ms);
+  }
+  const double floor = 64 * median(pass_ms);
+  std::printf("floor: 64 steps x one SICK pass over 6,400 paths: %.1f ms\n", floor);
+  json << "\n  ],\n  \"sick_floor_ms\": " << floor << ", \"sick_pass_ms\": " << median(pass_ms)
+       << "\n}\n";
+  write_bench_json(args, json.str());
+  return 0;
+}
+
+}  // namespace bg::cli

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# forecast_gpu.sh PHASE [ARGS]: the forecasting measurements on the GPU machine, after
+# scripts/make_device_bundle.sh here (run there with the bundle and datasets/forecast carried).
+#   check                 the whole CUDA suite (the forecaster's cases among them) -> $out/tests.log
+#   synthetic "FAMILIES"  scripts/forecast_experiments.sh over those families (256 series of 400
+#                         points each, made here by scripts/forecast_synthetic.py) -> $out/synthetic.tgz
+#   real                  configs/forecast_real.yaml pooled over datasets/forecast/all.csv, per head,
+#                         scored on each dataset of REAL_SETS (name:horizon:season) -> $out/real.tgz
+#   bench                 bitgrad bench forecast -> $out/bench_forecast.json
+#   zero_shot NAME H:M    configs/forecast_real.yaml without dataset NAME, scored on it
+# STEPS and SEEDS override the experiments' training steps and seeds. Logs and JSON (no
+# checkpoints) come back packed, as the machine returns at most 8 files.
+set -uo pipefail
+REAL_SETS=${REAL_SETS:-"co2:12:12 elec_equip:12:12 elnino:12:12 macro:8:4 nile:8:1 sunspots:8:1"}
+source "$(dirname "$0")/device_env.sh"
+bin=$PWD/.bundle/bitgrad
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+case $1 in
+  check)
+    .bundle/bitgrad_tests > "$out/tests.log" 2>&1
+    grep -E "ERROR|test cases|assertions|values:" "$out/tests.log" | head -40 ;;
+  synthetic)
+    python3 scripts/forecast_synthetic.py datasets/forecast --series 256 --length 400 --seed 1 > /dev/null
+    FAMILIES=$2 scripts/forecast_experiments.sh "$bin" "$out/synthetic" "${SEEDS:-1}" "${STEPS:-1500}"
+    for log in "$out"/synthetic/*/*.log; do  # the step time of each run
+      echo "$log $(median_step_ms "$log") ms/step"; done | sed "s|$out/||" > "$out/synthetic/step_ms.txt"
+    tar czf "$out/synthetic_${3:-part}.tgz" --exclude='*.h5' -C "$out" synthetic && rm -rf "$out/synthetic" ;;
+  real)
+    # One model pooled over every real series per head (configs/forecast_real.yaml), each scored
+    # on every dataset at that dataset's horizon and season.
+    mkdir -p "$out/real"
+    for head in bide gaussian student_t binned; do
+      for seed in $(seq 1 "${SEEDS:-1}"); do
+        run=$out/real/${head}_s$seed
+        "$bin" train configs/forecast_real.yaml --set model.head=$head --set run.seed=$seed \
+          --set run.out_dir="$run" > "$run.log" 2>&1 || { echo "$head $seed: train failed"; continue; }
+        for d in $REAL_SETS; do
+          IFS=: read -r name h m <<< "$d"
+          "$bin" eval "$run/best.h5" --data datasets/forecast/$name.csv --horizon "$h" --season "$m" \
+            --seed "$seed" --json "$out/real/${name}_${head}_s$seed.json" | cut -c1-300
+        done
+      done
+    done
+    tar czf "$out/real.tgz" --exclude='*.h5' -C "$out" real && rm -rf "$out/real" ;;
+  bench)
+    "$bin" bench forecast --out "$out/bench_forecast.json" ;;
+  zero_shot)
+    # The pooled model trained without one dataset ($2), scored on it ($3 = horizon:season).
+    IFS=: read -r h m <<< "$3"
+    mkdir -p "$out/zero_shot"
+    for head in bide binned; do
+      run=$out/zero_shot/${head}_without_$2
+      "$bin" train configs/forecast_real.yaml --set data.path=datasets/forecast/all_but_$2.csv \
+        --set model.head=$head --set run.out_dir="$run" > "$run.log" 2>&1 || { echo "$head: train failed"; continue; }
+      "$bin" eval "$run/best.h5" --data datasets/forecast/$2.csv --horizon "$h" --season "$m" \
+        --json "$out/zero_shot/${2}_${head}.json" | cut -c1-300
+    done
+    tar czf "$out/zero_shot_$2.tgz" --exclude='*.h5' -C "$out" zero_shot && rm -rf "$out/zero_shot" ;;
+  *) echo "unknown phase $1"; exit 2 ;;
+esac
