@@ -73,6 +73,8 @@ int run_sample(const Args& args);
 int run_eval(const Args& args);
 // forecast.cpp: `bitgrad forecast`, and `bitgrad eval` of a forecaster checkpoint.
 int run_forecast(const Args& args);
+// Whether `path` names sample paths to score (a .csv) rather than a checkpoint.
+bool is_paths_file(const std::string& path);
 int run_forecast_eval(const Args& args);
 int run_prepare(const Args& args);
 int run_export(const Args& args);

@@ -21,10 +21,8 @@ namespace bg::cli {
 int run_eval(const Args& args) {
   // A forecaster is scored on its series' test windows (forecast.cpp).
   // Sample paths from elsewhere (a .csv) are scored the same way.
-  const bool paths = args.positional.size() == 1 && args.positional[0].size() > 4 &&
-                     args.positional[0].compare(args.positional[0].size() - 4, 4, ".csv") == 0;
-  if (paths || (args.positional.size() == 1 &&
-                checkpoint_model_type(args.positional[0]) == kForecasterType))
+  if (args.positional.size() == 1 && (is_paths_file(args.positional[0]) ||
+                                      checkpoint_model_type(args.positional[0]) == kForecasterType))
     return run_forecast_eval(args);
   args.allow_only({"data", "batch-size", "device", "per-token"});
   BG_CHECK(args.positional.size() == 1, "eval",

@@ -63,6 +63,10 @@ void print_forecast_scores(const ForecastEvaluation& e, const std::string& what,
 
 }  // namespace
 
+bool is_paths_file(const std::string& path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+}
+
 int run_forecast(const Args& args) {
   args.allow_only({"data", "horizon", "samples", "quantiles", "seed", "out", "paths", "device"});
   BG_CHECK(args.positional.size() == 1 && args.has("data") && args.has("out"), "forecast",
@@ -133,9 +137,7 @@ int run_paths_eval(const Args& args) {
 
 int run_forecast_eval(const Args& args) {
   // Forecasts made elsewhere (sample paths in a CSV) are scored by the same code.
-  if (args.positional.size() == 1 && args.positional[0].size() > 4 &&
-      args.positional[0].compare(args.positional[0].size() - 4, 4, ".csv") == 0)
-    return run_paths_eval(args);
+  if (args.positional.size() == 1 && is_paths_file(args.positional[0])) return run_paths_eval(args);
   args.allow_only({"data", "horizon", "season", "samples", "seed", "truth", "json", "device"});
   BG_CHECK(args.positional.size() == 1, "eval",
            "usage: bitgrad eval FORECASTER [--data FILE] [--horizon H] [--season M] [--samples N] "

@@ -29,41 +29,24 @@ SeriesTask::SeriesTask(const LanguageModelRun& run, const std::string& config_ya
       set_(std::move(set)),
       model_(model),
       device_(device),
-      data_gen_(run.seed + 1),
-      dropout_gen_(run.seed + 2) {}
+      streams_(run.seed + 1, run.seed + 2) {}
 
 Tensor SeriesTask::batch_loss(Generator& data) {
   Tensor x, y, scale;
   const ForecasterConfig& c = model_.config();
   sample_series_windows(set_, run_.data.horizon, run_.batch, c.block_size, c.scale_window, data,
                         device_, &x, &y, &scale);
-  return model_.loss(x, y, dropout_gen_);
+  return model_.loss(x, y, streams_.dropout);
 }
 
-Tensor SeriesTask::train_loss() { return batch_loss(data_gen_); }
+Tensor SeriesTask::train_loss() { return batch_loss(streams_.data); }
 
 void SeriesTask::seek_micro_batch(int64_t index) {
-  if (!counted_) {  // one forward without gradients counts a micro-batch's draws
-    data_origin_ = data_gen_.offset;
-    dropout_origin_ = dropout_gen_.offset;
-    {
-      NoGradGuard no_grad;
-      (void)batch_loss(data_gen_);
-    }
-    data_per_micro_ = data_gen_.offset - data_origin_;
-    dropout_per_micro_ = dropout_gen_.offset - dropout_origin_;
-    counted_ = true;
-  }
-  data_gen_.offset = data_origin_ + uint64_t(index) * data_per_micro_;
-  dropout_gen_.offset = dropout_origin_ + uint64_t(index) * dropout_per_micro_;
+  streams_.seek(index, [&] { (void)batch_loss(streams_.data); });
 }
 
 double SeriesTask::validation_loss() {
-  struct EvalMode {  // back to training mode however the evaluation ends (a stop throws)
-    Module& m;
-    explicit EvalMode(Module& model) : m(model) { m.train(false); }
-    ~EvalMode() { m.train(true); }
-  } eval_mode(model_);
+  const EvalModeScope eval_mode(model_);
   const int64_t h = run_.data.horizon;
   const ForecasterConfig& c = model_.config();
   Tensor x, y;
@@ -91,8 +74,8 @@ void SeriesTask::save(CheckpointWriter& ck) const {
   ck.attr("val_data", run_.data.path);
   ck.attr("data.horizon", run_.data.horizon);
   ck.attr("data.season", run_.data.season);
-  ck.attr("data_rng_offset", int64_t(data_gen_.offset));
-  ck.attr("dropout_rng_offset", int64_t(dropout_gen_.offset));
+  ck.attr("data_rng_offset", int64_t(streams_.data.offset));
+  ck.attr("dropout_rng_offset", int64_t(streams_.dropout.offset));
 }
 
 void SeriesTask::load(const CheckpointReader& ck, const std::string& path) {
@@ -113,8 +96,8 @@ void SeriesTask::load(const CheckpointReader& ck, const std::string& path) {
   BG_CHECK(mode_diff.empty() || run_.resume_mode_change, "train", path,
            " was trained in another compute mode than the config's (checkpoint vs config: ",
            mode_diff, "); set run.resume_mode_change: true to continue it in the new mode");
-  data_gen_.offset = uint64_t(ck.int_attr("data_rng_offset"));
-  dropout_gen_.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
+  streams_.data.offset = uint64_t(ck.int_attr("data_rng_offset"));
+  streams_.dropout.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
 }
 
 int train_forecaster(const LanguageModelRun& run, const RunContext& context,

@@ -14,40 +14,23 @@ LanguageModelTask::LanguageModelTask(const LanguageModelTaskConfig& cfg, Tokeniz
       tok_(tok),
       model_(model),
       device_(device),
-      data_gen_(cfg.seed + 1),
-      dropout_gen_(cfg.seed + 2) {}
+      streams_(cfg.seed + 1, cfg.seed + 2) {}
 
 Tensor LanguageModelTask::batch_loss(const std::vector<int32_t>& tokens, Generator& gen) {
   Tensor x, y;
   // A model predicting P tokens jointly (byte pairs) takes P-token targets.
   sample_windows(tokens, cfg_.batch, model_.context(), gen, device_, &x, &y,
                  model_.tokens_per_target(), model_.vocab_size());
-  return model_.loss(x, y, dropout_gen_);
+  return model_.loss(x, y, streams_.dropout);
 }
-Tensor LanguageModelTask::train_loss() { return batch_loss(train_tokens, data_gen_); }
+Tensor LanguageModelTask::train_loss() { return batch_loss(train_tokens, streams_.data); }
 
 void LanguageModelTask::seek_micro_batch(int64_t index) {
-  if (!counted_) {  // one forward without gradients counts a micro-batch's draws
-    data_origin_ = data_gen_.offset;
-    dropout_origin_ = dropout_gen_.offset;
-    {
-      NoGradGuard no_grad;
-      (void)batch_loss(train_tokens, data_gen_);
-    }
-    data_per_micro_ = data_gen_.offset - data_origin_;
-    dropout_per_micro_ = dropout_gen_.offset - dropout_origin_;
-    counted_ = true;
-  }
-  data_gen_.offset = data_origin_ + uint64_t(index) * data_per_micro_;
-  dropout_gen_.offset = dropout_origin_ + uint64_t(index) * dropout_per_micro_;
+  streams_.seek(index, [&] { (void)batch_loss(train_tokens, streams_.data); });
 }
 
 double LanguageModelTask::validation_loss() {
-  struct EvalMode {  // back to training mode however the evaluation ends (a stop throws)
-    Module& m;
-    explicit EvalMode(Module& model) : m(model) { m.train(false); }
-    ~EvalMode() { m.train(true); }
-  } eval_mode(model_);
+  const EvalModeScope eval_mode(model_);
   Generator gen(cfg_.seed + 3);  // the same eval batches every time
   double total = 0;
   for (int64_t i = 0; i < cfg_.eval_iters; ++i) total += batch_loss(val_tokens, gen).item();
@@ -65,8 +48,8 @@ void LanguageModelTask::save(CheckpointWriter& ck) const {
   model_.save_description(ck);
   ck.attr("val_data", val_source);
   ck.attr("val_fraction", cfg_.val_fraction);
-  ck.attr("data_rng_offset", int64_t(data_gen_.offset));
-  ck.attr("dropout_rng_offset", int64_t(dropout_gen_.offset));
+  ck.attr("data_rng_offset", int64_t(streams_.data.offset));
+  ck.attr("dropout_rng_offset", int64_t(streams_.dropout.offset));
 }
 void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path) {
   BG_CHECK(is_train_checkpoint(ck), "train", path, " is not a bitgrad train checkpoint");
@@ -94,8 +77,8 @@ void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path
   if (!mode_diff.empty())
     std::printf("note: resuming in another compute mode (checkpoint vs config: %s)\n",
                 mode_diff.c_str());
-  data_gen_.offset = uint64_t(ck.int_attr("data_rng_offset"));
-  dropout_gen_.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
+  streams_.data.offset = uint64_t(ck.int_attr("data_rng_offset"));
+  streams_.dropout.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
 }
 
 }  // namespace bg

@@ -34,12 +34,9 @@ class LanguageModelTask : public TrainTask {
   void save(CheckpointWriter& ck) const override;
   void load(const CheckpointReader& ck, const std::string& path) override;
   void seek_micro_batch(int64_t index) override;
-  std::vector<uint64_t> stream_positions() const override {
-    return {data_gen_.offset, dropout_gen_.offset};
-  }
+  std::vector<uint64_t> stream_positions() const override { return streams_.positions(); }
   void set_stream_positions(const std::vector<uint64_t>& p) override {
-    data_gen_.offset = p.at(0);
-    dropout_gen_.offset = p.at(1);
+    streams_.set_positions(p);
   }
 
  private:
@@ -48,11 +45,7 @@ class LanguageModelTask : public TrainTask {
   Tokenizer& tok_;
   LanguageModel& model_;
   Device device_;
-  Generator data_gen_, dropout_gen_;
-  // seek_micro_batch: the streams' offsets at the run's start, and how many counters one
-  // micro-batch takes from each (measured once: constant, as every micro-batch has one shape).
-  bool counted_ = false;
-  uint64_t data_origin_ = 0, dropout_origin_ = 0, data_per_micro_ = 0, dropout_per_micro_ = 0;
+  MicroBatchStreams streams_;
 };
 
 }  // namespace bg

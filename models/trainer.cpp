@@ -14,6 +14,22 @@
 #include "core/stop.h"
 
 namespace bg {
+
+void MicroBatchStreams::seek(int64_t index, const std::function<void()>& draw_one) {
+  if (!counted_) {  // one forward without gradients counts a micro-batch's draws
+    data_origin_ = data.offset;
+    dropout_origin_ = dropout.offset;
+    {
+      NoGradGuard no_grad;
+      draw_one();
+    }
+    data_per_micro_ = data.offset - data_origin_;
+    dropout_per_micro_ = dropout.offset - dropout_origin_;
+    counted_ = true;
+  }
+  data.offset = data_origin_ + uint64_t(index) * data_per_micro_;
+  dropout.offset = dropout_origin_ + uint64_t(index) * dropout_per_micro_;
+}
 namespace {
 
 // SIGINT / SIGTERM ask the loop to save a checkpoint and stop after the current step.

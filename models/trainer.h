@@ -29,6 +29,7 @@
 #include "core/distributed.h"
 #include "core/grad_tree.h"
 #include "core/optim.h"
+#include "layers/module.h"
 
 namespace bg {
 
@@ -107,6 +108,35 @@ class TrainTask {
   // then resumes exactly. A task that returns none finishes its step before a signal stops it.
   virtual std::vector<uint64_t> stream_positions() const { return {}; }
   virtual void set_stream_positions(const std::vector<uint64_t>& /*positions*/) {}
+};
+
+// A task's two random streams, data and dropout, for a task whose every micro-batch takes the
+// same number of counters from each: where micro-batch `index` of the run starts is the
+// streams' origin plus index times that count, measured once by `draw_one` (one micro-batch's
+// forward without gradients). What TrainTask::seek_micro_batch and stream_positions need.
+class MicroBatchStreams {
+ public:
+  MicroBatchStreams(uint64_t data_seed, uint64_t dropout_seed)
+      : data(data_seed), dropout(dropout_seed) {}
+  Generator data, dropout;
+  void seek(int64_t index, const std::function<void()>& draw_one);
+  std::vector<uint64_t> positions() const { return {data.offset, dropout.offset}; }
+  void set_positions(const std::vector<uint64_t>& p) {
+    data.offset = p.at(0);
+    dropout.offset = p.at(1);
+  }
+
+ private:
+  bool counted_ = false;
+  uint64_t data_origin_ = 0, dropout_origin_ = 0, data_per_micro_ = 0, dropout_per_micro_ = 0;
+};
+
+// Evaluation mode for a scope: the module back in training mode however the scope ends (a stop
+// throws).
+struct EvalModeScope {
+  Module& module;
+  explicit EvalModeScope(Module& m) : module(m) { module.train(false); }
+  ~EvalModeScope() { module.train(true); }
 };
 
 struct TrainResult {
