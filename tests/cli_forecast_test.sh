@@ -6,25 +6,25 @@ set -uo pipefail
 bin=$(realpath "$1")
 cd "$(dirname "$0")/.."
 source tests/cli_lib.sh
-# Three series of an AR(1) with monthly dates, and a plain one-value-a-line file.
-python3 - "$dir" <<'PY'
-import math, random, sys
-random.seed(3)
-d = sys.argv[1]
-with open(f"{d}/s.csv", "w") as f, open(f"{d}/truth.csv", "w") as t:
-    f.write("unique_id,ds,y\n")
-    t.write("unique_id,ds,zero_mass,w1,kind1,loc1,scale1,df1,w2,kind2,loc2,scale2,df2\n")
-    for i in range(3):
-        x = 0.0
-        for n in range(90):
-            loc = 0.7 * x
-            x = loc + random.gauss(0, 1)
-            ds = f"{2000 + n // 12}-{n % 12 + 1:02d}-01"
-            f.write(f"s{i},{ds},{5 + x:.6f}\n")
-            t.write(f"s{i},{ds},0,1,normal,{5 + loc:.6f},1,0,0,normal,0,1,0\n")
-with open(f"{d}/plain.txt", "w") as f:
-    f.write("\n".join(str(math.sin(n / 3) + 2) for n in range(80)) + "\n")
-PY
+# Three series of an AR(1) with monthly dates (and their true laws), and a plain
+# one-value-a-line file; awk, as a fresh Debian has no python.
+awk -v d="$dir" 'BEGIN {
+  srand(3)
+  print "unique_id,ds,y" > (d "/s.csv")
+  print "unique_id,ds,zero_mass,w1,kind1,loc1,scale1,df1,w2,kind2,loc2,scale2,df2" > (d "/truth.csv")
+  for (i = 0; i < 3; i++) {
+    x = 0
+    for (n = 0; n < 90; n++) {
+      loc = 0.7 * x
+      z = sqrt(-2 * log(1 - rand())) * cos(6.283185307179586 * rand())
+      x = loc + z
+      ds = sprintf("%d-%02d-01", 2000 + int(n / 12), n % 12 + 1)
+      printf "s%d,%s,%.6f\n", i, ds, 5 + x > (d "/s.csv")
+      printf "s%d,%s,0,1,normal,%.6f,1,0,0,normal,0,1,0\n", i, ds, 5 + loc > (d "/truth.csv")
+    }
+  }
+  for (n = 0; n < 80; n++) printf "%.6f\n", sin(n / 3) + 2 > (d "/plain.txt")
+}'
 cat > "$dir/f.yaml" <<YAML
 run: {out_dir: $dir/run, device: cpu}
 data: {format: series, path: $dir/s.csv, horizon: 4, season: 12}
@@ -56,18 +56,13 @@ grep -q "CRPS" "$dir/eval.log" && grep -q '"crps_ratio"' "$dir/e.json" || fail "
 grep -q "truth: CRPS" "$dir/eval1.log" || fail "no truth line: $(cat "$dir/eval1.log")"
 
 # Sample paths made elsewhere (the baselines' format) are scored by the same code.
-python3 - "$dir" <<'PY'
-import csv, random, sys
-d = sys.argv[1]
-rows = list(csv.DictReader(open(f"{d}/s.csv")))
-last = {}
-for r in rows: last.setdefault(r["unique_id"], []).append(r["ds"])
-with open(f"{d}/paths.csv", "w") as f:
-    f.write("unique_id,ds,path,y\n")
-    for sid, ds in last.items():
-        for stamp in ds[-4:]:
-            for j in range(20): f.write(f"{sid},{stamp},{j},{5 + random.gauss(0, 1):.6f}\n")
-PY
+awk -F, -v out="$dir/paths.csv" 'BEGIN { srand(5); print "unique_id,ds,path,y" > out }
+  NR > 1 { ds[$1, ++n[$1]] = $2; ids[$1] = 1 }
+  END {
+    for (id in ids)
+      for (t = n[id] - 3; t <= n[id]; t++)
+        for (j = 0; j < 20; j++) printf "%s,%s,%d,%.6f\n", id, ds[id, t], j, 4 + 2 * rand() > out
+  }' "$dir/s.csv"
 "$bin" eval "$dir/paths.csv" --data "$dir/s.csv" --horizon 4 --season 12 --json "$dir/pe.json" > "$dir/pe.log" ||
   fail "eval of a paths file"
 grep -q "CRPS" "$dir/pe.log" && grep -q '"samples": 20' "$dir/pe.json" || fail "paths eval output: $(cat "$dir/pe.log")"
