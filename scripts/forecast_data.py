@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """forecast_data.py [OUT_DIR]: the real series Debian's python3-statsmodels ships (CSV files under
 its datasets/ folder), written as bitgrad's long-format series files (unique_id,ds,y), one file per
-dataset and all.csv with every series (the pooled model's data). Standard library only; the same
-files every time. Default OUT_DIR: datasets/forecast.
+dataset, all.csv with every series (the pooled model's data) and all_but_<name>.csv without one
+(zero-shot). Standard library only; the same files every time. Default OUT_DIR: datasets/forecast.
 
   sunspots    yearly sunspot activity, 1700-2008 (ds: YYYY-01-01, so that one file holds every series)
   nile        the Nile's yearly volume at Aswan, 1871-1970 (ds: YYYY-01-01)
@@ -114,7 +114,11 @@ def main():
         pooled.update(series)
         print(f"{name}: {len(series)} series, {sum(len(p) for p in series.values())} points")
     write(os.path.join(out, "all.csv"), pooled)
-    print(f"all: {len(pooled)} series -> {out}")
+    # Zero-shot: the pool without one dataset, for a model scored on the series it never saw.
+    for name, series in datasets.items():
+        write(os.path.join(out, f"all_but_{name}.csv"),
+              {sid: p for sid, p in pooled.items() if sid not in series})
+    print(f"all: {len(pooled)} series (and all_but_<name>.csv for each) -> {out}")
 
 
 if __name__ == "__main__":
