@@ -61,6 +61,12 @@ void print_forecast_scores(const ForecastEvaluation& e, const std::string& what,
   std::printf("\n");
 }
 
+// --horizon: the run's data.horizon unless given; at most the model's block.
+int64_t horizon_option(const Args& args, const LoadedForecaster& ck) {
+  return parse_integer(args.option("horizon", std::to_string(ck.horizon)), "--horizon", 1,
+                       ck.model->config().block_size);
+}
+
 }  // namespace
 
 bool is_paths_file(const std::string& path) {
@@ -76,8 +82,7 @@ int run_forecast(const Args& args) {
   const Device device = parse_device(args.option("device", "auto"));
   const auto ck = load_forecaster_checkpoint(path, device);
   ForecastSettings s;
-  s.horizon = parse_integer(args.option("horizon", std::to_string(ck->horizon)), "--horizon", 1,
-                            ck->model->config().block_size);
+  s.horizon = horizon_option(args, *ck);
   s.samples = parse_integer(args.option("samples", "100"), "--samples", 1, 1 << 20);
   s.levels = parse_levels(args.option("quantiles", "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"));
   s.seed = uint64_t(parse_integer(args.option("seed", "0"), "--seed", 0, INT64_MAX));
@@ -146,8 +151,7 @@ int run_forecast_eval(const Args& args) {
   const Device device = parse_device(args.option("device", "auto"));
   const auto ck = load_forecaster_checkpoint(path, device);
   ForecastEvalSettings s;
-  s.horizon = parse_integer(args.option("horizon", std::to_string(ck->horizon)), "--horizon", 1,
-                            ck->model->config().block_size);
+  s.horizon = horizon_option(args, *ck);
   s.season = parse_integer(args.option("season", std::to_string(ck->season)), "--season", 1,
                            1 << 16);
   s.samples = parse_integer(args.option("samples", "100"), "--samples", 2, 1 << 20);

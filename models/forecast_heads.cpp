@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "data/distributions.h"
 #include "data/series.h"
@@ -221,6 +222,25 @@ std::vector<uint16_t> ForecastHead::inverse_cdf(const Tensor& h, const std::vect
 
 namespace {
 
+// A value per float16 pattern (a 65,536 x 1 f32 table, uploaded once per device) gathered at the
+// targets' patterns on their device: what a head reads of each target, without a trip through
+// the host on every training step.
+class PatternColumn {
+ public:
+  explicit PatternColumn(const std::function<double(uint16_t)>& f) : host_(65536) {
+    for (uint32_t k = 0; k < 65536; ++k) host_[k] = float(f(uint16_t(k)));
+  }
+  Tensor at(const Tensor& patterns) const {
+    if (!table_.defined() || table_.device() != patterns.device())
+      table_ = from_vector(host_, {65536, 1}, patterns.device());
+    return embedding(table_, patterns).reshape({patterns.size(0)});
+  }
+
+ private:
+  std::vector<float> host_;
+  mutable Tensor table_;
+};
+
 // The BIDE over the finite float16 patterns.
 class BideForecastHead : public ForecastHead {
  public:
@@ -236,7 +256,7 @@ class BideForecastHead : public ForecastHead {
   ForecastHeadKind kind() const override { return ForecastHeadKind::bide; }
   Tensor nll(const Tensor& h, const Tensor& patterns) const override {
     // -log density = -log p(pattern) + log(its bucket's width).
-    return bide_->nll(h, patterns, "none") + log_width(patterns);
+    return bide_->nll(h, patterns, "none") + log_width_.at(patterns);
   }
   Tensor outputs(const Tensor& h) const override {
     const BideHead::Distribution d = bide_->distribution(h);
@@ -264,24 +284,9 @@ class BideForecastHead : public ForecastHead {
   }
 
  private:
-  Tensor log_width(const Tensor& patterns) const {
-    if (!widths_.defined() || widths_.device() != patterns.device()) {
-      const std::vector<double>& w = float16_log_widths();
-      widths_ = from_vector(std::vector<float>(w.begin(), w.end()), {65536, 1}, patterns.device());
-    }
-    return embedding(widths_, patterns).reshape({patterns.size(0)});
-  }
   std::shared_ptr<BideHead> bide_;
-  mutable Tensor widths_;
+  PatternColumn log_width_{[](uint16_t k) { return float16_log_widths()[k]; }};
 };
-
-// The target patterns' float16 values as an f32 column on the device of `patterns`.
-Tensor target_values(const Tensor& patterns) {
-  std::vector<float> v;
-  for (const int64_t k : patterns.to(Device::cpu()).to_vector<int64_t>())
-    v.push_back(float(float16_value(uint16_t(k))));
-  return from_vector(v, {int64_t(v.size())}, patterns.device());
-}
 
 // Gaussian and Student-t: a linear layer to (mu, raw scale[, raw df]).
 class ParametricForecastHead : public ForecastHead {
@@ -294,7 +299,7 @@ class ParametricForecastHead : public ForecastHead {
     const int64_t n = h.size(0);
     const std::vector<Tensor> p = split(params_->forward(h), std::vector<int64_t>(size_t(width()), 1), 1);
     const Tensor mu = p[0].reshape({n}), sigma = softplus(p[1].reshape({n})) + kMinSigma;
-    const Tensor z = (target_values(patterns) - mu) / sigma;
+    const Tensor z = (value_.at(patterns) - mu) / sigma;
     if (kind_ == ForecastHeadKind::gaussian)  // log sigma + z^2 / 2 + log(2 pi) / 2
       return log(sigma) + z * z * 0.5 + 0.5 * std::log(2 * M_PI);
     const Tensor nu = softplus(p[2].reshape({n})) + kMinDf;
@@ -323,6 +328,11 @@ class ParametricForecastHead : public ForecastHead {
  private:
   int64_t width() const { return kind_ == ForecastHeadKind::gaussian ? 2 : 3; }
   ForecastHeadKind kind_;
+  // A target's float16 value (the NaN patterns are never targets: 0 there).
+  PatternColumn value_{[](uint16_t k) {
+    const double v = float16_value(k);
+    return std::isfinite(v) ? v : 0.0;
+  }};
   std::shared_ptr<LinearLayer> params_;
 };
 
