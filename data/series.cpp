@@ -146,9 +146,8 @@ SeriesSet read_series(const std::string& path) {
     Series& s = set.series[it->second];
     if (!s.ds.empty()) {
       int64_t prev = 0;
-      const bool after = kind == StampKind::date
-                             ? ds > s.ds.back()
-                             : (parse_step(s.ds.back(), &prev), step > prev);
+      const bool after = kind == StampKind::date ? ds > s.ds.back()
+                                                 : (parse_step(s.ds.back(), &prev), step > prev);
       BG_CHECK(after, "series", path, ":", line_no, ": ds ", ds, " of series '", id,
                "' is not after its previous row's ", s.ds.back(), " (sort each series by ds)");
     }
@@ -174,6 +173,22 @@ double context_scale(const double* x, int64_t n) {
   return std::isnormal(scale) ? scale : 1.0;
 }
 
+WindowScale window_scale(const double* x, int64_t n, SeriesScaling how) {
+  WindowScale w;
+  if (how == SeriesScaling::standard && n > 0) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += x[i];
+    mean /= double(n);
+    for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+    const double sd = std::sqrt(var / double(n));
+    w.loc = mean;
+    w.scale = std::isnormal(sd) ? sd : context_scale(x, n);
+    return w;
+  }
+  w.scale = context_scale(x, n);
+  return w;
+}
+
 uint16_t float16_pattern(double v) {
   const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
   const double a = std::fabs(v);
@@ -192,8 +207,7 @@ uint16_t float16_pattern(double v) {
       m = 1024.0;
       ++exponent;
     }
-    bits = exponent + 15 >= 31 ? 0x7BFF
-                               : uint16_t(((exponent + 15) << 10) | (uint32_t(m) - 1024u));
+    bits = exponent + 15 >= 31 ? 0x7BFF : uint16_t(((exponent + 15) << 10) | (uint32_t(m) - 1024u));
   }
   return bits == 0 ? 0 : uint16_t(sign | bits);  // -0 is +0
 }
@@ -229,24 +243,25 @@ const Float16Grid& float16_grid() {
   return grid;
 }
 
-double series_window(const Series& s, int64_t end, int64_t limit, int64_t context,
-                     int64_t scale_len, std::vector<int64_t>& xs, std::vector<int64_t>& ys) {
+WindowScale series_window(const Series& s, int64_t end, int64_t limit, int64_t context,
+                          int64_t scale_len, SeriesScaling how, std::vector<int64_t>& xs,
+                          std::vector<int64_t>& ys) {
   const int64_t first = std::max<int64_t>(0, end - context);
   const int64_t prefix_end = std::min(first + scale_len, end);
-  const double scale = context_scale(s.y.data() + first, prefix_end - first);
+  const WindowScale ws = window_scale(s.y.data() + first, prefix_end - first, how);
   for (int64_t t = end - context; t < end; ++t) {
-    xs.push_back(t < 0 ? kSeriesPad : int64_t(float16_pattern(s.y[size_t(t)] / scale)));
+    xs.push_back(t < 0 ? kSeriesPad : int64_t(float16_pattern(ws.scaled(s.y[size_t(t)]))));
     const int64_t next = t + 1;
     ys.push_back(next < first + scale_len || next >= limit
                      ? kSeriesIgnore
-                     : int64_t(float16_pattern(s.y[size_t(next)] / scale)));
+                     : int64_t(float16_pattern(ws.scaled(s.y[size_t(next)]))));
   }
-  return scale;
+  return ws;
 }
 
 void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch, int64_t context,
-                           int64_t scale_len, Generator& gen, Device device, Tensor* x, Tensor* y,
-                           Tensor* scale) {
+                           int64_t scale_len, SeriesScaling how, Generator& gen, Device device,
+                           Tensor* x, Tensor* y, std::vector<WindowScale>* scales) {
   // A window is its last target, a training point past the first scale_len: series i has
   // train_length - scale_len of them.
   std::vector<int64_t> cum;
@@ -258,7 +273,7 @@ void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch,
   BG_CHECK(total > 0, "series", set.source, ": no series leaves a training target");
   const uint64_t first = gen.take(uint64_t(batch));
   std::vector<int64_t> xs, ys;
-  std::vector<double> scales;
+  if (scales) scales->clear();
   for (int64_t b = 0; b < batch; ++b) {
     const Philox4 r = philox4x32(first + uint64_t(b), gen.seed ^ 0x5E41E5ULL);
     const int64_t pick = int64_t(((uint64_t(r.v[0]) << 32) | r.v[1]) % uint64_t(total));
@@ -266,12 +281,12 @@ void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch,
     while (cum[i] <= pick) ++i;
     const Series& s = set.series[i];
     const int64_t last_target = scale_len + (pick - (i == 0 ? 0 : cum[i - 1]));
-    scales.push_back(series_window(s, last_target, train_length(int64_t(s.y.size()), horizon),
-                                   context, scale_len, xs, ys));
+    const WindowScale ws = series_window(s, last_target, train_length(int64_t(s.y.size()), horizon),
+                                         context, scale_len, how, xs, ys);
+    if (scales) scales->push_back(ws);
   }
   *x = from_vector(xs, {batch, context}, device);
   *y = from_vector(ys, {batch, context}, device);
-  *scale = from_vector(scales, {batch}, device);
 }
 
 }  // namespace bg

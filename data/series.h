@@ -2,9 +2,10 @@
 // unique_id, ds and y (the statsforecast/neuralforecast convention; ds a date or an integer
 // step), or one value a line (one series). The time split holds out each series' last `horizon`
 // points (the test window) and the `horizon` points before them (the validation window); the
-// model trains on the rest. A window is scaled by the mean absolute value of its context
-// (Chronos' scaling; a context of zeros scales by 1), so a forecast is put back by one multiply,
-// and each scaled value becomes its float16 bit pattern: the ids a BIDE head predicts exactly.
+// model trains on the rest. A window is put on a common scale from its first values (by their
+// mean |x|, Chronos' scaling, or by their mean and standard deviation), so a forecast is put
+// back by one multiply-add, and each scaled value becomes its float16 bit pattern: the ids a
+// BIDE head predicts exactly.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "kernels/enum_names.h"
 
 namespace bg {
 
@@ -45,6 +47,24 @@ void check_split(const SeriesSet& set, int64_t horizon, int64_t min_train);
 // keeps exact zeros) or not a normal number.
 double context_scale(const double* x, int64_t n);
 
+// How a window is scaled (model.scaling): mean_abs divides by the mean |x| of its scale prefix
+// (Chronos; zero stays exactly zero, a level of 350 with swings of 3 stays near 1.0, where
+// float16 holds 1,024 values per octave); standard subtracts the prefix's mean and divides by
+// its standard deviation (the instance normalisation of RevIN and TimesFM), so the swings fill
+// the values around 0, where float16 is finest.
+#define BG_SERIES_SCALINGS(X) X(mean_abs, "mean_abs") X(standard, "standard")
+BG_NAMED_ENUM(SeriesScaling, BG_SERIES_SCALINGS)
+
+// A window's map to the model's units: scaled = (x - loc) / scale, and back.
+struct WindowScale {
+  double loc = 0.0, scale = 1.0;
+  double scaled(double x) const { return (x - loc) / scale; }
+  double value(double z) const { return loc + scale * z; }
+};
+// The map from a window's first n values. standard: their mean and population standard
+// deviation; a constant prefix (deviation 0 or not normal) falls back to mean_abs's scale.
+WindowScale window_scale(const double* x, int64_t n, SeriesScaling how);
+
 // The float16 pattern of a scaled value, rounded to nearest (ties to even) from the double
 // directly. Zero is one pattern, +0 (0x0000): -0 and values that round to it map there, so -0
 // never is a target. Beyond float16's range (|v| >= 65520) the value saturates at +-65504, the
@@ -70,7 +90,7 @@ const Float16Grid& float16_grid();
 inline constexpr int64_t kSeriesPad = 0x7E00;
 inline constexpr int64_t kSeriesIgnore = -100;
 
-// The scale and the targets never look ahead of each other: a window's scale is the mean |x| of
+// The scale and the targets never look ahead of each other: a window's scale comes from
 // its first `scale_len` values (its scale prefix; the series' first values where the window
 // starts before them), and only values after the prefix are targets. (Scaling by the whole
 // window would tell each position about the values it is to predict: their mean |x| is fixed.)
@@ -79,16 +99,18 @@ inline constexpr int64_t kSeriesIgnore = -100;
 // One window of series `s` whose inputs end at point `end` (exclusive): inputs
 // [end - context, end), padded on the left with kSeriesPad; targets one step later, scaled, or
 // kSeriesIgnore inside the scale prefix and at and past point `limit` (what the window may not
-// see). Appended to xs and ys; returns the scale.
-double series_window(const Series& s, int64_t end, int64_t limit, int64_t context,
-                     int64_t scale_len, std::vector<int64_t>& xs, std::vector<int64_t>& ys);
+// see). Appended to xs and ys; returns the window's scale.
+WindowScale series_window(const Series& s, int64_t end, int64_t limit, int64_t context,
+                          int64_t scale_len, SeriesScaling how, std::vector<int64_t>& xs,
+                          std::vector<int64_t>& ys);
 
 // `batch` training windows: a series drawn with probability proportional to its number of
 // windows (longer series weigh more), then one of them uniformly: windows whose last target is a
 // training point past the scale prefix. x (B, T) and y (B, T) the patterns as series_window
-// makes them, scale (B) f64; on `device`. Draws only from `gen`'s stream.
+// makes them, on `device`, and each window's scale when `scales` is given. Draws only from
+// `gen`'s stream.
 void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch, int64_t context,
-                           int64_t scale_len, Generator& gen, Device device, Tensor* x, Tensor* y,
-                           Tensor* scale);
+                           int64_t scale_len, SeriesScaling how, Generator& gen, Device device,
+                           Tensor* x, Tensor* y, std::vector<WindowScale>* scales = nullptr);
 
 }  // namespace bg

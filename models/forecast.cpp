@@ -71,7 +71,7 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
     BG_CHECK(!s.y.empty(), "forecast", "series '", s.id, "' has no values");
     std::vector<int64_t> x;
     out[size_t(i)].scale = series_window(s, int64_t(s.y.size()), int64_t(s.y.size()), context,
-                                         scale_len, x, ys);
+                                         scale_len, model.config().scaling, x, ys);
     for (int64_t j = 0; j < m; ++j) rows.insert(rows.end(), x.begin(), x.end());
   }
   std::vector<uint64_t> keys;
@@ -96,7 +96,8 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
       for (int64_t i = 0; i < n; ++i) {
         SeriesForecast& f = out[size_t(i)];
         for (size_t l = 0; l < settings.levels.size(); ++l)
-          f.quantiles.push_back({float16_value(q[size_t(i) * settings.levels.size() + l]) * f.scale});
+          f.quantiles.push_back(
+              {f.scale.value(float16_value(q[size_t(i) * settings.levels.size() + l]))});
       }
     }
     if (t + 1 == h) break;
@@ -109,7 +110,7 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
     f.mean.assign(size_t(h), 0.0);
     for (int64_t j = 0; j < m; ++j)
       for (int64_t t = 0; t < h; ++t) {
-        const double v = float16_value(drawn[size_t(t)][size_t(i * m + j)]) * f.scale;
+        const double v = f.scale.value(float16_value(drawn[size_t(t)][size_t(i * m + j)]));
         f.paths[size_t(j)][size_t(t)] = v;
         f.mean[size_t(t)] += v / double(m);
       }

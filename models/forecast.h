@@ -23,7 +23,7 @@ struct ForecastSettings {
 };
 
 struct SeriesForecast {
-  double scale = 1;  // the context's scale: forecasts are scaled values times this
+  WindowScale scale;  // the context's: a forecast's value is scale.value(its scaled value)
   // paths[j][t]: path j's value at step t; quantiles[i][t]: levels[i]'s; mean[t] over paths.
   std::vector<std::vector<double>> paths, quantiles;
   std::vector<double> mean;

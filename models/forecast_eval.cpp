@@ -1,8 +1,8 @@
 #include "forecast_eval.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -49,10 +49,10 @@ std::vector<DiscreteDistribution> one_step_laws(const Forecaster& model,
   NoGradGuard no_grad;
   const int64_t context = forecast_context(model.config(), 1);
   std::vector<int64_t> xs, ys;
-  std::vector<double> scales;
+  std::vector<WindowScale> scales;
   for (const Series& s : contexts)
     scales.push_back(series_window(s, int64_t(s.y.size()), int64_t(s.y.size()), context,
-                                   model.config().scale_window, xs, ys));
+                                   model.config().scale_window, model.config().scaling, xs, ys));
   const int64_t n = int64_t(contexts.size());
   KVCache cache = model.new_cache(n, device);
   const Tensor h = model.forward_cached_hidden(from_vector(xs, {n, context}, device), cache);
@@ -60,7 +60,7 @@ std::vector<DiscreteDistribution> one_step_laws(const Forecaster& model,
   const std::vector<HeadLaw> laws = model.head().laws(h);
   for (int64_t i = 0; i < n; ++i) {
     DiscreteDistribution d = laws[size_t(i)].on_grid();
-    for (double& v : d.values) v *= scales[size_t(i)];
+    for (double& v : d.values) v = scales[size_t(i)].value(v);
     out.push_back(std::move(d));
   }
   return out;
@@ -85,19 +85,20 @@ ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet&
   ForecastEvaluation e = score_forecasts(set, forecasts, laws, st);
   // The teacher-forced NLL of every test point.
   Tensor x, yt;
-  held_out_windows(set, h, 0, model.config().block_size, model.config().scale_window, device, &x,
-                   &yt);
+  held_out_windows(set, h, 0, model.config(), device, &x, &yt);
   e.nll = mean_of(model.target_nll(x, yt));
   return e;
 }
 
-ForecastEvaluation score_forecasts(const SeriesSet& set, const std::vector<SeriesForecast>& forecasts,
+ForecastEvaluation score_forecasts(const SeriesSet& set,
+                                   const std::vector<SeriesForecast>& forecasts,
                                    const std::vector<DiscreteDistribution>& laws,
                                    const ForecastEvalSettings& st) {
   const int64_t h = st.horizon;
   check_split(set, h, 1);
-  BG_CHECK(forecasts.size() == set.series.size() && (laws.empty() || laws.size() == forecasts.size()),
-           "eval", "forecasts for ", forecasts.size(), " series, the data has ", set.series.size());
+  BG_CHECK(
+      forecasts.size() == set.series.size() && (laws.empty() || laws.size() == forecasts.size()),
+      "eval", "forecasts for ", forecasts.size(), " series, the data has ", set.series.size());
   std::vector<Series> contexts;
   for (const Series& s : set.series) contexts.push_back(context_of(s, h));
   std::map<std::pair<std::string, std::string>, TruthLaw> truth;
@@ -150,14 +151,13 @@ ForecastEvaluation score_forecasts(const SeriesSet& set, const std::vector<Serie
     }
     if (!truth.empty()) {
       const auto it = truth.find({s.id, s.ds.back()});
-      BG_CHECK(it != truth.end(), "eval", st.truth_path, " has no law for series '", s.id,
-               "' at ", s.ds.back());
+      BG_CHECK(it != truth.end(), "eval", st.truth_path, " has no law for series '", s.id, "' at ",
+               s.ds.back());
       // The truth on the grid the model's values lie on: scaled as its context is.
-      const double cscale = f.scale;
       const DiscreteDistribution d =
-          on_float16_grid([&](double x) { return it->second.cdf(x); }, cscale);
+          on_float16_grid([&](double x) { return it->second.cdf(x); }, f.scale);
       sc.truth_crps = crps_exact(d, y[0]);
-      const uint16_t k = float16_pattern(y[0] / cscale);
+      const uint16_t k = float16_pattern(f.scale.scaled(y[0]));
       const double p = d.probs[size_t(grid_index()[k])];
       truth_nll.push_back(-std::log(p) + float16_log_widths()[k]);
     }
@@ -188,7 +188,6 @@ ForecastEvaluation score_forecasts(const SeriesSet& set, const std::vector<Serie
   e.coverage80 = coverage(lo, hi, actual);
   return e;
 }
-
 
 std::string forecast_evaluation_json(const ForecastEvaluation& e, const std::string& checkpoint,
                                      const std::string& data, const ForecastEvalSettings& s) {
@@ -234,13 +233,14 @@ std::vector<SeriesForecast> read_forecast_paths(const std::string& path, const S
   std::ifstream in(path);
   BG_CHECK(in.good(), "eval", path, ": cannot open");
   std::string line;
-  BG_CHECK(std::getline(in, line) && (line == "unique_id,ds,path,y" || line == "unique_id,ds,path,y\r"),
-           "eval", path, ":1: expected the header unique_id,ds,path,y");
+  BG_CHECK(
+      std::getline(in, line) && (line == "unique_id,ds,path,y" || line == "unique_id,ds,path,y\r"),
+      "eval", path, ":1: expected the header unique_id,ds,path,y");
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < set.series.size(); ++i) index[set.series[i].id] = i;
   // values[series][step] : the paths' values in path order
-  std::vector<std::vector<std::map<int64_t, double>>> values(set.series.size(),
-                                                             std::vector<std::map<int64_t, double>>(size_t(horizon)));
+  std::vector<std::vector<std::map<int64_t, double>>> values(
+      set.series.size(), std::vector<std::map<int64_t, double>>(size_t(horizon)));
   int64_t line_no = 1;
   while (std::getline(in, line)) {
     ++line_no;
@@ -255,12 +255,12 @@ std::vector<SeriesForecast> read_forecast_paths(const std::string& path, const S
              "' is not in the data");
     const Series& s = set.series[it->second];
     const auto stamp = std::find(s.ds.end() - horizon, s.ds.end(), f[1]);
-    BG_CHECK(stamp != s.ds.end(), "eval", path, ":", line_no, ": ", f[1],
-             " is not in series '", f[0], "''s test window (its last ", horizon, " points)");
+    BG_CHECK(stamp != s.ds.end(), "eval", path, ":", line_no, ": ", f[1], " is not in series '",
+             f[0], "''s test window (its last ", horizon, " points)");
     char* end = nullptr;
     const long long j = std::strtoll(f[2].c_str(), &end, 10);
-    BG_CHECK(end && *end == 0 && !f[2].empty() && j >= 0, "eval", path, ":", line_no,
-             ": path '", f[2], "' is not a whole number");
+    BG_CHECK(end && *end == 0 && !f[2].empty() && j >= 0, "eval", path, ":", line_no, ": path '",
+             f[2], "' is not a whole number");
     const double v = std::strtod(f[3].c_str(), &end);
     BG_CHECK(end && *end == 0 && !f[3].empty() && std::isfinite(v), "eval", path, ":", line_no,
              ": y '", f[3], "' is not a finite number");
@@ -289,7 +289,8 @@ std::vector<SeriesForecast> read_forecast_paths(const std::string& path, const S
         col.push_back(v);
       }
       std::sort(col.begin(), col.end());
-      for (size_t l = 0; l < kLevels.size(); ++l) f.quantiles[l][size_t(t)] = sample_quantile(col, kLevels[l]);
+      for (size_t l = 0; l < kLevels.size(); ++l)
+        f.quantiles[l][size_t(t)] = sample_quantile(col, kLevels[l]);
     }
   }
   return out;

@@ -8,16 +8,18 @@
 
 namespace bg {
 
-DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf, double scale) {
-  BG_CHECK(scale > 0 && std::isfinite(scale), "forecast", "scale ", scale, " is not positive");
+DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf,
+                                     const WindowScale& ws) {
+  BG_CHECK(ws.scale > 0 && std::isfinite(ws.scale) && std::isfinite(ws.loc), "forecast", "scale ",
+           ws.scale, " is not positive");
   const Float16Grid& g = float16_grid();
   DiscreteDistribution d;
   d.values.reserve(g.values.size());
   d.probs.reserve(g.values.size());
   double below = 0;  // cdf at the current lower edge (-inf: 0)
   for (size_t i = 0; i < g.values.size(); ++i) {
-    const double above = std::isinf(g.upper[i]) ? 1.0 : cdf(g.upper[i] * scale);
-    d.values.push_back(g.values[i] * scale);
+    const double above = std::isinf(g.upper[i]) ? 1.0 : cdf(ws.value(g.upper[i]));
+    d.values.push_back(ws.value(g.values[i]));
     d.probs.push_back(std::max(0.0, above - below));
     below = above;
   }
@@ -74,13 +76,15 @@ double quantile(const DiscreteDistribution& d, double q) {
 }
 
 double sample_quantile(const std::vector<double>& sorted, double q) {
-  BG_CHECK(!sorted.empty() && q > 0 && q < 1, "forecast", "sample quantile: level ", q,
-           " of ", sorted.size(), " samples");
+  BG_CHECK(!sorted.empty() && q > 0 && q < 1, "forecast", "sample quantile: level ", q, " of ",
+           sorted.size(), " samples");
   const double rank = std::ceil(q * double(sorted.size()));
   return sorted[size_t(std::max(rank, 1.0)) - 1];
 }
 
-double pinball(double q, double pred, double y) { return ((y < pred ? 1.0 : 0.0) - q) * (pred - y); }
+double pinball(double q, double pred, double y) {
+  return ((y < pred ? 1.0 : 0.0) - q) * (pred - y);
+}
 
 double weighted_quantile_loss(const std::vector<double>& levels,
                               const std::vector<std::vector<double>>& pred,
@@ -113,7 +117,8 @@ double seasonal_naive_scale(const std::vector<double>& insample, int64_t season)
 double mase(const std::vector<double>& pred, const std::vector<double>& y, double scale) {
   BG_CHECK(pred.size() == y.size() && !y.empty(), "forecast", "MASE: ", pred.size(),
            " forecasts for ", y.size(), " points");
-  BG_CHECK(scale > 0, "forecast", "MASE: the in-sample seasonal-naive error is 0 (a series "
+  BG_CHECK(scale > 0, "forecast",
+           "MASE: the in-sample seasonal-naive error is 0 (a series "
            "constant at its season's lag has no scale)");
   double s = 0;
   for (size_t t = 0; t < y.size(); ++t) s += std::fabs(pred[t] - y[t]);

@@ -8,6 +8,8 @@
 #include <functional>
 #include <vector>
 
+#include "data/series.h"
+
 namespace bg {
 
 // A distribution over finitely many values: `values` ascending (ties allowed: -0 and +0), `probs`
@@ -20,7 +22,12 @@ struct DiscreteDistribution {
 // (data/series.h) of values scaled by `scale` > 0: grid value i becomes values[i] * scale, with
 // probability cdf(upper_i * scale) - cdf(lower_i * scale). What the Gaussian, Student-t and
 // binned heads and the true process forecast, on the support the BIDE head has.
-DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf, double scale);
+DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf,
+                                     const WindowScale& ws);
+inline DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf,
+                                            double scale) {
+  return on_float16_grid(cdf, WindowScale{0.0, scale});
+}
 
 // CRPS(F, y) = integral over x of (F(x) - 1{x >= y})^2, exactly, for the step CDF F of `d`: a sum
 // over the intervals between consecutive support points (and y), each where F is constant.

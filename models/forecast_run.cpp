@@ -7,14 +7,16 @@
 namespace bg {
 
 void held_out_windows(const SeriesSet& set, int64_t first_from_end, int64_t last_from_end,
-                      int64_t context, int64_t scale_len, Device device, Tensor* x, Tensor* y) {
+                      const ForecasterConfig& cfg, Device device, Tensor* x, Tensor* y) {
+  const int64_t context = cfg.block_size;
   std::vector<int64_t> xs, ys;
   for (const Series& s : set.series) {
     const int64_t n = int64_t(s.y.size()), first = n - first_from_end, last = n - last_from_end;
     const size_t at = ys.size();
     // Inputs end before the last held-out point; the window's targets run up to it.
-    series_window(s, last - 1, last, context, scale_len, xs, ys);
-    for (int64_t pos = 0; pos < context; ++pos)  // target of position pos: point last - context + pos
+    series_window(s, last - 1, last, context, cfg.scale_window, cfg.scaling, xs, ys);
+    // The target of position pos is point last - context + pos.
+    for (int64_t pos = 0; pos < context; ++pos)
       if (last - context + pos < first) ys[at + size_t(pos)] = kSeriesIgnore;
   }
   const int64_t rows = int64_t(set.series.size());
@@ -32,10 +34,10 @@ SeriesTask::SeriesTask(const LanguageModelRun& run, const std::string& config_ya
       streams_(run.seed + 1, run.seed + 2) {}
 
 Tensor SeriesTask::batch_loss(Generator& data) {
-  Tensor x, y, scale;
+  Tensor x, y;
   const ForecasterConfig& c = model_.config();
-  sample_series_windows(set_, run_.data.horizon, run_.batch, c.block_size, c.scale_window, data,
-                        device_, &x, &y, &scale);
+  sample_series_windows(set_, run_.data.horizon, run_.batch, c.block_size, c.scale_window,
+                        c.scaling, data, device_, &x, &y);
   return model_.loss(x, y, streams_.dropout);
 }
 
@@ -50,7 +52,7 @@ double SeriesTask::validation_loss() {
   const int64_t h = run_.data.horizon;
   const ForecasterConfig& c = model_.config();
   Tensor x, y;
-  held_out_windows(set_, 2 * h, h, c.block_size, c.scale_window, device_, &x, &y);
+  held_out_windows(set_, 2 * h, h, c, device_, &x, &y);
   double total = 0;
   int64_t count = 0;
   // In chunks of train.batch_size series: the memory of a training micro-batch.
@@ -122,8 +124,8 @@ int train_forecaster(const LanguageModelRun& run, const RunContext& context,
       (long long)run.data.horizon, enum_name(cfg.head.kind), (long long)params.numel(),
       place.device.str().c_str(), place.mode.str().c_str());
   SeriesTask task(run, context.effective_yaml, std::move(set), model, place.device);
-  const double flops = 6.0 * double(params.numel()) +
-                       12.0 * double(cfg.n_layer * cfg.n_embd * cfg.block_size);
+  const double flops =
+      6.0 * double(params.numel()) + 12.0 * double(cfg.n_layer * cfg.n_embd * cfg.block_size);
   const TrainResult result =
       run_trainer(run, context, place, {&params, flops, cfg.block_size}, task);
   return result.stop_signal ? 130 : 0;
@@ -150,20 +152,19 @@ std::unique_ptr<LoadedForecaster> load_forecaster_checkpoint(const std::string& 
   out->model->set_compute_mode(out->mode);
   const auto named = out->model->named_parameters();
   for (const std::string& name : ck.datasets())
-    BG_CHECK(name.find('/') != std::string::npos ||
-                 std::any_of(named.begin(), named.end(),
-                             [&](const auto& p) { return p.first == name; }),
-             "checkpoint", path, ": dataset '", name,
-             "' is not a parameter of the forecaster its attributes describe");
+    BG_CHECK(
+        name.find('/') != std::string::npos ||
+            std::any_of(named.begin(), named.end(), [&](const auto& p) { return p.first == name; }),
+        "checkpoint", path, ": dataset '", name,
+        "' is not a parameter of the forecaster its attributes describe");
   load_parameters(ck, named);
   out->params = FlatParameters(named, device);
   out->model->train(false);
   out->step = ck.int_attr("step");
   out->horizon = ck.int_attr("data.horizon");
   out->season = ck.int_attr("data.season");
-  BG_CHECK(out->horizon >= 1 && out->season >= 1, "checkpoint", path,
-           ": attributes data.horizon ", out->horizon, " and data.season ", out->season,
-           " must be at least 1");
+  BG_CHECK(out->horizon >= 1 && out->season >= 1, "checkpoint", path, ": attributes data.horizon ",
+           out->horizon, " and data.season ", out->season, " must be at least 1");
   out->data_path = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
   return out;
 }

@@ -18,8 +18,9 @@ inline constexpr const char* kForecasterType = "forecaster";
 // One window per series over its held-out points [first, last) (validation: the horizon before
 // the test window; test: the last horizon): inputs up to the last of them, the scale and the
 // targets as data/series.h's series_window makes them, targets before `first` ignored.
+// The window is the model's: model.block_size values, scaled as the model scales.
 void held_out_windows(const SeriesSet& set, int64_t first_from_end, int64_t last_from_end,
-                      int64_t context, int64_t scale_len, Device device, Tensor* x, Tensor* y);
+                      const ForecasterConfig& cfg, Device device, Tensor* x, Tensor* y);
 
 class SeriesTask : public TrainTask {
  public:
@@ -32,9 +33,7 @@ class SeriesTask : public TrainTask {
   void load(const CheckpointReader& ck, const std::string& path) override;
   void seek_micro_batch(int64_t index) override;
   std::vector<uint64_t> stream_positions() const override { return streams_.positions(); }
-  void set_stream_positions(const std::vector<uint64_t>& p) override {
-    streams_.set_positions(p);
-  }
+  void set_stream_positions(const std::vector<uint64_t>& p) override { streams_.set_positions(p); }
 
  private:
   Tensor batch_loss(Generator& data);
@@ -47,8 +46,7 @@ class SeriesTask : public TrainTask {
 };
 
 // Trains `run` (model.type forecaster, data.format series) at `place`; as train_language_model.
-int train_forecaster(const LanguageModelRun& run, const RunContext& context,
-                     const RunPlace& place);
+int train_forecaster(const LanguageModelRun& run, const RunContext& context, const RunPlace& place);
 
 // A trained forecaster read back, ready for inference on `device` in the mode its training
 // implies, with the run's data settings.

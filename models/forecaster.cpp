@@ -39,9 +39,13 @@ const Settings<ForecasterConfig>& forecaster_settings() {
     s.integer("model.n_embd", [](auto& c) -> auto& { return c.n_embd; }, 1, 1 << 16,
               "model width", kArchitecture);
     s.integer("model.scale_window", [](auto& c) -> auto& { return c.scale_window; }, 1, 1 << 16,
-              "a window is scaled by the mean |x| of its first scale_window values; only later "
-              "values are targets",
+              "a window is scaled from its first scale_window values; only later values are "
+              "targets",
               kArchitecture);
+    s.choice("model.scaling", [](auto& c) -> auto& { return c.scaling; },
+             "mean_abs (divide by the scale window's mean absolute value, Chronos) or standard "
+             "(subtract its mean, divide by its standard deviation)",
+             kArchitecture);
     s.number("model.dropout", [](auto& c) -> auto& { return c.dropout; }, 0.0, 0.95,
              "dropout probability (embeddings, attention weights, residual branches)");
     s.boolean("model.bias", [](auto& c) -> auto& { return c.bias; },

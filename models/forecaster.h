@@ -1,6 +1,6 @@
 // forecaster.h: a decoder-only forecaster of real-valued series. Position t reads the window's
-// scaled value x_t (data/series.h: scaled by the mean |x| of the window's first scale_window
-// values, then rounded to float16) and predicts x_{t+1}; the trunk is the GPT's (learned
+// scaled value x_t (data/series.h: scaled from the window's first scale_window values by
+// model.scaling, then rounded to float16) and predicts x_{t+1}; the trunk is the GPT's (learned
 // position embeddings, n_layer pre-LayerNorm blocks of causal attention and MLP, a final
 // LayerNorm: models/gpt.h's Block), the head one of models/forecast_heads.h's laws. Inputs:
 //   value  the scaled value and a flag for the left padding before a series starts, through a
@@ -11,6 +11,7 @@
 #pragma once
 #include <memory>
 
+#include "data/series.h"
 #include "models/forecast_heads.h"
 #include "models/gpt.h"
 
@@ -21,9 +22,10 @@ BG_NAMED_ENUM(SeriesInput, BG_SERIES_INPUTS)
 
 struct ForecasterConfig {
   int64_t block_size = 128, n_layer = 4, n_head = 4, n_embd = 128;
-  // model.scale_window: a window is scaled by the mean |x| of its first scale_window values,
-  // and only values after them are targets (a forecast's context is scaled the same way).
+  // model.scale_window: a window is scaled from its first scale_window values, and only values
+  // after them are targets (a forecast's context is scaled the same way).
   int64_t scale_window = 32;
+  SeriesScaling scaling = SeriesScaling::mean_abs;
   double dropout = 0.0;
   bool bias = false;
   GeluForm gelu = GeluForm::tanh;

@@ -5,9 +5,11 @@
 #   synthetic "FAMILIES"  scripts/forecast_experiments.sh over those families (256 series of 400
 #                         points each, made here by scripts/forecast_synthetic.py) -> $out/synthetic.tgz
 #   real                  configs/forecast_real.yaml pooled over datasets/forecast/all.csv, per head,
-#                         scored on each dataset of REAL_SETS (name:horizon:season) -> $out/real.tgz
+#                         scored on each dataset of REAL_SETS (name:horizon:season), for each of
+#                         VARIANTS (tag=overrides;...), JOBS runs at a time -> $out/real.tgz
 #   bench                 bitgrad bench forecast -> $out/bench_forecast.json
-#   zero_shot NAME H:M    configs/forecast_real.yaml without dataset NAME, scored on it
+#   zero_shot NAME H:M    configs/forecast_real.yaml without dataset NAME, scored on it (EXTRA:
+#                         further --set overrides)
 # STEPS and SEEDS override the experiments' training steps and seeds. Logs and JSON (no
 # checkpoints) come back packed, as the machine returns at most 8 files.
 set -uo pipefail
@@ -27,21 +29,39 @@ case $1 in
     tar czf "$out/synthetic_${3:-part}.tgz" --exclude='*.h5' -C "$out" synthetic && rm -rf "$out/synthetic" ;;
   real)
     # One model pooled over every real series per head (configs/forecast_real.yaml), each scored
-    # on every dataset at that dataset's horizon and season.
-    mkdir -p "$out/real"
-    for head in bide gaussian student_t binned; do
-      for seed in $(seq 1 "${SEEDS:-1}"); do
-        run=$out/real/${head}_s$seed
-        "$bin" train configs/forecast_real.yaml --set model.head=$head --set run.seed=$seed \
-          --set run.out_dir="$run" > "$run.log" 2>&1 || { echo "$head $seed: train failed"; continue; }
-        for d in $REAL_SETS; do
-          IFS=: read -r name h m <<< "$d"
-          "$bin" eval "$run/best.h5" --data datasets/forecast/$name.csv --horizon "$h" --season "$m" \
-            --seed "$seed" --json "$out/real/${name}_${head}_s$seed.json" | cut -c1-300
+    # on every dataset at that dataset's horizon and season. VARIANTS: "tag=--set k=v ...;..."
+    # (tag "" is the config as it ships; "tag@bide,binned=..." runs only those heads); AUGMENT=N adds datasets/forecast/all_aug.csv, the real
+    # series plus N synthetic ones (scripts/forecast_augment.py), for variants to train on. The
+    # runs go JOBS at a time: these small models leave the GPU mostly idle (their step times are
+    # not speed measurements).
+    [ -n "${AUGMENT:-}" ] && python3 scripts/forecast_augment.py datasets/forecast/all.csv \
+      datasets/forecast/all_aug.csv --series "$AUGMENT"
+    IFS=';' read -r -a variants <<< "${VARIANTS:-=}"
+    for v in "${variants[@]}"; do
+      tag=${v%%=*} extra=${v#*=} heads=${HEADS:-bide gaussian student_t binned}
+      if [[ $tag == *@* ]]; then heads=${tag#*@} heads=${heads//,/ } tag=${tag%@*}; fi
+      dir=$out/real${tag:+_$tag}
+      mkdir -p "$dir"
+      for head in $heads; do
+        for seed in $(seq 1 "${SEEDS:-1}"); do
+          (
+            run=$dir/${head}_s$seed
+            # shellcheck disable=SC2086  # extra is a list of --set arguments
+            "$bin" train configs/forecast_real.yaml --set model.head=$head --set run.seed=$seed \
+              --set run.out_dir="$run" $extra > "$run.log" 2>&1 || { echo "$tag $head $seed: train failed"; exit; }
+            for d in $REAL_SETS; do
+              IFS=: read -r name h m <<< "$d"
+              "$bin" eval "$run/best.h5" --data datasets/forecast/$name.csv --horizon "$h" \
+                --season "$m" --seed "$seed" --json "$dir/${name}_${head}_s$seed.json" > /dev/null
+            done
+            echo "$tag $head $seed: done"
+          ) &
+          while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-6}" ]; do sleep 1; done
         done
       done
     done
-    tar czf "$out/real.tgz" --exclude='*.h5' -C "$out" real && rm -rf "$out/real" ;;
+    wait
+    (cd "$out" && tar czf real.tgz --exclude='*.h5' real*/ && rm -rf real*/) ;;
   bench)
     "$bin" bench forecast --out "$out/bench_forecast.json" ;;
   zero_shot)
@@ -50,8 +70,9 @@ case $1 in
     mkdir -p "$out/zero_shot"
     for head in bide binned; do
       run=$out/zero_shot/${head}_without_$2
+      # shellcheck disable=SC2086  # EXTRA is a list of --set arguments
       "$bin" train configs/forecast_real.yaml --set data.path=datasets/forecast/all_but_$2.csv \
-        --set model.head=$head --set run.out_dir="$run" > "$run.log" 2>&1 || { echo "$head: train failed"; continue; }
+        --set model.head=$head --set run.out_dir="$run" ${EXTRA:-} > "$run.log" 2>&1 || { echo "$head: train failed"; continue; }
       "$bin" eval "$run/best.h5" --data datasets/forecast/$2.csv --horizon "$h" --season "$m" \
         --json "$out/zero_shot/${2}_${head}.json" | cut -c1-300
     done

@@ -2,7 +2,7 @@
 """forecast_tables.py RESULTS_DIR: the markdown tables of docs/forecasting.md from the JSON that
 `bitgrad eval --json` wrote under RESULTS_DIR (scripts/forecast_gpu.sh's layout):
   synthetic/<family>/<head>_s<seed>.json   one-step forecasts scored against the true law;
-  real/<dataset>_<head>_s<seed>.json       the pooled model per dataset;
+  real/<dataset>_<head>_s<seed>.json       the pooled model per dataset (real_<tag>/: a variant);
   baselines/<dataset>_<model>.json         statsmodels' ETS and ARIMA paths, scored the same way.
 Means over seeds with their standard deviation; ratios to seasonal naive aggregated by their
 geometric mean over the datasets (per seed, then averaged)."""
@@ -45,29 +45,39 @@ def synthetic(root):
         print(f"| {fam} | " + " | ".join(cells) + f" | {t['truth_crps']:.4f}, {t['truth_nll']:.3f} |")
 
 
-def real(root):
+def real_runs(folder):
     runs = {}
-    for f in glob.glob(f"{root}/real/*.json"):
+    for f in glob.glob(f"{folder}/*.json"):
         base, seed = os.path.basename(f)[:-5].rsplit("_s", 1)
         head = next(h for h in HEADS if base.endswith("_" + h))
         runs.setdefault(head, {}).setdefault(base[: -len(head) - 1], {})[int(seed)] = json.load(open(f))
+    return runs
+
+
+def real(root):
+    """One row per head of each real*/ folder: real/ is the config as shipped, real_<tag>/ a
+    variant (scripts/forecast_gpu.sh's VARIANTS), labelled by its tag."""
+    folders = sorted(glob.glob(f"{root}/real*/"))
     base = {}
     for f in glob.glob(f"{root}/baselines/*.json"):
         name, model = os.path.basename(f)[:-5].rsplit("_", 1)
         base.setdefault(model, {})[name] = json.load(open(f))
-    sets = sorted(next(iter(runs.values())))
+    sets = sorted(next(iter(real_runs(folders[0]).values())))
     print("| forecaster | " + " | ".join(sets) + " | geometric mean CRPS / MASE ratio | 80% coverage |")
     print("| --- |" + " --- |" * (len(sets) + 2))
-    for head in HEADS:
-        if head not in runs:
-            continue
-        seeds = sorted(runs[head][sets[0]])
-        cells = [f"{st.mean(runs[head][d][s]['crps_ratio'] for s in seeds):.3f}" for d in sets]
-        gc = mean_sd([geo([runs[head][d][s]["crps_ratio"] for d in sets]) for s in seeds])
-        gm = mean_sd([geo([runs[head][d][s]["mase_ratio"] for d in sets]) for s in seeds])
-        cov = st.mean(runs[head][d][s]["coverage80"] for d in sets for s in seeds)
-        print(f"| {head} ({len(seeds)} seeds) | " + " | ".join(cells) +
-              f" | {gc[0]:.3f} ± {gc[1]:.3f} / {gm[0]:.3f} ± {gm[1]:.3f} | {cov:.2f} |")
+    for folder in folders:
+        runs, tag = real_runs(folder), os.path.basename(folder.rstrip("/"))[5:]
+        for head in HEADS:
+            if head not in runs or sorted(runs[head]) != sets:
+                continue
+            seeds = sorted(runs[head][sets[0]])
+            cells = [f"{st.mean(runs[head][d][s]['crps_ratio'] for s in seeds):.3f}" for d in sets]
+            gc = mean_sd([geo([runs[head][d][s]["crps_ratio"] for d in sets]) for s in seeds])
+            gm = mean_sd([geo([runs[head][d][s]["mase_ratio"] for d in sets]) for s in seeds])
+            cov = st.mean(runs[head][d][s]["coverage80"] for d in sets for s in seeds)
+            label = f"{head}{' ' + tag if tag else ''} ({len(seeds)} seeds)"
+            print(f"| {label} | " + " | ".join(cells) +
+                  f" | {gc[0]:.3f} ± {gc[1]:.3f} / {gm[0]:.3f} ± {gm[1]:.3f} | {cov:.2f} |")
     for model in sorted(base):
         if not all(d in base[model] for d in sets):
             continue

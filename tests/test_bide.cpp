@@ -124,6 +124,37 @@ TEST_CASE("cpu: float16 CDF is monotone in value order and quantile inverts it")
     CHECK_MESSAGE(back[i] == xs[i], "x ", xs[i], " cdf ", c[i]);
 }
 
+TEST_CASE("cpu: integer codes: the CDF climbs to 1 in value order and quantile inverts it") {
+  Generator gen(test_seed() + 31);
+  for (const auto& [type, bits] :
+       std::vector<std::pair<BideValueType, int>>{{BideValueType::uint, 1},
+                                                  {BideValueType::uint, 5},
+                                                  {BideValueType::sint, 6},
+                                                  {BideValueType::uint, 9},
+                                                  {BideValueType::sint, 12}}) {
+    CAPTURE(bits);
+    const BideOptions opt = options(bits, "bruteforce", type);
+    const int64_t m = int64_t(1) << bits;
+    const Tensor w = randn({1, 5, bits}, gen, 0, 0.5, DType::f64).expand({m, 5, bits}).contiguous();
+    const Tensor r = randn({1, 5}, gen, 0, 0.5, DType::f64).expand({m, 5}).contiguous();
+    std::vector<int64_t> xs;  // every pattern, smallest value first
+    for (uint32_t key = 0; key < uint32_t(m); ++key) xs.push_back(opt.code.from_order_key(key));
+    const std::vector<double> c = bide_cdf(w, r, from_vector(xs, {m}), opt).to_vector<double>();
+    const Explicit ex =
+        explicit_softmax(w.slice(0, 0, 1).contiguous(), r.slice(0, 0, 1).contiguous(), bits);
+    double below = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      below += std::exp(ex.logits[0][size_t(xs[size_t(i)])] - ex.log_z[0]);
+      CHECK(c[size_t(i)] == doctest::Approx(below).epsilon(1e-12));
+      if (i > 0) CHECK(c[size_t(i)] > c[size_t(i - 1)]);
+    }
+    CHECK(c.back() == doctest::Approx(1.0).epsilon(1e-14));
+    const std::vector<int64_t> back =
+        bide_quantile(w, r, from_vector(c, {m}), opt).to_vector<int64_t>();
+    CHECK(back == xs);
+  }
+}
+
 TEST_CASE("cpu: moments match the explicit distribution and samples follow it (chi-square)") {
   Generator gen(test_seed() + 4);
   const int bits = 6;

@@ -26,6 +26,45 @@ Tensor support_mask(const BideOptions& opt, int64_t n) {
   return from_vector(m, {n, k_all});
 }
 
+// The quantile's definition, exactly, in the dtype the device computes (f32): x = quantile(q)
+// is the smallest finite pattern in value order whose CDF reaches q: cdf(x) >= q and the
+// previous finite value's cdf < q. Rows mix an unrestricted law with two-range supports, and the
+// levels reach both tails.
+void check_quantile_definition(Device dev, Generator& gen) {
+  const int64_t n = 37;
+  std::vector<std::pair<double, double>> rr;
+  for (int64_t i = 0; i < n; ++i)
+    rr.push_back(i % 2 ? std::pair{-1e9, 1e9} : std::pair{-30.0 - i, 2.0 + i});
+  BideOptions opt = options(16, "auto", BideValueType::f16);
+  bide_set_support(opt, bide_support_table(opt.code, rr), dev);
+  const Tensor w = randn({n, 32, 16}, gen, 0, 0.35).to(dev),
+               r = randn({n, 32}, gen, 0, 0.17).to(dev);
+  const std::vector<double> levels = {1e-7, 1e-3, 0.1, 0.37, 0.5, 0.9, 0.999, 0.99999};
+  for (double level : levels) {
+    INFO("q " << level);
+    std::vector<double> q(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) q[size_t(i)] = level * (1.0 - 1e-3 * double(i) / double(n));
+    const std::vector<int64_t> x =
+        bide_quantile(w, r, from_vector(q, {n}), opt).to_vector<int64_t>();
+    std::vector<int64_t> before(x.size());
+    std::vector<bool> lowest(x.size());  // the lowest finite value has nothing below it
+    for (size_t i = 0; i < x.size(); ++i) {
+      CHECK(bide_in_support(opt, int64_t(i), uint32_t(x[i])));
+      const uint32_t prev = opt.code.from_order_key(opt.code.order_key(uint32_t(x[i])) - 1);
+      lowest[i] = !opt.code.finite(prev);
+      before[i] = lowest[i] ? x[i] : prev;
+    }
+    const std::vector<double> at =
+        bide_cdf(w, r, from_vector(x, {n}, dev), opt).to_vector<double>();
+    const std::vector<double> below =
+        bide_cdf(w, r, from_vector(before, {n}, dev), opt).to_vector<double>();
+    for (size_t i = 0; i < x.size(); ++i) {
+      CHECK_MESSAGE(at[i] >= q[i], "row ", i, " x ", x[i], " cdf ", at[i]);
+      if (!lowest[i]) CHECK_MESSAGE(below[i] < q[i], "row ", i, " x ", x[i], " below ", below[i]);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("cpu: a value range maps to exactly the patterns whose values it holds") {
@@ -242,6 +281,17 @@ TEST_CASE("cuda: SICK over a two-range support matches the CPU (log p, gradients
         bide_sample(w.to(gpu), r.to(gpu), cuda_opt, 3).to_vector<int64_t>();
     for (int64_t i = 0; i < n; ++i) CHECK(bide_in_support(cpu, i, uint32_t(s[size_t(i)])));
   }
+}
+
+TEST_CASE("cpu: the f32 quantile is the smallest value whose CDF reaches q (two-range support)") {
+  Generator gen(test_seed() + 29);
+  check_quantile_definition(Device::cpu(), gen);
+}
+
+TEST_CASE("cuda: the quantile is the smallest value whose CDF reaches q (two-range support)") {
+  BG_REQUIRE_CUDA();
+  Generator gen(test_seed() + 29);
+  check_quantile_definition(Device::cuda(0), gen);
 }
 
 }  // namespace bg::test

@@ -37,8 +37,7 @@ SeriesSet ar1_set(int64_t count, int64_t length, uint64_t seed) {
   for (int64_t i = 0; i < count; ++i) {
     Series s;
     s.id = "s" + std::to_string(i);
-    const std::vector<double> z =
-        randn({length}, gen, 0, 1, DType::f64).to_vector<double>();
+    const std::vector<double> z = randn({length}, gen, 0, 1, DType::f64).to_vector<double>();
     double x = 0;
     for (int64_t t = 0; t < length; ++t) {
       x = 0.8 * x + z[size_t(t)];
@@ -132,8 +131,9 @@ TEST_CASE("cpu: a small forecaster learns an AR(1) (every head, both inputs)") {
       AdamW adam(params, AdamWConfig());
       std::vector<double> losses;
       for (int step = 0; step < 60; ++step) {
-        Tensor x, y, scale;
-        sample_series_windows(set, 4, 8, 24, 8, data, Device::cpu(), &x, &y, &scale);
+        Tensor x, y;
+        sample_series_windows(set, 4, 8, 24, 8, SeriesScaling::mean_abs, data, Device::cpu(), &x,
+                              &y);
         params.zero_grad();
         const Tensor loss = model.loss(x, y, drop);
         loss.backward();
@@ -155,7 +155,8 @@ TEST_CASE("cpu: a series' forecast is the same bits alone and in a batch (determ
     CAPTURE(enum_name(kind));
     Generator init(9);
     Forecaster model(small_config(kind), init);
-    model.set_compute_mode(ComputeMode::deterministic_mode(MatmulPrecision::fp32).on(Device::cpu()));
+    model.set_compute_mode(
+        ComputeMode::deterministic_mode(MatmulPrecision::fp32).on(Device::cpu()));
     model.train(false);
     for (const int64_t horizon : {1, 4}) {
       ForecastSettings s;
@@ -203,7 +204,10 @@ TEST_CASE("cuda: a series' forecast is the same bits alone and in a batch of 64 
 TEST_CASE("cpu: held-out windows target only the held-out points; stamps step on") {
   const SeriesSet set = ar1_set(2, 40, 14);
   Tensor x, y;
-  held_out_windows(set, 8, 4, 16, 4, Device::cpu(), &x, &y);
+  ForecasterConfig cfg;
+  cfg.block_size = 16;
+  cfg.scale_window = 4;
+  held_out_windows(set, 8, 4, cfg, Device::cpu(), &x, &y);
   const std::vector<int64_t> ys = y.to_vector<int64_t>();
   for (int64_t r = 0; r < 2; ++r) {
     int64_t targets = 0;

@@ -142,20 +142,55 @@ TEST_CASE("cpu: series scaling: the context's mean |x|, 1 for zeros, inverted by
   }
 }
 
-TEST_CASE("cpu: series windows: weighted by length, targets after the scale prefix and before the split") {
+TEST_CASE("cpu: standard scaling: the prefix's mean and deviation, inverted by one multiply-add") {
+  const double x[4] = {2, -6, 0, 4};
+  const WindowScale s = window_scale(x, 4, SeriesScaling::standard);
+  CHECK(s.loc == 0.0);
+  CHECK(s.scale == doctest::Approx(std::sqrt(14.0)).epsilon(1e-15));
+  // A constant prefix has no deviation: mean_abs's scale; zeros scale by 1.
+  const double level[3] = {350, 350, 350}, zeros[3] = {0, 0, 0};
+  CHECK(window_scale(level, 3, SeriesScaling::standard).loc == 350.0);
+  CHECK(window_scale(level, 3, SeriesScaling::standard).scale == 350.0);
+  CHECK(window_scale(zeros, 3, SeriesScaling::standard).scale == 1.0);
+  CHECK(window_scale(x, 4, SeriesScaling::mean_abs).loc == 0.0);
+  // A level of 350 with swings of 3: standard scaling keeps the swing's steps float16 can tell
+  // apart far finer than mean_abs (whose scaled values sit near 1.0, 2^-10 apart).
+  const double co2[4] = {347, 350, 353, 350};
+  const WindowScale st = window_scale(co2, 4, SeriesScaling::standard);
+  for (double v : {351.37, 349.02, 356.6}) {
+    const double back = st.value(float16_value(float16_pattern(st.scaled(v))));
+    CHECK(std::fabs(back - v) <= std::fabs(st.scaled(v)) * st.scale * std::ldexp(1.0, -11) + 1e-12);
+    CHECK(std::fabs(back - v) < 2e-3);
+  }
+  // A window's targets are its values scaled by its prefix's map.
+  Series a{"a", {}, {}};
+  for (int i = 0; i < 20; ++i) a.y.push_back(100 + 3 * i + (i % 2));
+  std::vector<int64_t> wx, wy;
+  const WindowScale ws = series_window(a, 12, 20, 8, 4, SeriesScaling::standard, wx, wy);
+  CHECK(ws.loc ==
+        doctest::Approx((100 + 3 * 4 + 0 + 100 + 3 * 5 + 1 + 100 + 3 * 6 + 100 + 3 * 7 + 1) / 4.0));
+  for (int64_t t = 4; t < 8; ++t)  // window points 4..11; targets after the 4-value prefix
+    if (wy[size_t(t)] != kSeriesIgnore)
+      CHECK(wy[size_t(t)] == float16_pattern(ws.scaled(a.y[size_t(4 + t + 1)])));
+}
+
+TEST_CASE(
+    "cpu: series windows: weighted by length, targets after the scale prefix and before the "
+    "split") {
   SeriesSet set;
   set.source = "test";
   Series a{"a", {}, {}}, b{"b", {}, {}};
-  for (int i = 0; i < 40; ++i) a.y.push_back(1 + i);      // train part 40 - 2*4 = 32
-  for (int i = 0; i < 16; ++i) b.y.push_back(-100 - i);   // train part 8
+  for (int i = 0; i < 40; ++i) a.y.push_back(1 + i);     // train part 40 - 2*4 = 32
+  for (int i = 0; i < 16; ++i) b.y.push_back(-100 - i);  // train part 8
   set.series = {a, b};
   const int64_t horizon = 4, context = 6, scale_len = 3, batch = 3000;
   Generator gen(7);
-  Tensor x, y, scale;
-  sample_series_windows(set, horizon, batch, context, scale_len, gen, Device::cpu(), &x, &y,
-                        &scale);
+  Tensor x, y;
+  std::vector<WindowScale> sc;
+  sample_series_windows(set, horizon, batch, context, scale_len, SeriesScaling::mean_abs, gen,
+                        Device::cpu(), &x, &y, &sc);
   const std::vector<int64_t> xs = x.to_vector<int64_t>(), ys = y.to_vector<int64_t>();
-  const std::vector<double> sc = scale.to_vector<double>();
+  REQUIRE(sc.size() == size_t(batch));
   int from_a = 0;
   for (int64_t w = 0; w < batch; ++w) {
     // The series by sign; each window has a target, every target is a training point of its
@@ -166,7 +201,7 @@ TEST_CASE("cpu: series windows: weighted by length, targets after the scale pref
       if (xi != kSeriesPad) is_a = float16_value(uint16_t(xi)) > 0;
       if (yi == kSeriesIgnore) continue;
       any_target = true;
-      const double value = float16_value(uint16_t(yi)) * sc[size_t(w)];
+      const double value = sc[size_t(w)].value(float16_value(uint16_t(yi)));
       // Before the split (up to float16's rounding of the scaled value).
       CHECK((value > 0 ? value <= 32.0 * (1 + 1e-3) : value >= -107.0 * (1 + 1e-3)));
       if (t + 1 < context) CHECK(xs[size_t(w * context + t + 1)] == yi);
@@ -178,15 +213,17 @@ TEST_CASE("cpu: series windows: weighted by length, targets after the scale pref
   CHECK(std::fabs(double(from_a) / batch - 29.0 / 34.0) < 0.03);
   // The same stream position gives the same windows.
   Generator again(7);
-  Tensor x2, y2, s2;
-  sample_series_windows(set, horizon, batch, context, scale_len, again, Device::cpu(), &x2, &y2,
-                        &s2);
+  Tensor x2, y2;
+  sample_series_windows(set, horizon, batch, context, scale_len, SeriesScaling::mean_abs, again,
+                        Device::cpu(), &x2, &y2);
   CHECK(x2.to_vector<int64_t>() == xs);
   CHECK(y2.to_vector<int64_t>() == ys);
   // A window of a short series is padded on the left, its scale from its first values.
   std::vector<int64_t> wx, wy;
-  const double s = series_window(set.series[0], 2, 8, context, scale_len, wx, wy);
-  CHECK(s == 1.5);  // mean of 1, 2
+  const WindowScale s =
+      series_window(set.series[0], 2, 8, context, scale_len, SeriesScaling::mean_abs, wx, wy);
+  CHECK(s.scale == 1.5);  // mean of 1, 2
+  CHECK(s.loc == 0.0);
   CHECK(wx == std::vector<int64_t>{kSeriesPad, kSeriesPad, kSeriesPad, kSeriesPad,
                                    float16_pattern(1 / 1.5), float16_pattern(2 / 1.5)});
   CHECK(wy[5] == kSeriesIgnore);  // point 2 is inside the scale prefix (points 0..2)

@@ -3,7 +3,8 @@
 // and under train.deterministic:
 //   - a training step per head (64 windows: forward, backward, AdamW), median ms;
 //   - the BIDE head's forecast of 64 series x 100 paths x 64 steps (prefill, then 64 draws
-//     through the KV cache, each an exact inverse CDF on the GPU), median ms;
+//     through the KV cache, each an exact inverse CDF on the GPU), median ms, and one step's
+//     draw alone (the inverse CDF of 6,400 rows);
 //   - the BIDE forecast's floor: its 64 steps' SICK passes alone (one exact normaliser over the
 //     63,487 finite float16 patterns for each of the 6,400 paths, H = 32), median ms x 64.
 // Series: AR(1) made here (the timing does not depend on the values). JSON with the GPU named.
@@ -70,9 +71,8 @@ int run_bench_forecast(const Args& args) {
     const ComputeMode mode =
         (deterministic ? ComputeMode::deterministic_mode(MatmulPrecision::fp32) : ComputeMode())
             .on(dev);
-    for (const ForecastHeadKind kind :
-         {ForecastHeadKind::bide, ForecastHeadKind::gaussian, ForecastHeadKind::student_t,
-          ForecastHeadKind::binned}) {
+    for (const ForecastHeadKind kind : {ForecastHeadKind::bide, ForecastHeadKind::gaussian,
+                                        ForecastHeadKind::student_t, ForecastHeadKind::binned}) {
       Generator init(1), data(2), drop(3);
       Forecaster model(bench_config(kind), init);
       model.set_compute_mode(mode);
@@ -80,8 +80,8 @@ int run_bench_forecast(const Args& args) {
       AdamW adam(params, AdamWConfig());
       std::vector<double> train_ms;
       for (int r = 0; r < reps + 2; ++r) {
-        Tensor x, y, scale;
-        sample_series_windows(set, 8, 64, 128, 32, data, dev, &x, &y, &scale);
+        Tensor x, y;
+        sample_series_windows(set, 8, 64, 128, 32, SeriesScaling::mean_abs, data, dev, &x, &y);
         const double ms = bench_time_ms(dev, [&] {
           params.zero_grad();
           model.loss(x, y, drop).backward();
@@ -112,13 +112,28 @@ int run_bench_forecast(const Args& args) {
             bench_time_ms(dev, [&] { (void)forecast_series(model, set.series, fs, dev); });
         if (r >= 1) forecast_ms.push_back(ms);
       }
-      const double t = median(train_ms), f = median(forecast_ms);
+      // One step's inverse CDF alone (6,400 rows of trunk features): the forecast's share spent
+      // drawing, the rest is the trunk, the KV cache and the host.
+      std::vector<double> draw_ms;
+      {
+        NoGradGuard no_grad;
+        Generator hg(5);
+        const Tensor hidden = randn({6400, 128}, hg, 0, 1, DType::f32, dev);
+        std::vector<double> u(6400);
+        for (size_t i = 0; i < u.size(); ++i) u[i] = (double(i) + 0.5) / double(u.size());
+        for (int r = 0; r < 4 * reps + 1; ++r) {
+          const double ms = bench_time_ms(dev, [&] { (void)model.head().inverse_cdf(hidden, u); });
+          if (r >= 1) draw_ms.push_back(ms);
+        }
+      }
+      const double t = median(train_ms), f = median(forecast_ms), d = median(draw_ms);
       const char* mode_name = deterministic ? "deterministic" : "fp32";
-      std::printf("%-14s %-10s %14.3f %14.1f\n", mode_name, enum_name(kind), t, f);
+      std::printf("%-14s %-10s %14.3f %14.1f   (one step's draw %.2f ms)\n", mode_name,
+                  enum_name(kind), t, f, d);
       std::fflush(stdout);
       json << (first ? "" : ",\n") << "    {\"mode\": \"" << mode_name << "\", \"head\": \""
            << enum_name(kind) << "\", \"train_step_ms\": " << t << ", \"forecast_ms\": " << f
-           << "}";
+           << ", \"draw_step_ms\": " << d << "}";
       first = false;
     }
   }
@@ -144,8 +159,23 @@ int run_bench_forecast(const Args& args) {
   }
   const double floor = 64 * median(pass_ms);
   std::printf("floor: 64 steps x one SICK pass over 6,400 paths: %.1f ms\n", floor);
+  // What a pass costs beyond its patterns: the mass of one 32-pattern tile per path (a
+  // bisection's last levels), host ranges in and masses out as the quantile's passes do.
+  std::vector<double> tile_ms;
+  {
+    NoGradGuard no_grad;
+    const Tensor lo = full({6400}, 15360.0, DType::i64), hi = full({6400}, 15392.0, DType::i64);
+    for (int i = 0; i < 4 * reps + 1; ++i) {
+      const double ms = bench_time_ms(dev, [&] {
+        (void)bide_range_log_mass(w, r, lo.to(dev), hi.to(dev), one).to_vector<float>();
+      });
+      if (i >= 1) tile_ms.push_back(ms);
+    }
+  }
+  std::printf("one pass over a 32-pattern range per path (its fixed cost): %.3f ms\n",
+              median(tile_ms));
   json << "\n  ],\n  \"sick_floor_ms\": " << floor << ", \"sick_pass_ms\": " << median(pass_ms)
-       << "\n}\n";
+       << ", \"small_range_pass_ms\": " << median(tile_ms) << "\n}\n";
   write_bench_json(args, json.str());
   return 0;
 }

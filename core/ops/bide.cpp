@@ -8,16 +8,10 @@
 #include <cstring>
 
 #include "../dispatch.h"
+#include "bide_internal.h"
 
 namespace bg {
-namespace {
-
-struct Prepared {
-  Tensor w, r;  // contiguous, in the kernel's compute dtype
-  int64_t n, hidden;
-  bool precomputed;
-  bool half = false;
-};
+namespace bide_internal {
 
 Prepared prepare(const Tensor& w, const Tensor& r, const BideOptions& opt, const char* op) {
   bide_check(w, r, opt, op);
@@ -45,14 +39,10 @@ bool two_piece_support(const BideOptions& opt) {
   return false;
 }
 
-struct SickResult {
-  Tensor m, s, gr, gw, stats, sample, logz;
-};
-
 // Runs the fused pass over per-example ranges lo/hi ((N) i64), or over all 2^B patterns when
 // they are undefined.
 SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs, const Tensor& lo,
-                    const Tensor& hi, uint64_t seed = 0) {
+                    const Tensor& hi, uint64_t seed) {
   const Device dev = p.w.device();
   const DType sd = stats_dtype(p.w.dtype() == DType::f64 ? DType::f64 : DType::f32);
   SickResult out;
@@ -96,8 +86,6 @@ SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs,
   BG_DISPATCH(dev, sick_forward, a, scratch, stream_for(dev));
   return out;
 }
-
-Tensor logaddexp(const Tensor& a, const Tensor& b);
 
 // One contiguous pattern range per example: a piece of the support.
 struct Piece {
@@ -193,7 +181,9 @@ SickResult run_support(const Prepared& p, const BideOptions& opt, uint32_t outpu
   return r;
 }
 
-}  // namespace
+}  // namespace bide_internal
+
+using namespace bide_internal;
 
 void bide_check(const Tensor& w, const Tensor& r, const BideOptions& opt, const char* op) {
   const int bits = opt.code.bits;
@@ -358,42 +348,7 @@ Tensor bide_log_density(const Tensor& w, const Tensor& r, const Tensor& y, const
   return lp - from_vector(width, {int64_t(ys.size())}, lp.device()).to(lp.dtype());
 }
 
-namespace {
-
-// The (up to) two pattern ranges holding the finite values <= x, and the non-finite ranges.
-void cdf_ranges(const BideCode& code, uint32_t x, int64_t r[4]) {
-  const int64_t full = int64_t(1) << code.bits, sign = full >> 1;
-  r[0] = r[1] = r[2] = r[3] = 0;
-  switch (code.type) {
-    case BideValueType::uint:
-      r[0] = 0;
-      r[1] = int64_t(x) + 1;
-      break;
-    case BideValueType::sint:
-      r[0] = sign;
-      if (x >= uint32_t(sign)) {
-        r[1] = int64_t(x) + 1;
-      } else {
-        r[1] = full;
-        r[2] = 0;
-        r[3] = int64_t(x) + 1;
-      }
-      break;
-    default: {
-      const int64_t neg_nonfinite =
-          sign | (((int64_t(1) << code.exponent_bits()) - 1) << code.mantissa_bits());
-      if (x & uint32_t(sign)) {  // negative: magnitudes >= |x|
-        r[0] = x;
-        r[1] = neg_nonfinite;
-      } else {
-        r[0] = sign;
-        r[1] = neg_nonfinite;
-        r[2] = 0;
-        r[3] = int64_t(x) + 1;
-      }
-    }
-  }
-}
+namespace bide_internal {
 
 Tensor logaddexp(const Tensor& a, const Tensor& b) {
   const Tensor mx = maximum(a, b);
@@ -402,71 +357,7 @@ Tensor logaddexp(const Tensor& a, const Tensor& b) {
   return safe + log(exp(a - safe) + exp(b - safe));
 }
 
-}  // namespace
-
-Tensor bide_log_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOptions& opt) {
-  NoGradGuard ng;
-  const int64_t n = w.size(0);
-  BG_CHECK(x.numel() == n && x.dtype() == DType::i64, "bide_log_cdf", "x must be (", n,
-           ",) i64 patterns");
-  const std::vector<int64_t> xs = x.to_vector<int64_t>();
-  const size_t count = static_cast<size_t>(n);
-  std::vector<int64_t> a0(count), a1(count), b0(count), b1(count);
-  for (int64_t i = 0; i < n; ++i) {
-    BG_CHECK(xs[size_t(i)] >= 0 && xs[size_t(i)] < (int64_t(1) << opt.code.bits) &&
-                 opt.code.finite(uint32_t(xs[size_t(i)])),
-             "bide_log_cdf", "x[", i, "] = ", xs[size_t(i)], " is not a finite ", opt.code.bits,
-             "-bit pattern");
-    int64_t rg[4];
-    cdf_ranges(opt.code, uint32_t(xs[size_t(i)]), rg);
-    a0[size_t(i)] = rg[0];
-    a1[size_t(i)] = rg[1];
-    b0[size_t(i)] = rg[2];
-    b1[size_t(i)] = rg[3];
-  }
-  const Device dev = w.device();
-  const Tensor la =
-      bide_range_log_mass(w, r, from_vector(a0, {n}, dev), from_vector(a1, {n}, dev), opt);
-  const Tensor lb =
-      bide_range_log_mass(w, r, from_vector(b0, {n}, dev), from_vector(b1, {n}, dev), opt);
-  return logaddexp(la, lb) - bide_log_normalizer(w, r, opt);
-}
-
-Tensor bide_cdf(const Tensor& w, const Tensor& r, const Tensor& x, const BideOptions& opt) {
-  NoGradGuard ng;
-  return exp(bide_log_cdf(w, r, x, opt));
-}
-
-Tensor bide_quantile(const Tensor& w, const Tensor& r, const Tensor& q, const BideOptions& opt) {
-  NoGradGuard ng;
-  const int64_t n = w.size(0);
-  BG_CHECK(q.numel() == n, "bide_quantile", "q must have ", n, " values");
-  const std::vector<double> qs = q.to_vector<double>();
-  for (double v : qs) BG_CHECK(v > 0 && v <= 1, "bide_quantile", "q must be in (0, 1], got ", v);
-  // Bisection over the order keys of finite patterns: smallest key with CDF >= q.
-  const uint32_t keys = opt.code.count();
-  uint32_t kmin = 0, kmax = keys - 1;
-  while (!opt.code.finite(opt.code.from_order_key(kmin))) ++kmin;
-  while (!opt.code.finite(opt.code.from_order_key(kmax))) --kmax;
-  std::vector<int64_t> lo(static_cast<size_t>(n), kmin), hi(static_cast<size_t>(n), kmax);
-  for (int it = 0; it <= opt.code.bits; ++it) {
-    std::vector<int64_t> mid(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-      mid[size_t(i)] = opt.code.from_order_key(uint32_t((lo[size_t(i)] + hi[size_t(i)]) / 2));
-    const std::vector<double> c =
-        bide_cdf(w, r, from_vector(mid, {n}, w.device()), opt).to_vector<double>();
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t m = (lo[size_t(i)] + hi[size_t(i)]) / 2;
-      if (c[size_t(i)] >= qs[size_t(i)])
-        hi[size_t(i)] = m;
-      else
-        lo[size_t(i)] = std::min(m + 1, hi[size_t(i)]);
-    }
-  }
-  std::vector<int64_t> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[size_t(i)] = opt.code.from_order_key(uint32_t(hi[size_t(i)]));
-  return from_vector(out, {n}, w.device());
-}
+}  // namespace bide_internal
 
 Tensor bide_sample(const Tensor& w, const Tensor& r, const BideOptions& opt, uint64_t seed) {
   NoGradGuard ng;

@@ -1,0 +1,41 @@
+// bide_internal.h: what the BIDE op files share (bide.cpp runs the SICK passes; bide_cdf.cpp
+// builds the value-order CDF and quantile on them). Not a public header.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "../bide.h"
+
+namespace bg::bide_internal {
+
+struct Prepared {
+  Tensor w, r;  // contiguous, in the kernel's compute dtype
+  int64_t n, hidden;
+  bool precomputed;
+  bool half = false;
+};
+
+Prepared prepare(const Tensor& w, const Tensor& r, const BideOptions& opt, const char* op);
+
+// The support's upper bound (2^B when unrestricted).
+int64_t support_hi(const BideOptions& opt);
+
+struct SickResult {
+  Tensor m, s, gr, gw, stats, sample, logz;
+};
+
+// Runs the fused pass over per-example ranges lo/hi ((N) i64), or over all 2^B patterns when
+// they are undefined.
+SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs, const Tensor& lo,
+                    const Tensor& hi, uint64_t seed = 0);
+
+// Example n's support pieces as host [lo, hi) pairs (empty pieces included); table is
+// opt.ranges_host or undefined.
+std::vector<std::pair<int64_t, int64_t>> host_pieces(const BideOptions& opt, const Tensor& table,
+                                                     int64_t n);
+
+// log(exp(a) + exp(b)) elementwise, -inf where both are.
+Tensor logaddexp(const Tensor& a, const Tensor& b);
+
+}  // namespace bg::bide_internal
