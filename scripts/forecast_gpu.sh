@@ -8,6 +8,7 @@
 #                         scored on each dataset of REAL_SETS (name:horizon:season), for each of
 #                         VARIANTS (tag=overrides;...), JOBS runs at a time -> $out/real.tgz
 #   bench                 bitgrad bench forecast -> $out/bench_forecast.json
+#   plots                 the one-step laws and fans scripts/forecast_plots.py draws -> $out/plots.tgz
 #   zero_shot NAME H:M    configs/forecast_real.yaml without dataset NAME, scored on it (EXTRA:
 #                         further --set overrides)
 # STEPS and SEEDS override the experiments' training steps and seeds. Logs and JSON (no
@@ -77,5 +78,41 @@ case $1 in
         --json "$out/zero_shot/${2}_${head}.json" | cut -c1-300
     done
     tar czf "$out/zero_shot_$2.tgz" --exclude='*.h5' -C "$out" zero_shot && rm -rf "$out/zero_shot" ;;
+  plots)
+    # What scripts/forecast_plots.py draws (run it here on $out/plots.tgz): one-step BIDE laws on
+    # three synthetic families, 199 exact quantiles at each of three series' last point (the
+    # context every point before it: the truth file holds that point's law), and 12- or 8-step
+    # fans of the pooled real-series config (seed 1) from the context before each test window.
+    python3 scripts/forecast_synthetic.py datasets/forecast --series 256 --length 400 --seed 1 > /dev/null
+    mkdir -p "$out/plots"
+    levels=$(seq -s, 0.005 0.005 0.995)
+    # all but each series' last DROP rows, of the first three series
+    head_of() { awk -F, -v drop="$2" 'NR==1 {print; next} {id[NR]=$1; row[NR]=$0}
+      END {n=0; for (i=2; i<=NR; i++) { if (id[i]!=id[i-1]) { n++; k=0 } ; if (n>3) break;
+             last=i; while (last+1<=NR && id[last+1]==id[i]) last++; if (i<=last-drop) print row[i] } }' "$1"; }
+    for fam in bimodal intermittent floor; do
+      (
+        run=$out/plots/$fam
+        "$bin" train configs/forecast_synthetic.yaml --set data.path=datasets/forecast/synthetic_$fam.csv \
+          --set model.head=bide --set run.out_dir="$run" > "$run.log" 2>&1 || { echo "$fam: train failed"; exit; }
+        head_of datasets/forecast/synthetic_$fam.csv 1 > "$run.context.csv"
+        "$bin" forecast "$run/best.h5" --data "$run.context.csv" --horizon 1 --quantiles "$levels" \
+          --out "$out/plots/${fam}_onestep.csv" > /dev/null && echo "$fam: done"
+      ) &
+    done
+    (
+      run=$out/plots/real
+      "$bin" train configs/forecast_real.yaml --set model.head=bide --set run.out_dir="$run" > "$run.log" 2>&1 ||
+        { echo "real: train failed"; exit; }
+      for d in co2:12 elec_equip:12 elnino:12 sunspots:8; do
+        IFS=: read -r name h <<< "$d"
+        head_of datasets/forecast/$name.csv "$h" > "$run.$name.csv"
+        "$bin" forecast "$run/best.h5" --data "$run.$name.csv" --horizon "$h" --samples 400 \
+          --quantiles 0.05,0.25,0.5,0.75,0.95 --out "$out/plots/${name}_fan.csv" > /dev/null
+      done
+      echo "real: done"
+    ) &
+    wait
+    (cd "$out" && tar czf plots.tgz --exclude='*.h5' plots && rm -rf plots) ;;
   *) echo "unknown phase $1"; exit 2 ;;
 esac
