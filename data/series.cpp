@@ -245,12 +245,16 @@ const Float16Grid& float16_grid() {
 
 WindowScale series_window(const Series& s, int64_t end, int64_t limit, int64_t context,
                           int64_t scale_len, SeriesScaling how, std::vector<int64_t>& xs,
-                          std::vector<int64_t>& ys) {
+                          std::vector<int64_t>& ys, int64_t lag) {
   const int64_t first = std::max<int64_t>(0, end - context);
   const int64_t prefix_end = std::min(first + scale_len, end);
   const WindowScale ws = window_scale(s.y.data() + first, prefix_end - first, how);
+  const auto input = [&](int64_t t) {
+    return t < 0 ? kSeriesPad : int64_t(float16_pattern(ws.scaled(s.y[size_t(t)])));
+  };
   for (int64_t t = end - context; t < end; ++t) {
-    xs.push_back(t < 0 ? kSeriesPad : int64_t(float16_pattern(ws.scaled(s.y[size_t(t)]))));
+    xs.push_back(input(t));
+    if (lag > 0) xs.push_back(input(t + 1 - lag));
     const int64_t next = t + 1;
     ys.push_back(next < first + scale_len || next >= limit
                      ? kSeriesIgnore
@@ -259,9 +263,13 @@ WindowScale series_window(const Series& s, int64_t end, int64_t limit, int64_t c
   return ws;
 }
 
+Shape series_input_shape(int64_t rows, int64_t context, int64_t lag) {
+  return lag > 0 ? Shape{rows, context, series_channels(lag)} : Shape{rows, context};
+}
+
 void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch, int64_t context,
                            int64_t scale_len, SeriesScaling how, Generator& gen, Device device,
-                           Tensor* x, Tensor* y, std::vector<WindowScale>* scales) {
+                           Tensor* x, Tensor* y, std::vector<WindowScale>* scales, int64_t lag) {
   // A window is its last target, a training point past the first scale_len: series i has
   // train_length - scale_len of them.
   std::vector<int64_t> cum;
@@ -282,10 +290,10 @@ void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch,
     const Series& s = set.series[i];
     const int64_t last_target = scale_len + (pick - (i == 0 ? 0 : cum[i - 1]));
     const WindowScale ws = series_window(s, last_target, train_length(int64_t(s.y.size()), horizon),
-                                         context, scale_len, how, xs, ys);
+                                         context, scale_len, how, xs, ys, lag);
     if (scales) scales->push_back(ws);
   }
-  *x = from_vector(xs, {batch, context}, device);
+  *x = from_vector(xs, series_input_shape(batch, context, lag), device);
   *y = from_vector(ys, {batch, context}, device);
 }
 

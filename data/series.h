@@ -99,18 +99,26 @@ inline constexpr int64_t kSeriesIgnore = -100;
 // One window of series `s` whose inputs end at point `end` (exclusive): inputs
 // [end - context, end), padded on the left with kSeriesPad; targets one step later, scaled, or
 // kSeriesIgnore inside the scale prefix and at and past point `limit` (what the window may not
-// see). Appended to xs and ys; returns the window's scale.
+// see). With lag > 0 each position's input is two patterns, its value and the value `lag` steps
+// before its target (point t + 1 - lag for the input at point t: always already seen; kSeriesPad
+// before the series), interleaved in xs. Appended to xs and ys; returns the window's scale.
 WindowScale series_window(const Series& s, int64_t end, int64_t limit, int64_t context,
                           int64_t scale_len, SeriesScaling how, std::vector<int64_t>& xs,
-                          std::vector<int64_t>& ys);
+                          std::vector<int64_t>& ys, int64_t lag = 0);
+// The input channels of a position: its value, and the lagged value when lag > 0.
+inline int64_t series_channels(int64_t lag) { return lag > 0 ? 2 : 1; }
+// x's shape for `rows` windows of `context` positions: (rows, context), or (rows, context, 2)
+// with a lag.
+Shape series_input_shape(int64_t rows, int64_t context, int64_t lag);
 
 // `batch` training windows: a series drawn with probability proportional to its number of
 // windows (longer series weigh more), then one of them uniformly: windows whose last target is a
-// training point past the scale prefix. x (B, T) and y (B, T) the patterns as series_window
-// makes them, on `device`, and each window's scale when `scales` is given. Draws only from
-// `gen`'s stream.
+// training point past the scale prefix. x (series_input_shape) and y (B, T) the patterns as
+// series_window makes them, on `device`, and each window's scale when `scales` is given. Draws
+// only from `gen`'s stream.
 void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch, int64_t context,
                            int64_t scale_len, SeriesScaling how, Generator& gen, Device device,
-                           Tensor* x, Tensor* y, std::vector<WindowScale>* scales = nullptr);
+                           Tensor* x, Tensor* y, std::vector<WindowScale>* scales = nullptr,
+                           int64_t lag = 0);
 
 }  // namespace bg

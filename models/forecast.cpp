@@ -62,7 +62,7 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
   const int64_t h = settings.horizon, m = settings.samples, n = int64_t(series.size());
   BG_CHECK(m >= 1, "forecast", "--samples must be at least 1");
   const int64_t context = forecast_context(model.config(), h);
-  const int64_t scale_len = model.config().scale_window;
+  const int64_t scale_len = model.config().scale_window, lag = model.config().lag;
   std::vector<SeriesForecast> out(static_cast<size_t>(n));
   // Every path starts from its series' context: rows series-major, path-minor.
   std::vector<int64_t> xs, ys, rows;
@@ -71,13 +71,15 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
     BG_CHECK(!s.y.empty(), "forecast", "series '", s.id, "' has no values");
     std::vector<int64_t> x;
     out[size_t(i)].scale = series_window(s, int64_t(s.y.size()), int64_t(s.y.size()), context,
-                                         scale_len, model.config().scaling, x, ys);
+                                         scale_len, model.config().scaling, x, ys, lag);
     for (int64_t j = 0; j < m; ++j) rows.insert(rows.end(), x.begin(), x.end());
   }
   std::vector<uint64_t> keys;
   for (const Series& s : series) keys.push_back(series_key(s.id, settings.seed));
   KVCache cache = model.new_cache(n * m, device);
-  Tensor hidden = model.forward_cached_hidden(from_vector(rows, {n * m, context}, device), cache);
+  Tensor hidden =
+      model.forward_cached_hidden(from_vector(rows, series_input_shape(n * m, context, lag), device),
+                                  cache);
   std::vector<std::vector<uint16_t>> drawn(static_cast<size_t>(h));
   for (int64_t t = 0; t < h; ++t) {
     std::vector<double> u(size_t(n * m));
@@ -101,8 +103,23 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
       }
     }
     if (t + 1 == h) break;
-    std::vector<int64_t> next(drawn[size_t(t)].begin(), drawn[size_t(t)].end());
-    hidden = model.forward_cached_hidden(from_vector(next, {n * m, 1}, device), cache);
+    // The next input: the value just drawn (point len + t), and with a lag the value lag steps
+    // before the next target (point len + t + 1 - lag): the series' own, or one this path drew.
+    std::vector<int64_t> next;
+    for (int64_t i = 0; i < n; ++i) {
+      const Series& s = series[size_t(i)];
+      const int64_t len = int64_t(s.y.size()), back = len + t + 1 - lag;
+      for (int64_t j = 0; j < m; ++j) {
+        next.push_back(drawn[size_t(t)][size_t(i * m + j)]);
+        if (lag == 0) continue;
+        next.push_back(back < 0     ? kSeriesPad
+                       : back < len ? int64_t(float16_pattern(out[size_t(i)].scale.scaled(
+                                          s.y[size_t(back)])))
+                                    : int64_t(drawn[size_t(back - len)][size_t(i * m + j)]));
+      }
+    }
+    hidden = model.forward_cached_hidden(from_vector(next, series_input_shape(n * m, 1, lag), device),
+                                         cache);
   }
   for (int64_t i = 0; i < n; ++i) {
     SeriesForecast& f = out[size_t(i)];

@@ -52,10 +52,12 @@ std::vector<DiscreteDistribution> one_step_laws(const Forecaster& model,
   std::vector<WindowScale> scales;
   for (const Series& s : contexts)
     scales.push_back(series_window(s, int64_t(s.y.size()), int64_t(s.y.size()), context,
-                                   model.config().scale_window, model.config().scaling, xs, ys));
+                                   model.config().scale_window, model.config().scaling, xs, ys,
+                                   model.config().lag));
   const int64_t n = int64_t(contexts.size());
   KVCache cache = model.new_cache(n, device);
-  const Tensor h = model.forward_cached_hidden(from_vector(xs, {n, context}, device), cache);
+  const Tensor h = model.forward_cached_hidden(
+      from_vector(xs, series_input_shape(n, context, model.config().lag), device), cache);
   std::vector<DiscreteDistribution> out;
   const std::vector<HeadLaw> laws = model.head().laws(h);
   for (int64_t i = 0; i < n; ++i) {

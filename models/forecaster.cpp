@@ -42,6 +42,10 @@ const Settings<ForecasterConfig>& forecaster_settings() {
               "a window is scaled from its first scale_window values; only later values are "
               "targets",
               kArchitecture);
+    s.integer("model.lag", [](auto& c) -> auto& { return c.lag; }, 0, 1 << 16,
+              "also input the value this many steps before each target (0: none; a season's "
+              "length, 12 for monthly data)",
+              kArchitecture);
     s.choice("model.scaling", [](auto& c) -> auto& { return c.scaling; },
              "mean_abs (divide by the scale window's mean absolute value, Chronos) or standard "
              "(subtract its mean, divide by its standard deviation)",
@@ -92,7 +96,8 @@ ForecasterConfig load_forecaster_config(const CheckpointReader& ck, const std::s
   const char* input = cfg.input == SeriesInput::value ? "transformer.wve.weight"
                                                       : "transformer.wbe.weight";
   for (const auto& [name, want] :
-       {std::pair<const char*, Shape>{input, Shape{cfg.n_embd, input_width(cfg.input)}},
+       {std::pair<const char*, Shape>{
+            input, Shape{cfg.n_embd, input_width(cfg.input) * series_channels(cfg.lag)}},
         {"transformer.wpe.weight", Shape{cfg.block_size, cfg.n_embd}}}) {
     BG_CHECK(ck.has(name), "checkpoint", path, ": missing tensor '", name, "'");
     BG_CHECK(ck.shape(name) == want, "checkpoint", path, ": tensor '", name, "' has shape ",
@@ -103,7 +108,7 @@ ForecasterConfig load_forecaster_config(const CheckpointReader& ck, const std::s
 
 Forecaster::Forecaster(const ForecasterConfig& cfg, Generator& init) : cfg_(cfg) {
   if (const SettingProblem p = forecaster_config_problem(cfg)) fail("forecaster", p.key, ": ", p.message);
-  const int64_t width = input_width(cfg.input);
+  const int64_t width = input_width(cfg.input) * series_channels(cfg.lag);
   // Unit-scale inputs: N(0, 0.02 / sqrt(width)) gives features of the GPT embedding's scale.
   input_ = register_module(cfg.input == SeriesInput::value ? "transformer.wve" : "transformer.wbe",
                            std::make_shared<Linear>(width, cfg.n_embd, false, init,
@@ -135,13 +140,22 @@ Tensor Forecaster::input_features(const Tensor& x) const {
     }
     input_table_ = from_vector(table, {65536, width}, x.device());
   }
-  return input_->forward(embedding(input_table_, x));
+  if (cfg_.lag == 0) return input_->forward(embedding(input_table_, x));
+  // Each channel's row of the table, side by side: (B, T, 2 x width).
+  const Tensor rows = embedding(input_table_, x);  // (B, T, 2, width)
+  return input_->forward(rows.reshape({x.size(0), x.size(1), input_->weight.size(1)}));
+}
+
+void Forecaster::check_input(const Tensor& x, int64_t max_t) const {
+  const bool lagged = cfg_.lag > 0;
+  BG_CHECK(x.ndim() == (lagged ? 3 : 2) && x.size(1) >= 1 && x.size(1) <= max_t &&
+               (!lagged || x.size(2) == series_channels(cfg_.lag)),
+           "forecaster", "expected ", lagged ? "(B, T, 2)" : "(B, T)",
+           " value patterns with T in [1, ", max_t, "], got ", shape_str(x.shape()));
 }
 
 Tensor Forecaster::hidden(const Tensor& x, Generator& gen) const {
-  BG_CHECK(x.ndim() == 2 && x.size(1) >= 1 && x.size(1) <= cfg_.block_size, "forecaster",
-           "expected (B, T) value patterns with T in [1, ", cfg_.block_size, "], got ",
-           shape_str(x.shape()));
+  check_input(x, cfg_.block_size);
   const int64_t b = x.size(0), t = x.size(1);
   Tensor h = dropout(input_features(x) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
   for (const auto& block : blocks_) h = block->forward(h, gen);
@@ -202,6 +216,7 @@ KVCache Forecaster::new_cache(int64_t batch, Device device) const {
 
 Tensor Forecaster::forward_cached_hidden(const Tensor& x, KVCache& cache) const {
   BG_CHECK(!training(), "forecaster", "forward_cached_hidden is for inference (train(false))");
+  check_input(x, cfg_.block_size);
   const int64_t t = x.size(1), past = cache.length;
   BG_CHECK(t >= 1 && past + t <= cfg_.block_size, "forecaster", "positions ", past, "..",
            past + t - 1, " run past model.block_size = ", cfg_.block_size);

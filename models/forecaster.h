@@ -26,6 +26,9 @@ struct ForecasterConfig {
   // after them are targets (a forecast's context is scaled the same way).
   int64_t scale_window = 32;
   SeriesScaling scaling = SeriesScaling::mean_abs;
+  // model.lag: beside each position's value, the value `lag` steps before its target (0: none);
+  // a season's length hands the model last season's value (DeepAR's and Lag-Llama's lag inputs).
+  int64_t lag = 0;
   double dropout = 0.0;
   bool bias = false;
   GeluForm gelu = GeluForm::tanh;
@@ -45,7 +48,8 @@ ForecasterConfig load_forecaster_config(const CheckpointReader& ck, const std::s
 class Forecaster : public Module {
  public:
   Forecaster(const ForecasterConfig& cfg, Generator& init);
-  // Windows x (B, T) of input patterns (kSeriesPad before a series) -> ln_f's rows (B T, n_embd).
+  // Windows x of input patterns (kSeriesPad before a series), (B, T) or with model.lag (B, T, 2)
+  // (data/series.h's series_input_shape) -> ln_f's rows (B T, n_embd).
   Tensor hidden(const Tensor& x, Generator& gen) const;
   // The mean NLL (nats per target, a density of the scaled value) of the targets y (B, T) that
   // are not kSeriesIgnore.
@@ -53,8 +57,8 @@ class Forecaster : public Module {
   // Each such target's NLL, in row order, without dropout (call train(false) first); empty when
   // there are none.
   std::vector<double> target_nll(const Tensor& x, const Tensor& y) const;
-  // Inference through the KV cache: x (B, T) continues the cache's positions; ln_f's rows of
-  // the last position (B, n_embd).
+  // Inference through the KV cache: x (B, T[, 2]) continues the cache's positions; ln_f's rows
+  // of the last position (B, n_embd).
   KVCache new_cache(int64_t batch, Device device) const;
   Tensor forward_cached_hidden(const Tensor& x, KVCache& cache) const;
   const ForecastHead& head() const { return *head_; }
@@ -69,6 +73,7 @@ class Forecaster : public Module {
   std::shared_ptr<LayerNorm> ln_f_;
   std::shared_ptr<ForecastHead> head_;
   mutable Tensor input_table_;  // (65536, 2 or 16) per pattern, on the device of the last call
+  void check_input(const Tensor& x, int64_t max_t) const;
 };
 
 }  // namespace bg

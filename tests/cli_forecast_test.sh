@@ -73,6 +73,15 @@ one_line_error "paths.csv:1" "$bin" eval "$dir/paths.csv" --data "$dir/paths.csv
 one_line_error "--json" "$bin" eval "$dir/paths.csv" --data "$dir/s.csv" --horizon 4 --json "$dir/paths.csv"
 
 # Bad input: one line each.
+# Standard scaling and a lag input, forecast past the lag (its steps read the values drawn).
+"$bin" train "$dir/f.yaml" --set model.scaling=standard --set model.lag=2 \
+  --set run.out_dir="$dir/lagrun" > "$dir/lag.log" 2>&1 || { cat "$dir/lag.log"; fail "train with a lag"; }
+"$bin" forecast "$dir/lagrun/best.h5" --data "$dir/s.csv" --horizon 5 --samples 4 --out "$dir/fl.csv" \
+  > /dev/null || fail "forecast with a lag"
+[ "$(grep -c '^s0,' "$dir/fl.csv")" = 5 ] || fail "a lagged forecast has not 5 steps: $(cat "$dir/fl.csv")"
+"$bin" eval "$dir/lagrun/best.h5" --samples 8 > /dev/null || fail "eval with a lag"
+one_line_error "model.lag" "$bin" train "$dir/f.yaml" --set model.lag=-1
+one_line_error "model.scaling" "$bin" train "$dir/f.yaml" --set model.scaling=zscore
 one_line_error "data.format: series trains a model.type: forecaster" \
   "$bin" train "$dir/f.yaml" --set model.type=gpt
 one_line_error "model.type: forecaster reads data.format: series" \
