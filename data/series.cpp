@@ -189,68 +189,15 @@ WindowScale window_scale(const double* x, int64_t n, SeriesScaling how) {
   return w;
 }
 
-uint16_t float16_pattern(double v) {
-  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
-  const double a = std::fabs(v);
-  uint16_t bits;
-  if (!(a < 65520.0)) {
-    bits = 0x7BFF;  // saturate: the largest finite float16 (NaN never reaches here)
-  } else if (a < std::ldexp(1.0, -14)) {
-    // Subnormals, in steps of 2^-24 (1024 steps rounds up to the smallest normal, 0x0400).
-    bits = uint16_t(std::nearbyint(std::ldexp(a, 24)));
-  } else {
-    int e;
-    std::frexp(a, &e);  // a in [2^(e-1), 2^e)
-    int exponent = e - 1;
-    double m = std::nearbyint(std::ldexp(a, 10 - exponent));  // in [1024, 2048]
-    if (m == 2048.0) {
-      m = 1024.0;
-      ++exponent;
-    }
-    bits = exponent + 15 >= 31 ? 0x7BFF : uint16_t(((exponent + 15) << 10) | (uint32_t(m) - 1024u));
-  }
-  return bits == 0 ? 0 : uint16_t(sign | bits);  // -0 is +0
-}
-
-double float16_value(uint16_t k) {
-  const double sign = (k & 0x8000) ? -1.0 : 1.0;
-  const int e = (k >> 10) & 31;
-  const int m = k & 1023;
-  if (e == 31) return m ? NAN : sign * INFINITY;
-  if (e == 0) return sign * std::ldexp(double(m), -24);
-  return sign * std::ldexp(double(m | 1024), e - 25);
-}
-
-const Float16Grid& float16_grid() {
-  static const Float16Grid grid = [] {
-    Float16Grid g;
-    // Negatives from the most negative (0xFBFF) up to the smallest (0x8001), then +0 and the
-    // positives up to 0x7BFF: value order.
-    for (uint32_t k = kFloat16Ranges[3] - 1; k >= kFloat16Ranges[2]; --k)
-      g.patterns.push_back(uint16_t(k));
-    for (uint32_t k = kFloat16Ranges[0]; k < kFloat16Ranges[1]; ++k)
-      g.patterns.push_back(uint16_t(k));
-    for (uint16_t k : g.patterns) g.values.push_back(float16_value(k));
-    const size_t n = g.values.size();
-    g.lower.resize(n);
-    g.upper.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      g.lower[i] = i == 0 ? -INFINITY : 0.5 * (g.values[i - 1] + g.values[i]);
-      g.upper[i] = i + 1 == n ? INFINITY : 0.5 * (g.values[i] + g.values[i + 1]);
-    }
-    return g;
-  }();
-  return grid;
-}
-
-WindowScale series_window(const Series& s, int64_t end, int64_t limit, int64_t context,
-                          int64_t scale_len, SeriesScaling how, std::vector<int64_t>& xs,
-                          std::vector<int64_t>& ys, int64_t lag) {
+WindowScale series_window(const Series& s, int64_t end, int64_t limit, const WindowSpec& spec,
+                          std::vector<int64_t>& xs, std::vector<int64_t>& ys) {
+  const int64_t context = spec.context, scale_len = spec.scale_len, lag = spec.lag;
   const int64_t first = std::max<int64_t>(0, end - context);
   const int64_t prefix_end = std::min(first + scale_len, end);
-  const WindowScale ws = window_scale(s.y.data() + first, prefix_end - first, how);
+  const WindowScale ws = window_scale(s.y.data() + first, prefix_end - first, spec.scaling);
+  const ValueCode& code = value_code(spec.values);
   const auto input = [&](int64_t t) {
-    return t < 0 ? kSeriesPad : int64_t(float16_pattern(ws.scaled(s.y[size_t(t)])));
+    return t < 0 ? code.pad() : int64_t(code.pattern(ws.scaled(s.y[size_t(t)])));
   };
   for (int64_t t = end - context; t < end; ++t) {
     xs.push_back(input(t));
@@ -258,7 +205,7 @@ WindowScale series_window(const Series& s, int64_t end, int64_t limit, int64_t c
     const int64_t next = t + 1;
     ys.push_back(next < first + scale_len || next >= limit
                      ? kSeriesIgnore
-                     : int64_t(float16_pattern(ws.scaled(s.y[size_t(next)]))));
+                     : int64_t(code.pattern(ws.scaled(s.y[size_t(next)]))));
   }
   return ws;
 }
@@ -267,9 +214,10 @@ Shape series_input_shape(int64_t rows, int64_t context, int64_t lag) {
   return lag > 0 ? Shape{rows, context, series_channels(lag)} : Shape{rows, context};
 }
 
-void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch, int64_t context,
-                           int64_t scale_len, SeriesScaling how, Generator& gen, Device device,
-                           Tensor* x, Tensor* y, std::vector<WindowScale>* scales, int64_t lag) {
+void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch,
+                           const WindowSpec& spec, Generator& gen, Device device, Tensor* x,
+                           Tensor* y, std::vector<WindowScale>* scales) {
+  const int64_t context = spec.context, scale_len = spec.scale_len;
   // A window is its last target, a training point past the first scale_len: series i has
   // train_length - scale_len of them.
   std::vector<int64_t> cum;
@@ -289,11 +237,11 @@ void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch,
     while (cum[i] <= pick) ++i;
     const Series& s = set.series[i];
     const int64_t last_target = scale_len + (pick - (i == 0 ? 0 : cum[i - 1]));
-    const WindowScale ws = series_window(s, last_target, train_length(int64_t(s.y.size()), horizon),
-                                         context, scale_len, how, xs, ys, lag);
+    const WindowScale ws = series_window(
+        s, last_target, train_length(int64_t(s.y.size()), horizon), spec, xs, ys);
     if (scales) scales->push_back(ws);
   }
-  *x = from_vector(xs, series_input_shape(batch, context, lag), device);
+  *x = from_vector(xs, series_input_shape(batch, context, spec.lag), device);
   *y = from_vector(ys, {batch, context}, device);
 }
 

@@ -13,6 +13,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "data/value_format.h"
 #include "kernels/enum_names.h"
 
 namespace bg {
@@ -65,30 +66,28 @@ struct WindowScale {
 // deviation; a constant prefix (deviation 0 or not normal) falls back to mean_abs's scale.
 WindowScale window_scale(const double* x, int64_t n, SeriesScaling how);
 
-// The float16 pattern of a scaled value, rounded to nearest (ties to even) from the double
-// directly. Zero is one pattern, +0 (0x0000): -0 and values that round to it map there, so -0
-// never is a target. Beyond float16's range (|v| >= 65520) the value saturates at +-65504, the
-// largest finite float16: no target is Inf or NaN.
-uint16_t float16_pattern(double v);
-double float16_value(uint16_t k);
+// The float16 code's pattern and value of a scaled value (data/value_format.h).
+inline uint16_t float16_pattern(double v) { return value_code(ValueFormat::float16).pattern(v); }
+inline double float16_value(uint16_t k) { return value_code(ValueFormat::float16).value(k); }
+inline const ValueGrid& float16_grid() { return value_code(ValueFormat::float16).grid(); }
 // The finite float16 patterns a target can be, as two ranges [lo, hi): +0 and the positives
 // [0x0000, 0x7C00), the negatives [0x8001, 0xFC00) (NaN and Inf patterns and -0 excluded).
 inline constexpr uint32_t kFloat16Ranges[4] = {0x0000, 0x7C00, 0x8001, 0xFC00};
-// The finite float16 values a target can take, ascending (-65504 .. 65504, one zero: 63,487),
-// with their patterns and buckets: the values that round to each (edges midway to the
-// neighbours; the two end buckets reach -inf and +inf, as values beyond saturate there). A
-// continuous law becomes a law over the patterns by its CDF at the edges, so every head's and
-// the true process's forecasts are distributions over the same values.
-struct Float16Grid {
-  std::vector<uint16_t> patterns;
-  std::vector<double> values, lower, upper;
-};
-const Float16Grid& float16_grid();
 
-// The input id of a position before a series' first value (a window of a short series is padded
-// on the left): a NaN pattern, never a value; its targets are kSeriesIgnore.
+// The float16 input id of a position before a series' first value (a window of a short series
+// is padded on the left; ValueCode::pad of each format): a NaN pattern, never a value; its
+// targets are kSeriesIgnore.
 inline constexpr int64_t kSeriesPad = 0x7E00;
 inline constexpr int64_t kSeriesIgnore = -100;
+
+// How a forecaster cuts its windows: `context` positions, the scale from the first `scale_len`
+// values by `scaling`, the lag input (0: none), the values' format.
+struct WindowSpec {
+  int64_t context = 0, scale_len = 0;
+  SeriesScaling scaling = SeriesScaling::mean_abs;
+  int64_t lag = 0;
+  ValueFormat values = ValueFormat::float16;
+};
 
 // The scale and the targets never look ahead of each other: a window's scale comes from
 // its first `scale_len` values (its scale prefix; the series' first values where the window
@@ -97,14 +96,14 @@ inline constexpr int64_t kSeriesIgnore = -100;
 // A forecast reads a context the same way: the scale from its first scale_len values.
 //
 // One window of series `s` whose inputs end at point `end` (exclusive): inputs
-// [end - context, end), padded on the left with kSeriesPad; targets one step later, scaled, or
-// kSeriesIgnore inside the scale prefix and at and past point `limit` (what the window may not
-// see). With lag > 0 each position's input is two patterns, its value and the value `lag` steps
-// before its target (point t + 1 - lag for the input at point t: always already seen; kSeriesPad
-// before the series), interleaved in xs. Appended to xs and ys; returns the window's scale.
-WindowScale series_window(const Series& s, int64_t end, int64_t limit, int64_t context,
-                          int64_t scale_len, SeriesScaling how, std::vector<int64_t>& xs,
-                          std::vector<int64_t>& ys, int64_t lag = 0);
+// [end - context, end), padded on the left with the format's pad id; targets one step later,
+// scaled, or kSeriesIgnore inside the scale prefix and at and past point `limit` (what the
+// window may not see). With a lag each position's input is two patterns, its value and the value
+// `lag` steps before its target (point t + 1 - lag for the input at point t: always already
+// seen; the pad id before the series), interleaved in xs. Appended to xs and ys; returns the
+// window's scale.
+WindowScale series_window(const Series& s, int64_t end, int64_t limit, const WindowSpec& spec,
+                          std::vector<int64_t>& xs, std::vector<int64_t>& ys);
 // The input channels of a position: its value, and the lagged value when lag > 0.
 inline int64_t series_channels(int64_t lag) { return lag > 0 ? 2 : 1; }
 // x's shape for `rows` windows of `context` positions: (rows, context), or (rows, context, 2)
@@ -116,9 +115,8 @@ Shape series_input_shape(int64_t rows, int64_t context, int64_t lag);
 // training point past the scale prefix. x (series_input_shape) and y (B, T) the patterns as
 // series_window makes them, on `device`, and each window's scale when `scales` is given. Draws
 // only from `gen`'s stream.
-void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch, int64_t context,
-                           int64_t scale_len, SeriesScaling how, Generator& gen, Device device,
-                           Tensor* x, Tensor* y, std::vector<WindowScale>* scales = nullptr,
-                           int64_t lag = 0);
+void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch,
+                           const WindowSpec& spec, Generator& gen, Device device, Tensor* x,
+                           Tensor* y, std::vector<WindowScale>* scales = nullptr);
 
 }  // namespace bg

@@ -62,7 +62,8 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
   const int64_t h = settings.horizon, m = settings.samples, n = int64_t(series.size());
   BG_CHECK(m >= 1, "forecast", "--samples must be at least 1");
   const int64_t context = forecast_context(model.config(), h);
-  const int64_t scale_len = model.config().scale_window, lag = model.config().lag;
+  const int64_t lag = model.config().lag;
+  const ValueCode& code = value_code(model.config().head.values);
   std::vector<SeriesForecast> out(static_cast<size_t>(n));
   // Every path starts from its series' context: rows series-major, path-minor.
   std::vector<int64_t> xs, ys, rows;
@@ -70,8 +71,8 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
     const Series& s = series[size_t(i)];
     BG_CHECK(!s.y.empty(), "forecast", "series '", s.id, "' has no values");
     std::vector<int64_t> x;
-    out[size_t(i)].scale = series_window(s, int64_t(s.y.size()), int64_t(s.y.size()), context,
-                                         scale_len, model.config().scaling, x, ys, lag);
+    out[size_t(i)].scale = series_window(s, int64_t(s.y.size()), int64_t(s.y.size()),
+                                         window_spec(model.config(), context), x, ys);
     for (int64_t j = 0; j < m; ++j) rows.insert(rows.end(), x.begin(), x.end());
   }
   std::vector<uint64_t> keys;
@@ -99,7 +100,7 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
         SeriesForecast& f = out[size_t(i)];
         for (size_t l = 0; l < settings.levels.size(); ++l)
           f.quantiles.push_back(
-              {f.scale.value(float16_value(q[size_t(i) * settings.levels.size() + l]))});
+              {f.scale.value(code.value(q[size_t(i) * settings.levels.size() + l]))});
       }
     }
     if (t + 1 == h) break;
@@ -112,8 +113,8 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
       for (int64_t j = 0; j < m; ++j) {
         next.push_back(drawn[size_t(t)][size_t(i * m + j)]);
         if (lag == 0) continue;
-        next.push_back(back < 0     ? kSeriesPad
-                       : back < len ? int64_t(float16_pattern(out[size_t(i)].scale.scaled(
+        next.push_back(back < 0     ? code.pad()
+                       : back < len ? int64_t(code.pattern(out[size_t(i)].scale.scaled(
                                           s.y[size_t(back)])))
                                     : int64_t(drawn[size_t(back - len)][size_t(i * m + j)]));
       }
@@ -127,7 +128,7 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
     f.mean.assign(size_t(h), 0.0);
     for (int64_t j = 0; j < m; ++j)
       for (int64_t t = 0; t < h; ++t) {
-        const double v = f.scale.value(float16_value(drawn[size_t(t)][size_t(i * m + j)]));
+        const double v = f.scale.value(code.value(drawn[size_t(t)][size_t(i * m + j)]));
         f.paths[size_t(j)][size_t(t)] = v;
         f.mean[size_t(t)] += v / double(m);
       }

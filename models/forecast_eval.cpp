@@ -16,17 +16,6 @@ namespace {
 
 const std::vector<double> kLevels = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
 
-// Each pattern's place in the float16 grid's value order (-1 outside it).
-const std::vector<int64_t>& grid_index() {
-  static const std::vector<int64_t> index = [] {
-    std::vector<int64_t> at(65536, -1);
-    const Float16Grid& g = float16_grid();
-    for (size_t i = 0; i < g.patterns.size(); ++i) at[g.patterns[i]] = int64_t(i);
-    return at;
-  }();
-  return index;
-}
-
 // The series cut before its test window (its context).
 Series context_of(const Series& s, int64_t horizon) {
   Series c;
@@ -42,7 +31,7 @@ double mean_of(const std::vector<double>& v) {
   return v.empty() ? NAN : total / double(v.size());
 }
 
-// The one-step laws at the end of each context, on the float16 grid in series units.
+// The one-step laws at the end of each context, on the values' grid in series units.
 std::vector<DiscreteDistribution> one_step_laws(const Forecaster& model,
                                                 const std::vector<Series>& contexts,
                                                 Device device) {
@@ -51,9 +40,8 @@ std::vector<DiscreteDistribution> one_step_laws(const Forecaster& model,
   std::vector<int64_t> xs, ys;
   std::vector<WindowScale> scales;
   for (const Series& s : contexts)
-    scales.push_back(series_window(s, int64_t(s.y.size()), int64_t(s.y.size()), context,
-                                   model.config().scale_window, model.config().scaling, xs, ys,
-                                   model.config().lag));
+    scales.push_back(series_window(s, int64_t(s.y.size()), int64_t(s.y.size()),
+                                   window_spec(model.config(), context), xs, ys));
   const int64_t n = int64_t(contexts.size());
   KVCache cache = model.new_cache(n, device);
   const Tensor h = model.forward_cached_hidden(
@@ -84,7 +72,7 @@ ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet&
   const std::vector<SeriesForecast> forecasts = forecast_series(model, contexts, fs, device);
   std::vector<DiscreteDistribution> laws;
   if (h == 1) laws = one_step_laws(model, contexts, device);
-  ForecastEvaluation e = score_forecasts(set, forecasts, laws, st);
+  ForecastEvaluation e = score_forecasts(set, forecasts, laws, st, model.config().head.values);
   // The teacher-forced NLL of every test point.
   Tensor x, yt;
   held_out_windows(set, h, 0, model.config(), device, &x, &yt);
@@ -95,7 +83,8 @@ ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet&
 ForecastEvaluation score_forecasts(const SeriesSet& set,
                                    const std::vector<SeriesForecast>& forecasts,
                                    const std::vector<DiscreteDistribution>& laws,
-                                   const ForecastEvalSettings& st) {
+                                   const ForecastEvalSettings& st, ValueFormat values) {
+  const ValueCode& code = value_code(values);
   const int64_t h = st.horizon;
   check_split(set, h, 1);
   BG_CHECK(
@@ -157,11 +146,11 @@ ForecastEvaluation score_forecasts(const SeriesSet& set,
                s.ds.back());
       // The truth on the grid the model's values lie on: scaled as its context is.
       const DiscreteDistribution d =
-          on_float16_grid([&](double x) { return it->second.cdf(x); }, f.scale);
+          on_grid(code, [&](double x) { return it->second.cdf(x); }, f.scale);
       sc.truth_crps = crps_exact(d, y[0]);
-      const uint16_t k = float16_pattern(f.scale.scaled(y[0]));
-      const double p = d.probs[size_t(grid_index()[k])];
-      truth_nll.push_back(-std::log(p) + float16_log_widths()[k]);
+      const uint16_t k = code.pattern(f.scale.scaled(y[0]));
+      const double p = d.probs[size_t(code.grid_index()[k])];
+      truth_nll.push_back(-std::log(p) + code.log_widths()[k]);
     }
     e.per_series.push_back(sc);
   }

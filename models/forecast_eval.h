@@ -46,11 +46,13 @@ ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet&
                                        const ForecastEvalSettings& settings, Device device);
 
 // The same scores for forecasts made elsewhere: `forecasts` aligned with set.series (paths and
-// quantiles of each test window), `laws` (optional: each series' one-step law on the float16
-// grid, for the exact CRPS) and `nll` (NaN when unknown).
+// quantiles of each test window), `laws` (optional: each series' one-step law on the format's
+// grid, for the exact CRPS) and `nll` (NaN when unknown); a truth file's laws are put on the
+// grid of `values`, the format the forecasts' values lie on.
 ForecastEvaluation score_forecasts(const SeriesSet& set, const std::vector<SeriesForecast>& forecasts,
                                    const std::vector<DiscreteDistribution>& laws,
-                                   const ForecastEvalSettings& settings);
+                                   const ForecastEvalSettings& settings,
+                                   ValueFormat values = ValueFormat::float16);
 
 // Sample paths of each series' test window from a CSV unique_id,ds,path,y (what `bitgrad forecast
 // --paths` and scripts/forecast_baselines.py write), checked against `set`: every series, its

@@ -101,8 +101,12 @@ const Settings<ForecastHeadSpec>& forecast_head_settings() {
   static const Settings<ForecastHeadSpec> s = [] {
     Settings<ForecastHeadSpec> s("forecaster");
     s.choice("model.head", [](auto& h) -> auto& { return h.kind; },
-             "bide (the exact distribution over the next value's float16 patterns), gaussian, "
+             "bide (the exact distribution over the next value's 16-bit patterns), gaussian, "
              "student_t (learned degrees of freedom) or binned (Chronos' uniform bins)",
+             kArchitecture);
+    s.choice("model.values", [](auto& h) -> auto& { return h.values; },
+             "float16 or bfloat16: the format a scaled value is rounded to, every head's law over "
+             "its finite values",
              kArchitecture);
     const auto head_is = [](const ForecastHeadSpec& h) {
       return "model.head is " + std::string(enum_name(h.kind));
@@ -122,21 +126,6 @@ const Settings<ForecastHeadSpec>& forecast_head_settings() {
     return s;
   }();
   return s;
-}
-
-const std::vector<double>& float16_log_widths() {
-  static const std::vector<double> widths = [] {
-    std::vector<double> w(65536, 0.0);
-    const Float16Grid& g = float16_grid();
-    for (size_t i = 0; i < g.patterns.size(); ++i) {
-      // The end buckets reach +-inf (saturation): their width is taken as the spacing there.
-      const double lo = std::isinf(g.lower[i]) ? 2 * g.values[i] - g.upper[i] : g.lower[i];
-      const double hi = std::isinf(g.upper[i]) ? 2 * g.values[i] - g.lower[i] : g.upper[i];
-      w[g.patterns[i]] = std::log(hi - lo);
-    }
-    return w;
-  }();
-  return widths;
 }
 
 double HeadLaw::cdf(double x) const {
@@ -160,10 +149,10 @@ DiscreteDistribution HeadLaw::on_grid() const {
   if (kind == ForecastHeadKind::binned) {
     std::vector<double> cum(bin_probs.size() + 1, 0.0);
     for (size_t k = 0; k < bin_probs.size(); ++k) cum[k + 1] = cum[k] + bin_probs[k];
-    return on_float16_grid([&](double x) { return binned_cdf(cum, limit, x); }, 1.0);
+    return bg::on_grid(value_code(values), [&](double x) { return binned_cdf(cum, limit, x); }, {});
   }
   if (kind != ForecastHeadKind::bide)
-    return on_float16_grid([this](double x) { return cdf(x); }, 1.0);
+    return bg::on_grid(value_code(values), [this](double x) { return cdf(x); }, {});
   // l_k = r . relu(W b_k) for all 65,536 patterns: each hidden unit's W b_k by doubling (pattern
   // k | 2^j adds 2 W_j to pattern k's sum), so a row costs 2^16 H adds, not 2^16 H B.
   const int64_t hidden = int64_t(r.size()), bits = 16;
@@ -176,7 +165,7 @@ DiscreteDistribution HeadLaw::on_grid() const {
       for (uint32_t k = 0; k < (1u << j); ++k) s[k | (1u << j)] = s[k] + 2 * wh[j];
     for (size_t k = 0; k < s.size(); ++k) logit[k] += r[size_t(h)] * std::max(0.0, s[k]);
   }
-  const Float16Grid& g = float16_grid();
+  const ValueGrid& g = value_code(values).grid();
   double top = -INFINITY, total = 0;
   for (const uint16_t k : g.patterns) top = std::max(top, logit[k]);
   for (const uint16_t k : g.patterns) total += std::exp(logit[k] - top);
@@ -188,25 +177,26 @@ DiscreteDistribution HeadLaw::on_grid() const {
 }
 
 uint16_t HeadLaw::inverse_cdf(double u) const {
+  const ValueCode& code = value_code(values);
   switch (kind) {
     case ForecastHeadKind::gaussian:
-      return float16_pattern(mu + sigma * normal_quantile(u));
+      return code.pattern(mu + sigma * normal_quantile(u));
     case ForecastHeadKind::student_t:
-      return float16_pattern(mu + sigma * student_quantile(u, nu));
+      return code.pattern(mu + sigma * student_quantile(u, nu));
     case ForecastHeadKind::binned: {
       // The bin where the running sum reaches u, then u's place inside it (uniform there).
       const double width = 2 * limit / double(bin_probs.size());
       double below = 0;
       for (size_t k = 0; k < bin_probs.size(); ++k) {
         if (below + bin_probs[k] >= u && bin_probs[k] > 0)
-          return float16_pattern(-limit + width * (double(k) + (u - below) / bin_probs[k]));
+          return code.pattern(-limit + width * (double(k) + (u - below) / bin_probs[k]));
         below += bin_probs[k];
       }
-      return float16_pattern(limit);
+      return code.pattern(limit);
     }
     case ForecastHeadKind::bide: {
       const DiscreteDistribution d = on_grid();
-      return float16_pattern(quantile(d, u));
+      return code.pattern(quantile(d, u));
     }
   }
   return 0;
@@ -241,17 +231,19 @@ class PatternColumn {
   mutable Tensor table_;
 };
 
-// The BIDE over the finite float16 patterns.
+// The BIDE over the format's finite patterns.
 class BideForecastHead : public ForecastHead {
  public:
-  BideForecastHead(const ForecastHeadSpec& spec, int64_t n_embd, Generator& init) {
+  BideForecastHead(const ForecastHeadSpec& spec, int64_t n_embd, Generator& init)
+      : values_(spec.values),
+        log_width_([format = spec.values](uint16_t k) { return value_code(format).log_widths()[k]; }) {
     BideOptions opt;
-    opt.code = BideCode{BideValueType::f16, 16};
+    opt.code = BideCode{value_code(spec.values).bide_type(), 16};
     opt.precision = spec.precision;
     opt.variant = spec.variant;
     bide_ = register_module("bide", std::make_shared<BideHead>(n_embd, spec.bide_hidden, opt, init));
-    bide_->set_row_support({kFloat16Ranges[0], kFloat16Ranges[1], kFloat16Ranges[2],
-                            kFloat16Ranges[3]});
+    const auto& ranges = value_code(spec.values).ranges();
+    bide_->set_row_support({ranges[0], ranges[1], ranges[2], ranges[3]});
   }
   ForecastHeadKind kind() const override { return ForecastHeadKind::bide; }
   Tensor nll(const Tensor& h, const Tensor& patterns) const override {
@@ -271,6 +263,7 @@ class BideForecastHead : public ForecastHead {
     std::vector<HeadLaw> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       out[size_t(i)].kind = ForecastHeadKind::bide;
+      out[size_t(i)].values = values_;
       out[size_t(i)].w.assign(w.begin() + i * hw, w.begin() + (i + 1) * hw);
       out[size_t(i)].r.assign(r.begin() + i * hr, r.begin() + (i + 1) * hr);
     }
@@ -284,14 +277,19 @@ class BideForecastHead : public ForecastHead {
   }
 
  private:
+  ValueFormat values_;
+  PatternColumn log_width_;
   std::shared_ptr<BideHead> bide_;
-  PatternColumn log_width_{[](uint16_t k) { return float16_log_widths()[k]; }};
 };
 
 // Gaussian and Student-t: a linear layer to (mu, raw scale[, raw df]).
 class ParametricForecastHead : public ForecastHead {
  public:
-  ParametricForecastHead(ForecastHeadKind kind, int64_t n_embd, Generator& init) : kind_(kind) {
+  ParametricForecastHead(const ForecastHeadSpec& spec, int64_t n_embd, Generator& init)
+      : kind_(spec.kind), values_(spec.values), value_([format = spec.values](uint16_t k) {
+          const double v = value_code(format).value(k);
+          return std::isfinite(v) ? v : 0.0;  // NaN patterns are never targets
+        }) {
     params_ = register_module("params", make_linear(LinearSpec(), n_embd, width(), true, init, 0.02));
   }
   ForecastHeadKind kind() const override { return kind_; }
@@ -318,6 +316,7 @@ class ParametricForecastHead : public ForecastHead {
     for (int64_t i = 0; i < n; ++i) {
       HeadLaw& law = out[size_t(i)];
       law.kind = kind_;
+      law.values = values_;
       law.mu = p[size_t(i * k)];
       law.sigma = softplus_of(p[size_t(i * k + 1)]) + kMinSigma;
       if (kind_ == ForecastHeadKind::student_t) law.nu = softplus_of(p[size_t(i * k + 2)]) + kMinDf;
@@ -328,11 +327,8 @@ class ParametricForecastHead : public ForecastHead {
  private:
   int64_t width() const { return kind_ == ForecastHeadKind::gaussian ? 2 : 3; }
   ForecastHeadKind kind_;
-  // A target's float16 value (the NaN patterns are never targets: 0 there).
-  PatternColumn value_{[](uint16_t k) {
-    const double v = float16_value(k);
-    return std::isfinite(v) ? v : 0.0;
-  }};
+  ValueFormat values_;
+  PatternColumn value_;  // a target's value
   std::shared_ptr<LinearLayer> params_;
 };
 
@@ -340,7 +336,7 @@ class ParametricForecastHead : public ForecastHead {
 class BinnedForecastHead : public ForecastHead {
  public:
   BinnedForecastHead(const ForecastHeadSpec& spec, int64_t n_embd, Generator& init)
-      : bins_(spec.bins), limit_(spec.limit) {
+      : bins_(spec.bins), limit_(spec.limit), values_(spec.values) {
     logits_ = register_module("logits", make_linear(LinearSpec(), n_embd, bins_, true, init, 0.02));
   }
   ForecastHeadKind kind() const override { return ForecastHeadKind::binned; }
@@ -348,7 +344,7 @@ class BinnedForecastHead : public ForecastHead {
     const double width = 2 * limit_ / double(bins_);
     std::vector<int64_t> bin;
     for (const int64_t k : patterns.to(Device::cpu()).to_vector<int64_t>()) {
-      const double pos = (float16_value(uint16_t(k)) + limit_) / width;
+      const double pos = (value_code(values_).value(uint16_t(k)) + limit_) / width;
       bin.push_back(std::clamp<int64_t>(int64_t(std::floor(pos)), 0, bins_ - 1));
     }
     const Tensor target = from_vector(bin, {int64_t(bin.size())}, h.device());
@@ -362,6 +358,7 @@ class BinnedForecastHead : public ForecastHead {
     std::vector<HeadLaw> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       out[size_t(i)].kind = ForecastHeadKind::binned;
+      out[size_t(i)].values = values_;
       out[size_t(i)].limit = limit_;
       out[size_t(i)].bin_probs.assign(p.begin() + i * bins_, p.begin() + (i + 1) * bins_);
     }
@@ -371,6 +368,7 @@ class BinnedForecastHead : public ForecastHead {
  private:
   int64_t bins_;
   double limit_;
+  ValueFormat values_;
   std::shared_ptr<LinearLayer> logits_;
 };
 
@@ -383,7 +381,7 @@ std::shared_ptr<ForecastHead> make_forecast_head(const ForecastHeadSpec& spec, i
       return std::make_shared<BideForecastHead>(spec, n_embd, init);
     case ForecastHeadKind::gaussian:
     case ForecastHeadKind::student_t:
-      return std::make_shared<ParametricForecastHead>(spec.kind, n_embd, init);
+      return std::make_shared<ParametricForecastHead>(spec, n_embd, init);
     case ForecastHeadKind::binned:
       return std::make_shared<BinnedForecastHead>(spec, n_embd, init);
   }

@@ -33,6 +33,7 @@ struct ForecastHeadSpec {
   SickVariant variant = SickVariant::automatic;
   int64_t bins = 4094;  // head.binned.bins (Chronos' 4,094)
   double limit = 15;    // head.binned.limit: the bins cover [-limit, limit] (Chronos' 15)
+  ValueFormat values = ValueFormat::float16;  // model.values: the format every head's law is over
 };
 // Its declared fields: model.head, head.bide.*, head.binned.* (core/settings.h).
 const Settings<ForecastHeadSpec>& forecast_head_settings();
@@ -45,6 +46,7 @@ struct HeadLaw {
   double mu = 0, sigma = 1, nu = 0;  // gaussian, student_t
   std::vector<double> bin_probs;     // binned
   double limit = 15;                 // binned
+  ValueFormat values = ValueFormat::float16;  // the grid the law is over
   // P(X <= x) of the continuous heads (not bide: its law is the grid's).
   double cdf(double x) const;
   // The law over the float16 grid's values (scaled units, ascending): the BIDE's probabilities
@@ -78,6 +80,9 @@ std::shared_ptr<ForecastHead> make_forecast_head(const ForecastHeadSpec& spec, i
 
 // log of the width of each float16 pattern's bucket (65,536 entries; 0 outside the grid): a
 // pattern's probability minus this is its log density.
-const std::vector<double>& float16_log_widths();
+// The float16 code's log bucket widths (ValueCode::log_widths).
+inline const std::vector<double>& float16_log_widths() {
+  return value_code(ValueFormat::float16).log_widths();
+}
 
 }  // namespace bg

@@ -8,11 +8,11 @@
 
 namespace bg {
 
-DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf,
-                                     const WindowScale& ws) {
+DiscreteDistribution on_grid(const ValueCode& code, const std::function<double(double)>& cdf,
+                             const WindowScale& ws) {
   BG_CHECK(ws.scale > 0 && std::isfinite(ws.scale) && std::isfinite(ws.loc), "forecast", "scale ",
            ws.scale, " is not positive");
-  const Float16Grid& g = float16_grid();
+  const ValueGrid& g = code.grid();
   DiscreteDistribution d;
   d.values.reserve(g.values.size());
   d.probs.reserve(g.values.size());

@@ -18,12 +18,17 @@ struct DiscreteDistribution {
   std::vector<double> values, probs;
 };
 
-// A continuous law, given by its CDF in a series' units, as a law over the float16 grid
-// (data/series.h) of values scaled by `scale` > 0: grid value i becomes values[i] * scale, with
-// probability cdf(upper_i * scale) - cdf(lower_i * scale). What the Gaussian, Student-t and
-// binned heads and the true process forecast, on the support the BIDE head has.
-DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf,
-                                     const WindowScale& ws);
+// A continuous law, given by its CDF in a series' units, as a law over a format's grid
+// (data/value_format.h) of values mapped back by the window's scale: grid value i becomes
+// ws.value(values[i]), with probability cdf(ws.value(upper_i)) - cdf(ws.value(lower_i)). What
+// the Gaussian, Student-t and binned heads and the true process forecast, on the support the
+// BIDE head has.
+DiscreteDistribution on_grid(const ValueCode& code, const std::function<double(double)>& cdf,
+                             const WindowScale& ws);
+inline DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf,
+                                            const WindowScale& ws) {
+  return on_grid(value_code(ValueFormat::float16), cdf, ws);
+}
 inline DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf,
                                             double scale) {
   return on_float16_grid(cdf, WindowScale{0.0, scale});

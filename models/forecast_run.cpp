@@ -14,7 +14,7 @@ void held_out_windows(const SeriesSet& set, int64_t first_from_end, int64_t last
     const int64_t n = int64_t(s.y.size()), first = n - first_from_end, last = n - last_from_end;
     const size_t at = ys.size();
     // Inputs end before the last held-out point; the window's targets run up to it.
-    series_window(s, last - 1, last, context, cfg.scale_window, cfg.scaling, xs, ys, cfg.lag);
+    series_window(s, last - 1, last, window_spec(cfg, context), xs, ys);
     // The target of position pos is point last - context + pos.
     for (int64_t pos = 0; pos < context; ++pos)
       if (last - context + pos < first) ys[at + size_t(pos)] = kSeriesIgnore;
@@ -36,8 +36,8 @@ SeriesTask::SeriesTask(const LanguageModelRun& run, const std::string& config_ya
 Tensor SeriesTask::batch_loss(Generator& data) {
   Tensor x, y;
   const ForecasterConfig& c = model_.config();
-  sample_series_windows(set_, run_.data.horizon, run_.batch, c.block_size, c.scale_window,
-                        c.scaling, data, device_, &x, &y, nullptr, c.lag);
+  sample_series_windows(set_, run_.data.horizon, run_.batch, window_spec(c, c.block_size), data,
+                        device_, &x, &y);
   return model_.loss(x, y, streams_.dropout);
 }
 

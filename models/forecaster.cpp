@@ -67,6 +67,16 @@ const Settings<ForecasterConfig>& forecaster_settings() {
   return s;
 }
 
+WindowSpec window_spec(const ForecasterConfig& cfg, int64_t context) {
+  WindowSpec w;
+  w.context = context;
+  w.scale_len = cfg.scale_window;
+  w.scaling = cfg.scaling;
+  w.lag = cfg.lag;
+  w.values = cfg.head.values;
+  return w;
+}
+
 SettingProblem forecaster_config_problem(const ForecasterConfig& c) {
   if (c.n_embd % c.n_head != 0)
     return {"model.n_head", "n_embd " + std::to_string(c.n_embd) +
@@ -126,15 +136,16 @@ Forecaster::Forecaster(const ForecasterConfig& cfg, Generator& init) : cfg_(cfg)
 Tensor Forecaster::input_features(const Tensor& x) const {
   if (!input_table_.defined() || input_table_.device() != x.device()) {
     const int64_t width = input_width(cfg_.input);
+    const ValueCode& code = value_code(cfg_.head.values);
     std::vector<float> table(size_t(65536 * width));
     for (int64_t k = 0; k < 65536; ++k) {
       float* row = &table[size_t(k * width)];
       if (cfg_.input == SeriesInput::bits) {
         for (int64_t j = 0; j < width; ++j) row[j] = (k >> j) & 1 ? 1.f : -1.f;
-      } else if (k == kSeriesPad) {
+      } else if (k == code.pad()) {
         row[0] = 0.f, row[1] = 1.f;  // before the series: no value, the flag set
       } else {
-        const double v = float16_value(uint16_t(k));
+        const double v = code.value(uint16_t(k));
         row[0] = std::isfinite(v) ? float(v) : 0.f, row[1] = 0.f;
       }
     }

@@ -40,6 +40,8 @@ struct ForecasterConfig {
 
 // Its declared fields (core/settings.h): model.* and the head's.
 const Settings<ForecasterConfig>& forecaster_settings();
+// How the model cuts a window of `context` positions (data/series.h).
+WindowSpec window_spec(const ForecasterConfig& cfg, int64_t context);
 // The rules between them (n_embd divisible by n_head, a scale window inside the block).
 SettingProblem forecaster_config_problem(const ForecasterConfig& cfg);
 void save_forecaster_config(CheckpointWriter& ck, const ForecasterConfig& cfg);

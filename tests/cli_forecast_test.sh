@@ -80,6 +80,13 @@ one_line_error "--json" "$bin" eval "$dir/paths.csv" --data "$dir/s.csv" --horiz
   > /dev/null || fail "forecast with a lag"
 [ "$(grep -c '^s0,' "$dir/fl.csv")" = 5 ] || fail "a lagged forecast has not 5 steps: $(cat "$dir/fl.csv")"
 "$bin" eval "$dir/lagrun/best.h5" --samples 8 > /dev/null || fail "eval with a lag"
+# Values rounded to bfloat16: train, forecast, eval against the truth on that format's grid.
+"$bin" train "$dir/f.yaml" --set model.values=bfloat16 --set run.out_dir="$dir/bf16run" > "$dir/bf.log" 2>&1 ||
+  { cat "$dir/bf.log"; fail "train over bfloat16 values"; }
+"$bin" forecast "$dir/bf16run/best.h5" --data "$dir/s.csv" --horizon 2 --out "$dir/fb.csv" > /dev/null ||
+  fail "forecast over bfloat16 values"
+"$bin" eval "$dir/bf16run/best.h5" --horizon 1 --truth "$dir/truth.csv" > /dev/null || fail "eval over bfloat16 values"
+one_line_error "model.values" "$bin" train "$dir/f.yaml" --set model.values=float8
 one_line_error "model.lag" "$bin" train "$dir/f.yaml" --set model.lag=-1
 one_line_error "model.scaling" "$bin" train "$dir/f.yaml" --set model.scaling=zscore
 one_line_error "data.format: series trains a model.type: forecaster" \

@@ -55,7 +55,7 @@ TEST_CASE("cpu: lagged windows: each input also holds the value lag steps before
   for (int i = 0; i < 30; ++i) s.y.push_back(1 + i);
   std::vector<int64_t> xs, ys;
   // Inputs at points 12..19 (end 20), the lag 5: position t holds point t and point t + 1 - 5.
-  const WindowScale ws = series_window(s, 20, 30, 8, 3, SeriesScaling::mean_abs, xs, ys, 5);
+  const WindowScale ws = series_window(s, 20, 30, {8, 3, SeriesScaling::mean_abs, 5}, xs, ys);
   REQUIRE(xs.size() == 16);
   for (int64_t p = 0; p < 8; ++p) {
     const int64_t t = 12 + p;
@@ -64,7 +64,7 @@ TEST_CASE("cpu: lagged windows: each input also holds the value lag steps before
   }
   // Before the series: the padding id, in both channels.
   std::vector<int64_t> xp, yp;
-  series_window(s, 2, 30, 4, 1, SeriesScaling::mean_abs, xp, yp, 3);
+  series_window(s, 2, 30, {4, 1, SeriesScaling::mean_abs, 3}, xp, yp);
   CHECK(xp == std::vector<int64_t>{kSeriesPad, kSeriesPad, kSeriesPad, kSeriesPad,
                                    float16_pattern(1.0), kSeriesPad, float16_pattern(2.0),
                                    kSeriesPad});
@@ -92,8 +92,8 @@ TEST_CASE("cpu: with model.lag a forecaster copies last season, past the lag fro
     AdamW adam(params, AdamWConfig());
     for (int step = 0; step < 150; ++step) {
       Tensor x, y;
-      sample_series_windows(set, horizon, 16, 24, 6, SeriesScaling::standard, data, Device::cpu(),
-                            &x, &y, nullptr, model.config().lag);
+      sample_series_windows(set, horizon, 16, window_spec(model.config(), 24), data, Device::cpu(), &x,
+                            &y);
       params.zero_grad();
       model.loss(x, y, drop).backward();
       adam.step(1e-2);

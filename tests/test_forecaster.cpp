@@ -55,68 +55,80 @@ const ForecastHeadKind kHeads[] = {ForecastHeadKind::bide, ForecastHeadKind::gau
 }  // namespace
 
 TEST_CASE("cpu: each forecast head's NLL is its host law's log density at the target") {
-  for (const ForecastHeadKind kind : kHeads) {
-    CAPTURE(enum_name(kind));
-    Generator init(5), data(6);
-    ForecasterConfig cfg = small_config(kind);
-    const auto head = make_forecast_head(cfg.head, 7, init);
-    const Tensor h = randn({5, 7}, data, 0, 1, DType::f32);
-    std::vector<int64_t> ys;
-    for (const double v : {-1.5, 0.0, 0.25, 2.0, 0.7}) ys.push_back(float16_pattern(v));
-    const std::vector<double> nll =
-        head->nll(h, from_vector(ys, {5})).to(DType::f64).to_vector<double>();
-    const std::vector<HeadLaw> laws = head->laws(h);
-    for (size_t i = 0; i < ys.size(); ++i) {
-      const uint16_t k = uint16_t(ys[i]);
-      const double v = float16_value(k);
-      double want = 0;
-      if (kind == ForecastHeadKind::bide || kind == ForecastHeadKind::binned) {
-        // The grid law's mass of the target's bucket over the bucket's width; for the binned
-        // head (uniform inside a bin) the same as the bin's mass over the bin's width.
-        const DiscreteDistribution d = laws[i].on_grid();
-        const Float16Grid& g = float16_grid();
-        size_t at = 0;
-        while (g.patterns[at] != k) ++at;
-        want = -std::log(d.probs[at]) + float16_log_widths()[k];
-      } else {
-        const double eps = 1e-4;  // the density by the CDF's central difference
-        want = -std::log((laws[i].cdf(v + eps) - laws[i].cdf(v - eps)) / (2 * eps));
+  for (const ValueFormat format : {ValueFormat::float16, ValueFormat::bfloat16})
+    for (const ForecastHeadKind kind : kHeads) {
+      const std::string label = std::string(enum_name(kind)) + " over " + enum_name(format);
+      INFO(label);
+      const ValueCode& code = value_code(format);
+      Generator init(5), data(6);
+      ForecasterConfig cfg = small_config(kind);
+      cfg.head.values = format;
+      const auto head = make_forecast_head(cfg.head, 7, init);
+      const Tensor h = randn({5, 7}, data, 0, 1, DType::f32);
+      std::vector<int64_t> ys;
+      // bfloat16's bucket at 0 is 1e-40 wide: a CDF difference near 0.5 cannot resolve its mass
+      // (the host law's grid has 0 there), so that format's targets leave zero out.
+      for (const double v : {-1.5, format == ValueFormat::float16 ? 0.0 : 0.375, 0.25, 2.0, 0.7})
+        ys.push_back(code.pattern(v));
+      const std::vector<double> nll =
+          head->nll(h, from_vector(ys, {5})).to(DType::f64).to_vector<double>();
+      const std::vector<HeadLaw> laws = head->laws(h);
+      for (size_t i = 0; i < ys.size(); ++i) {
+        const uint16_t k = uint16_t(ys[i]);
+        const double v = code.value(k);
+        double want = 0;
+        if (kind == ForecastHeadKind::bide || kind == ForecastHeadKind::binned) {
+          // The grid law's mass of the target's bucket over the bucket's width; for the binned
+          // head (uniform inside a bin) the same as the bin's mass over the bin's width.
+          const DiscreteDistribution d = laws[i].on_grid();
+          const ValueGrid& g = code.grid();
+          size_t at = 0;
+          while (g.patterns[at] != k) ++at;
+          want = -std::log(d.probs[at]) + code.log_widths()[k];
+        } else {
+          const double eps = 1e-4;  // the density by the CDF's central difference
+          want = -std::log((laws[i].cdf(v + eps) - laws[i].cdf(v - eps)) / (2 * eps));
+        }
+        CHECK(nll[i] == doctest::Approx(want).epsilon(2e-4));
       }
-      CHECK(nll[i] == doctest::Approx(want).epsilon(2e-4));
     }
-  }
 }
 
 TEST_CASE("cpu: head laws: inverse CDFs are monotone and sit on their grid's quantiles") {
-  for (const ForecastHeadKind kind : kHeads) {
-    CAPTURE(enum_name(kind));
-    Generator init(7), data(8);
-    const auto head = make_forecast_head(small_config(kind).head, 4, init);
-    const Tensor h = randn({1, 4}, data, 0, 1, DType::f32);
-    const HeadLaw law = head->laws(h)[0];
-    const DiscreteDistribution d = law.on_grid();
-    double total = 0;
-    for (const double p : d.probs) total += p;
-    CHECK(total == doctest::Approx(1.0).epsilon(1e-9));
-    double last = -INFINITY;
-    for (const double u : {1e-6, 0.01, 0.1, 0.37, 0.5, 0.9, 0.999}) {
-      const double v = float16_value(law.inverse_cdf(u));
-      CHECK(v >= last);
-      last = v;
-      // The grid's u-quantile, or its neighbour where u falls within rounding of a step.
-      const double q = quantile(d, u);
-      const auto& values = float16_grid().values;
-      const auto at = std::lower_bound(values.begin(), values.end(), q) - values.begin();
-      const auto got = std::lower_bound(values.begin(), values.end(), v) - values.begin();
-      CHECK(std::abs(at - got) <= 1);
+  for (const ValueFormat format : {ValueFormat::float16, ValueFormat::bfloat16})
+    for (const ForecastHeadKind kind : kHeads) {
+      const std::string label = std::string(enum_name(kind)) + " over " + enum_name(format);
+      INFO(label);
+      const ValueCode& code = value_code(format);
+      Generator init(7), data(8);
+      ForecastHeadSpec spec = small_config(kind).head;
+      spec.values = format;
+      const auto head = make_forecast_head(spec, 4, init);
+      const Tensor h = randn({1, 4}, data, 0, 1, DType::f32);
+      const HeadLaw law = head->laws(h)[0];
+      const DiscreteDistribution d = law.on_grid();
+      double total = 0;
+      for (const double p : d.probs) total += p;
+      CHECK(total == doctest::Approx(1.0).epsilon(1e-9));
+      double last = -INFINITY;
+      for (const double u : {1e-6, 0.01, 0.1, 0.37, 0.5, 0.9, 0.999}) {
+        const double v = code.value(law.inverse_cdf(u));
+        CHECK(v >= last);
+        last = v;
+        // The grid's u-quantile, or its neighbour where u falls within rounding of a step.
+        const double q = quantile(d, u);
+        const auto& values = code.grid().values;
+        const auto at = std::lower_bound(values.begin(), values.end(), q) - values.begin();
+        const auto got = std::lower_bound(values.begin(), values.end(), v) - values.begin();
+        CHECK(std::abs(at - got) <= 1);
+      }
+      // The device path (the BIDE's SICK quantile) gives the host law's quantiles.
+      const std::vector<uint16_t> dev = head->inverse_cdf(h, {0.25});
+      const double v = code.value(dev[0]), want = code.value(law.inverse_cdf(0.25));
+      const auto& values = code.grid().values;
+      CHECK(std::abs(std::lower_bound(values.begin(), values.end(), v) -
+                     std::lower_bound(values.begin(), values.end(), want)) <= 1);
     }
-    // The device path (the BIDE's SICK quantile) gives the host law's quantiles.
-    const std::vector<uint16_t> dev = head->inverse_cdf(h, {0.25});
-    const double v = float16_value(dev[0]), want = float16_value(law.inverse_cdf(0.25));
-    const auto& values = float16_grid().values;
-    CHECK(std::abs(std::lower_bound(values.begin(), values.end(), v) -
-                   std::lower_bound(values.begin(), values.end(), want)) <= 1);
-  }
 }
 
 TEST_CASE("cpu: a small forecaster learns an AR(1) (every head, both inputs)") {
@@ -132,7 +144,7 @@ TEST_CASE("cpu: a small forecaster learns an AR(1) (every head, both inputs)") {
       std::vector<double> losses;
       for (int step = 0; step < 60; ++step) {
         Tensor x, y;
-        sample_series_windows(set, 4, 8, 24, 8, SeriesScaling::mean_abs, data, Device::cpu(), &x,
+        sample_series_windows(set, 4, 8, window_spec(model.config(), 24), data, Device::cpu(), &x,
                               &y);
         params.zero_grad();
         const Tensor loss = model.loss(x, y, drop);

@@ -166,7 +166,7 @@ TEST_CASE("cpu: standard scaling: the prefix's mean and deviation, inverted by o
   Series a{"a", {}, {}};
   for (int i = 0; i < 20; ++i) a.y.push_back(100 + 3 * i + (i % 2));
   std::vector<int64_t> wx, wy;
-  const WindowScale ws = series_window(a, 12, 20, 8, 4, SeriesScaling::standard, wx, wy);
+  const WindowScale ws = series_window(a, 12, 20, {8, 4, SeriesScaling::standard}, wx, wy);
   CHECK(ws.loc ==
         doctest::Approx((100 + 3 * 4 + 0 + 100 + 3 * 5 + 1 + 100 + 3 * 6 + 100 + 3 * 7 + 1) / 4.0));
   for (int64_t t = 4; t < 8; ++t)  // window points 4..11; targets after the 4-value prefix
@@ -187,8 +187,7 @@ TEST_CASE(
   Generator gen(7);
   Tensor x, y;
   std::vector<WindowScale> sc;
-  sample_series_windows(set, horizon, batch, context, scale_len, SeriesScaling::mean_abs, gen,
-                        Device::cpu(), &x, &y, &sc);
+  sample_series_windows(set, horizon, batch, {context, scale_len}, gen, Device::cpu(), &x, &y, &sc);
   const std::vector<int64_t> xs = x.to_vector<int64_t>(), ys = y.to_vector<int64_t>();
   REQUIRE(sc.size() == size_t(batch));
   int from_a = 0;
@@ -214,14 +213,13 @@ TEST_CASE(
   // The same stream position gives the same windows.
   Generator again(7);
   Tensor x2, y2;
-  sample_series_windows(set, horizon, batch, context, scale_len, SeriesScaling::mean_abs, again,
-                        Device::cpu(), &x2, &y2);
+  sample_series_windows(set, horizon, batch, {context, scale_len}, again, Device::cpu(), &x2, &y2);
   CHECK(x2.to_vector<int64_t>() == xs);
   CHECK(y2.to_vector<int64_t>() == ys);
   // A window of a short series is padded on the left, its scale from its first values.
   std::vector<int64_t> wx, wy;
   const WindowScale s =
-      series_window(set.series[0], 2, 8, context, scale_len, SeriesScaling::mean_abs, wx, wy);
+      series_window(set.series[0], 2, 8, {context, scale_len}, wx, wy);
   CHECK(s.scale == 1.5);  // mean of 1, 2
   CHECK(s.loc == 0.0);
   CHECK(wx == std::vector<int64_t>{kSeriesPad, kSeriesPad, kSeriesPad, kSeriesPad,
@@ -230,7 +228,7 @@ TEST_CASE(
 }
 
 TEST_CASE("cpu: the float16 grid: value order, contiguous buckets, each rounding to its value") {
-  const Float16Grid& g = float16_grid();
+  const ValueGrid& g = float16_grid();
   REQUIRE(g.values.size() == 63487);
   CHECK(g.values.front() == -65504.0);
   CHECK(g.values.back() == 65504.0);

@@ -81,7 +81,7 @@ int run_bench_forecast(const Args& args) {
       std::vector<double> train_ms;
       for (int r = 0; r < reps + 2; ++r) {
         Tensor x, y;
-        sample_series_windows(set, 8, 64, 128, 32, SeriesScaling::mean_abs, data, dev, &x, &y);
+        sample_series_windows(set, 8, 64, window_spec(model.config(), 128), data, dev, &x, &y);
         const double ms = bench_time_ms(dev, [&] {
           params.zero_grad();
           model.loss(x, y, drop).backward();
