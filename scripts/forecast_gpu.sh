@@ -7,6 +7,7 @@
 #   real                  configs/forecast_real.yaml pooled over datasets/forecast/all.csv, per head,
 #                         scored on each dataset of REAL_SETS (name:horizon:season), for each of
 #                         VARIANTS (tag=overrides;...), JOBS runs at a time -> $out/real.tgz
+#   per_dataset           configs/forecast_real.yaml on each dataset of REAL_SETS alone -> $out/per_dataset.tgz
 #   bench                 bitgrad bench forecast -> $out/bench_forecast.json
 #   plots                 the one-step laws and fans scripts/forecast_plots.py draws -> $out/plots.tgz
 #   zero_shot NAME H:M    configs/forecast_real.yaml without dataset NAME, scored on it (EXTRA:
@@ -63,6 +64,32 @@ case $1 in
     done
     wait
     (cd "$out" && tar czf real.tgz --exclude='*.h5' real*/ && rm -rf real*/) ;;
+  per_dataset)
+    # configs/forecast_real.yaml trained on each dataset of REAL_SETS alone (HEADS, SEEDS), scored
+    # on it: the per-dataset models beside the pooled one -> $out/per_dataset.tgz (the JSON named
+    # as real/'s, so scripts/forecast_tables.py reads the folder as a variant).
+    dir=$out/real_per_dataset
+    mkdir -p "$dir"
+    for d in $REAL_SETS; do
+      IFS=: read -r name h m <<< "$d"
+      for head in ${HEADS:-bide gaussian student_t binned}; do
+        for seed in $(seq 1 "${SEEDS:-1}"); do
+          (
+            run=$dir/${name}_${head}_s$seed
+            # shellcheck disable=SC2086  # EXTRA is a list of --set arguments
+            "$bin" train configs/forecast_real.yaml --set data.path=datasets/forecast/$name.csv \
+              --set model.head=$head --set run.seed=$seed --set run.out_dir="$run" ${EXTRA:-} \
+              > "$run.log" 2>&1 || { echo "$name $head $seed: train failed"; exit; }
+            "$bin" eval "$run/best.h5" --data datasets/forecast/$name.csv --horizon "$h" --season "$m" \
+              --seed "$seed" --json "$dir/${name}_${head}_s$seed.json" > /dev/null
+            echo "$name $head $seed: done"
+          ) &
+          while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-8}" ]; do sleep 1; done
+        done
+      done
+    done
+    wait
+    (cd "$out" && tar czf per_dataset.tgz --exclude='*.h5' real_per_dataset && rm -rf real_per_dataset) ;;
   bench)
     "$bin" bench forecast --out "$out/bench_forecast.json" ;;
   zero_shot)
