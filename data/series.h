@@ -70,14 +70,8 @@ WindowScale window_scale(const double* x, int64_t n, SeriesScaling how);
 inline uint16_t float16_pattern(double v) { return value_code(ValueFormat::float16).pattern(v); }
 inline double float16_value(uint16_t k) { return value_code(ValueFormat::float16).value(k); }
 inline const ValueGrid& float16_grid() { return value_code(ValueFormat::float16).grid(); }
-// The finite float16 patterns a target can be, as two ranges [lo, hi): +0 and the positives
-// [0x0000, 0x7C00), the negatives [0x8001, 0xFC00) (NaN and Inf patterns and -0 excluded).
-inline constexpr uint32_t kFloat16Ranges[4] = {0x0000, 0x7C00, 0x8001, 0xFC00};
-
-// The float16 input id of a position before a series' first value (a window of a short series
-// is padded on the left; ValueCode::pad of each format): a NaN pattern, never a value; its
-// targets are kSeriesIgnore.
-inline constexpr int64_t kSeriesPad = 0x7E00;
+// The target of a position that has none to predict (inside the scale prefix, past the split;
+// a padded position before a series' first value, whose input is its format's ValueCode::pad).
 inline constexpr int64_t kSeriesIgnore = -100;
 
 // How a forecaster cuts its windows: `context` positions, the scale from the first `scale_len`

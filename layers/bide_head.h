@@ -34,7 +34,7 @@ class BideHead : public Module {
   BideMoments moments(const Tensor& x) const;
   const BideOptions& options() const { return opt_; }
   // Every row's support is the same two pattern ranges [lo0, hi0) and [lo1, hi1) (a float
-  // type's finite values without -0: data/series.h's kFloat16Ranges), whatever the batch: the
+  // type's finite values without -0: data/value_format.h's ValueCode::ranges), whatever the batch: the
   // ops' per-row support table is made for each call's rows.
   void set_row_support(const std::array<int64_t, 4>& ranges);
 

@@ -80,9 +80,5 @@ std::shared_ptr<ForecastHead> make_forecast_head(const ForecastHeadSpec& spec, i
 
 // log of the width of each float16 pattern's bucket (65,536 entries; 0 outside the grid): a
 // pattern's probability minus this is its log density.
-// The float16 code's log bucket widths (ValueCode::log_widths).
-inline const std::vector<double>& float16_log_widths() {
-  return value_code(ValueFormat::float16).log_widths();
-}
 
 }  // namespace bg

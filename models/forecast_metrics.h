@@ -25,13 +25,10 @@ struct DiscreteDistribution {
 // BIDE head has.
 DiscreteDistribution on_grid(const ValueCode& code, const std::function<double(double)>& cdf,
                              const WindowScale& ws);
-inline DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf,
-                                            const WindowScale& ws) {
-  return on_grid(value_code(ValueFormat::float16), cdf, ws);
-}
+// The float16 grid scaled by `scale` (what the tests check the mapping with).
 inline DiscreteDistribution on_float16_grid(const std::function<double(double)>& cdf,
                                             double scale) {
-  return on_float16_grid(cdf, WindowScale{0.0, scale});
+  return on_grid(value_code(ValueFormat::float16), cdf, WindowScale{0.0, scale});
 }
 
 // CRPS(F, y) = integral over x of (F(x) - 1{x >= y})^2, exactly, for the step CDF F of `d`: a sum

@@ -50,7 +50,7 @@ ForecasterConfig load_forecaster_config(const CheckpointReader& ck, const std::s
 class Forecaster : public Module {
  public:
   Forecaster(const ForecasterConfig& cfg, Generator& init);
-  // Windows x of input patterns (kSeriesPad before a series), (B, T) or with model.lag (B, T, 2)
+  // Windows x of input patterns (the format's pad id before a series), (B, T) or with model.lag (B, T, 2)
   // (data/series.h's series_input_shape) -> ln_f's rows (B T, n_embd).
   Tensor hidden(const Tensor& x, Generator& gen) const;
   // The mean NLL (nats per target, a density of the scaled value) of the targets y (B, T) that

@@ -11,6 +11,9 @@
 #include "layers/bide_head.h"
 
 namespace bg::test {
+
+// The finite float16 patterns a target can be.
+const std::array<uint32_t, 4> kRanges = value_code(ValueFormat::float16).ranges();
 namespace {
 
 BideOptions byte_options() {
@@ -26,8 +29,7 @@ BideHead float16_head(int64_t in, int64_t hidden, Generator& init) {
   opt.code.type = BideValueType::f16;
   opt.code.bits = 16;
   BideHead head(in, hidden, opt, init);
-  head.set_row_support({kFloat16Ranges[0], kFloat16Ranges[1], kFloat16Ranges[2],
-                        kFloat16Ranges[3]});
+  head.set_row_support({kRanges[0], kRanges[1], kRanges[2], kRanges[3]});
   return head;
 }
 
@@ -144,8 +146,8 @@ TEST_CASE("cpu: a BIDE head over float16 values learns a conditional law on the 
     double prev = -INFINITY;
     for (double q : {0.1, 0.5, 0.9}) {
       const Tensor row = regimes.slice(0, r, r + 1);
-      const int64_t k = head.quantile(row, from_vector(std::vector<double>{q}, {1}))
-                            .to_vector<int64_t>()[0];
+      const int64_t k =
+          head.quantile(row, from_vector(std::vector<double>{q}, {1})).to_vector<int64_t>()[0];
       const double v = float16_value(uint16_t(k));
       const double want = mean[r] + sd[r] * (q == 0.5 ? 0.0 : (q < 0.5 ? -1.2816 : 1.2816));
       CHECK(v >= prev);
@@ -156,8 +158,7 @@ TEST_CASE("cpu: a BIDE head over float16 values learns a conditional law on the 
   // Samples stay on the support: no -0, no Inf or NaN pattern.
   const std::vector<int64_t> s = head.sample(x, 11).to_vector<int64_t>();
   for (int64_t k : s)
-    CHECK(((k >= kFloat16Ranges[0] && k < kFloat16Ranges[1]) ||
-           (k >= kFloat16Ranges[2] && k < kFloat16Ranges[3])));
+    CHECK(((k >= kRanges[0] && k < kRanges[1]) || (k >= kRanges[2] && k < kRanges[3])));
   CHECK_THROWS_WITH(head.set_row_support({0, 10, 5, 20}),
                     doctest::Contains("is not two ordered ranges"));
 }

@@ -11,6 +11,9 @@
 #include "models/forecast_run.h"
 
 namespace bg::test {
+
+// The float16 input id before a series starts.
+const int64_t kPad = value_code(ValueFormat::float16).pad();
 namespace {
 
 constexpr int64_t kPeriod = 6;
@@ -65,9 +68,8 @@ TEST_CASE("cpu: lagged windows: each input also holds the value lag steps before
   // Before the series: the padding id, in both channels.
   std::vector<int64_t> xp, yp;
   series_window(s, 2, 30, {4, 1, SeriesScaling::mean_abs, 3}, xp, yp);
-  CHECK(xp == std::vector<int64_t>{kSeriesPad, kSeriesPad, kSeriesPad, kSeriesPad,
-                                   float16_pattern(1.0), kSeriesPad, float16_pattern(2.0),
-                                   kSeriesPad});
+  CHECK(xp == std::vector<int64_t>{kPad, kPad, kPad, kPad, float16_pattern(1.0), kPad,
+                                   float16_pattern(2.0), kPad});
   CHECK(series_input_shape(7, 8, 0) == Shape{7, 8});
   CHECK(series_input_shape(7, 8, 12) == Shape{7, 8, 2});
   // A model with a lag refuses windows without it, and the other way round.
@@ -92,8 +94,8 @@ TEST_CASE("cpu: with model.lag a forecaster copies last season, past the lag fro
     AdamW adam(params, AdamWConfig());
     for (int step = 0; step < 150; ++step) {
       Tensor x, y;
-      sample_series_windows(set, horizon, 16, window_spec(model.config(), 24), data, Device::cpu(), &x,
-                            &y);
+      sample_series_windows(set, horizon, 16, window_spec(model.config(), 24), data, Device::cpu(),
+                            &x, &y);
       params.zero_grad();
       model.loss(x, y, drop).backward();
       adam.step(1e-2);

@@ -15,6 +15,10 @@ using namespace bg;
 
 namespace {
 
+// The float16 input id before a series starts, and the finite patterns a target can be.
+const int64_t kPad = value_code(ValueFormat::float16).pad();
+const std::array<uint32_t, 4> kRanges = value_code(ValueFormat::float16).ranges();
+
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("bitgrad_series_" + name)).string();
@@ -110,7 +114,7 @@ TEST_CASE("cpu: float16 patterns: nearest even from the double, one zero, satura
   CHECK(float16_pattern(1e9) == 0x7BFF);
   CHECK(float16_pattern(-1e300) == 0xFBFF);
   // Value order (the CDF's) is monotone across the negatives, -0/+0 and the subnormals, and
-  // kFloat16Ranges hold exactly the patterns a target can be.
+  // kRanges hold exactly the patterns a target can be.
   double prev = -INFINITY;
   int in_ranges = 0;
   for (uint32_t key = 0; key < 65536; ++key) {
@@ -120,8 +124,7 @@ TEST_CASE("cpu: float16 patterns: nearest even from the double, one zero, satura
     prev = f16.value(k);
   }
   for (uint32_t k = 0; k < 65536; ++k) {
-    const bool in = (k >= kFloat16Ranges[0] && k < kFloat16Ranges[1]) ||
-                    (k >= kFloat16Ranges[2] && k < kFloat16Ranges[3]);
+    const bool in = (k >= kRanges[0] && k < kRanges[1]) || (k >= kRanges[2] && k < kRanges[3]);
     in_ranges += in;
     CHECK(in == (f16.finite(k) && k != 0x8000));
   }
@@ -197,7 +200,7 @@ TEST_CASE(
     bool any_target = false, is_a = true;
     for (int64_t t = 0; t < context; ++t) {
       const int64_t xi = xs[size_t(w * context + t)], yi = ys[size_t(w * context + t)];
-      if (xi != kSeriesPad) is_a = float16_value(uint16_t(xi)) > 0;
+      if (xi != kPad) is_a = float16_value(uint16_t(xi)) > 0;
       if (yi == kSeriesIgnore) continue;
       any_target = true;
       const double value = sc[size_t(w)].value(float16_value(uint16_t(yi)));
@@ -218,12 +221,11 @@ TEST_CASE(
   CHECK(y2.to_vector<int64_t>() == ys);
   // A window of a short series is padded on the left, its scale from its first values.
   std::vector<int64_t> wx, wy;
-  const WindowScale s =
-      series_window(set.series[0], 2, 8, {context, scale_len}, wx, wy);
+  const WindowScale s = series_window(set.series[0], 2, 8, {context, scale_len}, wx, wy);
   CHECK(s.scale == 1.5);  // mean of 1, 2
   CHECK(s.loc == 0.0);
-  CHECK(wx == std::vector<int64_t>{kSeriesPad, kSeriesPad, kSeriesPad, kSeriesPad,
-                                   float16_pattern(1 / 1.5), float16_pattern(2 / 1.5)});
+  CHECK(wx == std::vector<int64_t>{kPad, kPad, kPad, kPad, float16_pattern(1 / 1.5),
+                                   float16_pattern(2 / 1.5)});
   CHECK(wy[5] == kSeriesIgnore);  // point 2 is inside the scale prefix (points 0..2)
 }
 

@@ -57,6 +57,13 @@ TEST_CASE("cpu: value codes: round trips, nearest-even rounding, saturation, gri
       CHECK(std::exp(code.log_widths()[g.patterns[i]]) ==
             doctest::Approx(g.upper[i] - g.lower[i]).epsilon(1e-12));
   }
+  // float16's ranges and pad id are the ones its checkpoints were trained with (the bit input
+  // reads the pad's bits).
+  const ValueCode& f16 = value_code(ValueFormat::float16);
+  CHECK(f16.ranges() == std::array<uint32_t, 4>{0x0000, 0x7C00, 0x8001, 0xFC00});
+  CHECK(f16.pad() == 0x7E00);
+  CHECK(value_code(ValueFormat::bfloat16).ranges() ==
+        std::array<uint32_t, 4>{0x0000, 0x7F80, 0x8001, 0xFF80});
   // bfloat16 keeps 8 bits of precision over float16's range and far beyond it.
   const ValueCode& bf = value_code(ValueFormat::bfloat16);
   CHECK(bf.value(bf.pattern(1.0 + 1.0 / 256)) == 1.0);  // a tie: to the even 1.0

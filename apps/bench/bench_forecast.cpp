@@ -145,8 +145,8 @@ int run_bench_forecast(const Args& args) {
   const Tensor w = randn({6400, 32, 16}, gen, 0, 0.35, DType::f32, dev);
   const Tensor r = randn({6400, 32}, gen, 0, 0.18, DType::f32, dev);
   BideOptions one = opt;
-  one.support_lo = kFloat16Ranges[0];
-  one.support_hi = kFloat16Ranges[1];
+  one.support_lo = value_code(ValueFormat::float16).ranges()[0];
+  one.support_hi = value_code(ValueFormat::float16).ranges()[1];
   for (int i = 0; i < reps + 1; ++i) {
     NoGradGuard no_grad;
     // Two ranges are two passes over half the patterns each: one pass over all 2^16 is the same

@@ -26,6 +26,14 @@ Prepared prepare(const Tensor& w, const Tensor& r, const BideOptions& opt, const
   return p;
 }
 
+// log(exp(a) + exp(b)) elementwise, -inf where both are.
+Tensor logaddexp(const Tensor& a, const Tensor& b) {
+  const Tensor mx = maximum(a, b);
+  const Tensor safe = where(eq(mx, full({}, -INFINITY, mx.dtype(), mx.device())),
+                            zeros({}, mx.dtype(), mx.device()), mx);
+  return safe + log(exp(a - safe) + exp(b - safe));
+}
+
 int64_t support_hi(const BideOptions& opt) {
   return opt.support_hi < 0 ? (int64_t(1) << opt.code.bits) : opt.support_hi;
 }
@@ -348,16 +356,6 @@ Tensor bide_log_density(const Tensor& w, const Tensor& r, const Tensor& y, const
   return lp - from_vector(width, {int64_t(ys.size())}, lp.device()).to(lp.dtype());
 }
 
-namespace bide_internal {
-
-Tensor logaddexp(const Tensor& a, const Tensor& b) {
-  const Tensor mx = maximum(a, b);
-  const Tensor safe = where(eq(mx, full({}, -INFINITY, mx.dtype(), mx.device())),
-                            zeros({}, mx.dtype(), mx.device()), mx);
-  return safe + log(exp(a - safe) + exp(b - safe));
-}
-
-}  // namespace bide_internal
 
 Tensor bide_sample(const Tensor& w, const Tensor& r, const BideOptions& opt, uint64_t seed) {
   NoGradGuard ng;

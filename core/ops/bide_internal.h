@@ -18,9 +18,6 @@ struct Prepared {
 
 Prepared prepare(const Tensor& w, const Tensor& r, const BideOptions& opt, const char* op);
 
-// The support's upper bound (2^B when unrestricted).
-int64_t support_hi(const BideOptions& opt);
-
 struct SickResult {
   Tensor m, s, gr, gw, stats, sample, logz;
 };
@@ -34,8 +31,5 @@ SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs,
 // opt.ranges_host or undefined.
 std::vector<std::pair<int64_t, int64_t>> host_pieces(const BideOptions& opt, const Tensor& table,
                                                      int64_t n);
-
-// log(exp(a) + exp(b)) elementwise, -inf where both are.
-Tensor logaddexp(const Tensor& a, const Tensor& b);
 
 }  // namespace bg::bide_internal
