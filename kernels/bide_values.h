@@ -105,6 +105,9 @@ struct SickArgs {
   bool half_compute = false;  // CUDA: round W and r to f16 in registers (sick.dtype fp16)
   bool one_slice = false;     // CUDA: one CTA slice per example whatever N (batch invariance)
   KView logz;                 // optional (N): log Z = m + log s, written by the pass itself
+  // Rows of ranges and outputs when they outnumber W's: row n reads W and r row n % N, so
+  // several ranges of one example's law need no copies of W (0: N rows).
+  int64_t rows = 0;
 };
 
 }  // namespace bg

@@ -106,7 +106,7 @@ const Settings<ForecastHeadSpec>& forecast_head_settings() {
              kArchitecture);
     s.choice("model.values", [](auto& h) -> auto& { return h.values; },
              "float16 or bfloat16: the format a scaled value is rounded to, every head's law over "
-             "its finite values",
+             "its values (bfloat16's up to 65280, inside float16's range)",
              kArchitecture);
     const auto head_is = [](const ForecastHeadSpec& h) {
       return "model.head is " + std::string(enum_name(h.kind));

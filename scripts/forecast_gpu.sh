@@ -7,6 +7,8 @@
 #   real                  configs/forecast_real.yaml pooled over datasets/forecast/all.csv, per head,
 #                         scored on each dataset of REAL_SETS (name:horizon:season), for each of
 #                         VARIANTS (tag=overrides;...), JOBS runs at a time -> $out/real.tgz
+#   synthetic_sweep NAME  VARIANTS ("tag=--set k=v;...") of the synthetic runs, JOBS families at
+#                         a time -> $out/synthetic_NAME.tgz
 #   per_dataset           configs/forecast_real.yaml on each dataset of REAL_SETS alone -> $out/per_dataset.tgz
 #   bench                 bitgrad bench forecast -> $out/bench_forecast.json
 #   plots                 the one-step laws and fans scripts/forecast_plots.py draws -> $out/plots.tgz
@@ -29,6 +31,21 @@ case $1 in
     for log in "$out"/synthetic/*/*.log; do  # the step time of each run
       echo "$log $(median_step_ms "$log") ms/step"; done | sed "s|$out/||" > "$out/synthetic/step_ms.txt"
     tar czf "$out/synthetic_${3:-part}.tgz" --exclude='*.h5' -C "$out" synthetic && rm -rf "$out/synthetic" ;;
+  synthetic_sweep)
+    # Variants of the synthetic runs: VARIANTS "tag=--set k=v ...;..." (the tag names the runs,
+    # <head><tag>_s<seed>) over FAMILIES, HEADS and SEEDS, JOBS families at a time -> $out/synthetic_$2.tgz
+    python3 scripts/forecast_synthetic.py datasets/forecast --series 256 --length 400 --seed 1 > /dev/null
+    IFS=';' read -r -a variants <<< "${VARIANTS:-=}"
+    for v in "${variants[@]}"; do
+      for fam in ${FAMILIES:-gaussian_ar1 student_t_ar1 bimodal lognormal_seasonal intermittent floor}; do
+        FAMILIES=$fam TAG=_${v%%=*} EXTRA=${v#*=} scripts/forecast_experiments.sh "$bin" \
+          "$out/synthetic" "${SEEDS:-1}" "${STEPS:-1500}" > "$out/sweep_${fam}_${v%%=*}.log" 2>&1 &
+        while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-6}" ]; do sleep 1; done
+      done
+    done
+    wait
+    cat "$out"/sweep_*.log > "$out/synthetic/sweep.log"; rm -f "$out"/sweep_*.log
+    tar czf "$out/synthetic_${2:-sweep}.tgz" --exclude='*.h5' -C "$out" synthetic && rm -rf "$out/synthetic" ;;
   real)
     # One model pooled over every real series per head (configs/forecast_real.yaml), each scored
     # on every dataset at that dataset's horizon and season. VARIANTS: "tag=--set k=v ...;..."

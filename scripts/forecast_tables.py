@@ -4,6 +4,8 @@
   synthetic/<family>/<head>_s<seed>.json   one-step forecasts scored against the true law;
   real/<dataset>_<head>_s<seed>.json       the pooled model per dataset (real_<tag>/: a variant);
   baselines/<dataset>_<model>.json         statsmodels' ETS and ARIMA paths, scored the same way.
+forecast_tables.py --variants VARIANTS_DIR BASE_DIR: the BIDE head's synthetic runs under other
+settings (VARIANTS_DIR/<family>/bide_<tag>_s<seed>.json) beside BASE_DIR/<family>/bide_s*.json.
 Means over seeds with their standard deviation; ratios to seasonal naive aggregated by their
 geometric mean over the datasets (per seed, then averaged)."""
 import glob
@@ -88,7 +90,31 @@ def real(root):
         print(f"| {model} (statsmodels) | " + " | ".join(cells) + f" | {gc:.3f} / {gm:.3f} | {cov:.2f} |")
 
 
+def synthetic_variants(variants, base):
+    runs = {}
+    for f in glob.glob(f"{base}/*/bide_s*.json") + glob.glob(f"{variants}/*/bide_*_s*.json"):
+        fam = f.split("/")[-2]
+        tag = os.path.basename(f).rsplit("_s", 1)[0]
+        runs.setdefault(fam, {}).setdefault(tag, []).append(json.load(open(f)))
+    tags = ["bide"] + sorted({t for fam in runs.values() for t in fam if t != "bide"})
+    print("| family | " + " | ".join(tags) + " |")
+    print("| --- |" + " --- |" * len(tags))
+    for fam in sorted(runs):
+        cells = []
+        for t in tags:
+            js = runs[fam].get(t, [])
+            if not js:
+                cells.append("-")
+                continue
+            m, s = mean_sd([j["crps"] / j["truth_crps"] for j in js])
+            cells.append(f"{m:.4f} ± {s:.4f} ({len(js)} seeds)")
+        print(f"| {fam} | " + " | ".join(cells) + " |")
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--variants":
+        synthetic_variants(sys.argv[2], sys.argv[3])
+        sys.exit(0)
     root = sys.argv[1]
     synthetic(root)
     print()

@@ -42,6 +42,10 @@ struct OpCase {
   // CUDA half is always checked against CPU half on the same rounded inputs.
   bool half_grads_vs_f32 = true;
   bool differentiable = true;
+  // The op is piecewise smooth (relu kinks inside, as BIDE's logits): an element whose
+  // finite-difference interval holds a kink (its two one-sided differences disagree) is checked
+  // against the one-sided difference of its own side, which the backward's slope must match.
+  bool kinks = false;
 };
 
 uint64_t test_seed();

@@ -324,4 +324,52 @@ TEST_CASE("cuda: the SICK launcher writes only the requested outputs") {
 #endif
 }
 
+// Rows beyond W's: row i reads example i % N's law, as if W were copied per group (the CDF and
+// quantile's passes rely on it), for both kernel variants.
+void check_rows_share_w(Device dev) {
+  Generator gen(test_seed() + 8);
+  const int bits = 16, n = 5, groups = 3;
+  for (const char* variant : {"bruteforce", "precomputed"}) {
+    INFO(variant);
+    const BideOptions opt = options(bits, variant, BideValueType::f16);
+    const Tensor w = randn({n, 32, bits}, gen, 0, 0.35, DType::f32, dev);
+    const Tensor r = randn({n, 32}, gen, 0, 0.17, DType::f32, dev);
+    const Tensor w_copies = concat({w, w, w}, 0), r_copies = concat({r, r, r}, 0);
+    std::vector<int64_t> lo, hi;
+    for (int i = 0; i < n * groups; ++i) {
+      lo.push_back(int64_t(i) * 3001 % 40000);
+      hi.push_back(lo.back() + 1 + int64_t(i) * 1777 % 20000);
+    }
+    const Tensor lo_t = from_vector(lo, {n * groups}, dev), hi_t = from_vector(hi, {n * groups}, dev);
+    auto pass = [&](const Tensor& wv, const Tensor& rv, int64_t rows) {
+      Tensor m = empty({n * groups}, DType::f32, dev), s = empty({n * groups}, DType::f32, dev),
+             z = empty({n * groups}, DType::f32, dev);
+      SickArgs a;
+      a.w = wv.kview();
+      a.r = rv.kview();
+      a.lo = lo_t.kview();
+      a.hi = hi_t.kview();
+      a.m = m.kview();
+      a.s = s.kview();
+      a.logz = z.kview();
+      a.code = opt.code;
+      a.precomputed = std::string(variant) == "precomputed";
+      a.rows = rows;
+      ScratchArena scratch(dev);
+      BG_DISPATCH(dev, sick_forward, a, scratch, stream_for(dev));
+      return z.to_vector<float>();
+    };
+    const std::vector<float> shared = pass(w, r, n * groups), copied = pass(w_copies, r_copies, 0);
+    CHECK(std::memcmp(shared.data(), copied.data(), shared.size() * sizeof(float)) == 0);
+    CHECK_THROWS_WITH(pass(w, r, n * groups - 1), doctest::Contains("multiple of W's rows"));
+  }
+}
+
+TEST_CASE("cpu: SICK rows beyond W's read row i % N's law") { check_rows_share_w(Device::cpu()); }
+
+TEST_CASE("cuda: SICK rows beyond W's read row i % N's law") {
+  BG_REQUIRE_CUDA();
+  check_rows_share_w(Device::cuda(0));
+}
+
 }  // namespace bg::test

@@ -583,6 +583,7 @@ OpCase bide_case(const char* variant) {
   // The gradient has relu's kink 1[z > 0]: rounding W to half can flip a z near 0 (f32 would
   // not), so half gradients are checked against CPU half, not f32.
   c.half_grads_vs_f32 = false;
+  c.kinks = true;
   return c;
 }
 OpCase bide_brute_case() { return bide_case("bruteforce"); }

@@ -1,17 +1,21 @@
 // bench_forecast.cpp: `bitgrad bench forecast`: the forecaster of configs/forecast_synthetic.yaml
 // (block 128, scale window 32, 4 layers, 4 heads, 128 wide) on the GPU, in the default fp32 mode
 // and under train.deterministic:
-//   - a training step per head (64 windows: forward, backward, AdamW), median ms;
+//   - a training step per head (64 windows: forward, backward, AdamW), median ms, and its peak
+//     memory above the model and optimizer state;
 //   - the BIDE head's forecast of 64 series x 100 paths x 64 steps (prefill, then 64 draws
 //     through the KV cache, each an exact inverse CDF on the GPU), median ms, and one step's
 //     draw alone (the inverse CDF of 6,400 rows);
 //   - the BIDE forecast's floor: its 64 steps' SICK passes alone (one exact normaliser over the
-//     63,487 finite float16 patterns for each of the 6,400 paths, H = 32), median ms x 64.
+//     63,487 finite float16 patterns for each of the 6,400 paths, H = 32), median ms x 64;
+//   - what the draw is made of: a pass over a 32-pattern range per path (a pass's fixed cost),
+//     and the quantile op alone on 6,400 laws.
 // Series: AR(1) made here (the timing does not depend on the values). JSON with the GPU named.
 #include <cstdio>
 #include <sstream>
 
 #include "bench_common.h"
+#include "core/allocator.h"
 #include "core/optim.h"
 #include "kernels/cuda/device_runtime.h"
 #include "models/forecast.h"
@@ -79,7 +83,12 @@ int run_bench_forecast(const Args& args) {
       FlatParameters params(model.named_parameters(), dev);
       AdamW adam(params, AdamWConfig());
       std::vector<double> train_ms;
+      // Memory: the peak bytes allocated above what is held before the step (the model, its
+      // gradients and AdamW's state after the first step), in MiB.
+      double train_peak_mib = 0;
       for (int r = 0; r < reps + 2; ++r) {
+        if (r == 1) cuda_reset_peak(0);
+        const size_t held = cuda_allocator_stats(0).allocated;
         Tensor x, y;
         sample_series_windows(set, 8, 64, window_spec(model.config(), 128), data, dev, &x, &y);
         const double ms = bench_time_ms(dev, [&] {
@@ -88,6 +97,8 @@ int run_bench_forecast(const Args& args) {
           adam.step(1e-3);
         });
         if (r >= 2) train_ms.push_back(ms);  // two warm-up steps
+        if (r == 1)
+          train_peak_mib = double(cuda_allocator_stats(0).peak_allocated - held) / (1 << 20);
       }
       model.train(false);
       // The other heads draw on the host from their parameters (their laws copied off the GPU
@@ -98,7 +109,8 @@ int run_bench_forecast(const Args& args) {
         const char* mode_name = deterministic ? "deterministic" : "fp32";
         std::printf("%-14s %-10s %14.3f %14s\n", mode_name, enum_name(kind), t, "-");
         json << (first ? "" : ",\n") << "    {\"mode\": \"" << mode_name << "\", \"head\": \""
-             << enum_name(kind) << "\", \"train_step_ms\": " << t << "}";
+             << enum_name(kind) << "\", \"train_step_ms\": " << t
+             << ", \"train_step_peak_mib\": " << train_peak_mib << "}";
         first = false;
         std::fflush(stdout);
         continue;
@@ -107,10 +119,14 @@ int run_bench_forecast(const Args& args) {
       fs.horizon = 64;
       fs.samples = 100;
       std::vector<double> forecast_ms;
+      double forecast_peak_mib = 0;
       for (int r = 0; r < reps + 1; ++r) {
+        cuda_reset_peak(0);
+        const size_t held = cuda_allocator_stats(0).allocated;
         const double ms =
             bench_time_ms(dev, [&] { (void)forecast_series(model, set.series, fs, dev); });
         if (r >= 1) forecast_ms.push_back(ms);
+        forecast_peak_mib = double(cuda_allocator_stats(0).peak_allocated - held) / (1 << 20);
       }
       // One step's inverse CDF alone (6,400 rows of trunk features): the forecast's share spent
       // drawing, the rest is the trunk, the KV cache and the host.
@@ -128,12 +144,13 @@ int run_bench_forecast(const Args& args) {
       }
       const double t = median(train_ms), f = median(forecast_ms), d = median(draw_ms);
       const char* mode_name = deterministic ? "deterministic" : "fp32";
-      std::printf("%-14s %-10s %14.3f %14.1f   (one step's draw %.2f ms)\n", mode_name,
-                  enum_name(kind), t, f, d);
+      std::printf("%-14s %-10s %14.3f %14.1f   (one step's draw %.2f ms; peak MiB: step %.0f, forecast %.0f)\n",
+                  mode_name, enum_name(kind), t, f, d, train_peak_mib, forecast_peak_mib);
       std::fflush(stdout);
       json << (first ? "" : ",\n") << "    {\"mode\": \"" << mode_name << "\", \"head\": \""
            << enum_name(kind) << "\", \"train_step_ms\": " << t << ", \"forecast_ms\": " << f
-           << ", \"draw_step_ms\": " << d << "}";
+           << ", \"draw_step_ms\": " << d << ", \"train_step_peak_mib\": " << train_peak_mib
+           << ", \"forecast_peak_mib\": " << forecast_peak_mib << "}";
       first = false;
     }
   }
@@ -174,8 +191,28 @@ int run_bench_forecast(const Args& args) {
   }
   std::printf("one pass over a 32-pattern range per path (its fixed cost): %.3f ms\n",
               median(tile_ms));
+  // The quantile op alone on the same laws (the forecaster's support: finite float16 values,
+  // -0 left out): one step's draw less the head's projection and the copies around it.
+  std::vector<double> quantile_ms;
+  {
+    NoGradGuard no_grad;
+    BideOptions two = opt;
+    const auto ranges = value_code(ValueFormat::float16).ranges();
+    std::vector<int64_t> table;
+    for (int j = 0; j < 4; ++j) table.insert(table.end(), 6400, ranges[size_t(j)]);
+    bide_set_support(two, from_vector(table, {4, 6400}), dev);
+    std::vector<double> u(6400);
+    for (size_t i = 0; i < u.size(); ++i) u[i] = (double(i) + 0.5) / double(u.size());
+    const Tensor q = from_vector(u, {6400}, dev);
+    for (int i = 0; i < 4 * reps + 1; ++i) {
+      const double ms = bench_time_ms(dev, [&] { (void)bide_quantile(w, r, q, two).to_vector<int64_t>(); });
+      if (i >= 1) quantile_ms.push_back(ms);
+    }
+  }
+  std::printf("the quantile op alone over 6,400 paths: %.3f ms\n", median(quantile_ms));
   json << "\n  ],\n  \"sick_floor_ms\": " << floor << ", \"sick_pass_ms\": " << median(pass_ms)
-       << ", \"small_range_pass_ms\": " << median(tile_ms) << "\n}\n";
+       << ", \"small_range_pass_ms\": " << median(tile_ms)
+       << ", \"quantile_op_ms\": " << median(quantile_ms) << "\n}\n";
   write_bench_json(args, json.str());
   return 0;
 }

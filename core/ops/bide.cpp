@@ -50,13 +50,15 @@ bool two_piece_support(const BideOptions& opt) {
 // Runs the fused pass over per-example ranges lo/hi ((N) i64), or over all 2^B patterns when
 // they are undefined.
 SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs, const Tensor& lo,
-                    const Tensor& hi, uint64_t seed) {
+                    const Tensor& hi, uint64_t seed, int64_t rows) {
   const Device dev = p.w.device();
   const DType sd = stats_dtype(p.w.dtype() == DType::f64 ? DType::f64 : DType::f32);
+  if (rows == 0) rows = p.n;
   SickResult out;
-  out.m = empty({p.n}, sd, dev);
-  out.s = empty({p.n}, sd, dev);
+  out.m = empty({rows}, sd, dev);
+  out.s = empty({rows}, sd, dev);
   SickArgs a;
+  a.rows = rows;
   a.w = p.w.kview();
   a.r = p.r.kview();
   Tensor lo_t = lo, hi_t = hi;
@@ -68,21 +70,21 @@ SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs,
   }
   a.m = out.m.kview();
   a.s = out.s.kview();
-  out.logz = empty({p.n}, sd, dev);
+  out.logz = empty({rows}, sd, dev);
   a.logz = out.logz.kview();
   a.half_compute = p.half;
   if (outputs & kSickGrad) {
-    out.gr = empty({p.n, p.hidden}, sd, dev);
-    out.gw = empty({p.n, p.hidden, opt.code.bits}, sd, dev);
+    out.gr = empty({rows, p.hidden}, sd, dev);
+    out.gw = empty({rows, p.hidden, opt.code.bits}, sd, dev);
     a.gr = out.gr.kview();
     a.gw = out.gw.kview();
   }
   if (outputs & kSickStats) {
-    out.stats = empty({p.n, 4}, sd, dev);
+    out.stats = empty({rows, 4}, sd, dev);
     a.stats = out.stats.kview();
   }
   if (outputs & kSickSample) {
-    out.sample = empty({p.n}, DType::i64, dev);
+    out.sample = empty({rows}, DType::i64, dev);
     a.sample = out.sample.kview();
   }
   a.code = opt.code;

@@ -22,10 +22,10 @@ struct SickResult {
   Tensor m, s, gr, gw, stats, sample, logz;
 };
 
-// Runs the fused pass over per-example ranges lo/hi ((N) i64), or over all 2^B patterns when
-// they are undefined.
+// Runs the fused pass over per-row ranges lo/hi ((rows) i64), or over all 2^B patterns when
+// they are undefined. rows (0: N) may be a multiple of N: row i is example i % N's law.
 SickResult run_sick(const Prepared& p, const BideOptions& opt, uint32_t outputs, const Tensor& lo,
-                    const Tensor& hi, uint64_t seed = 0);
+                    const Tensor& hi, uint64_t seed = 0, int64_t rows = 0);
 
 // Example n's support pieces as host [lo, hi) pairs (empty pieces included); table is
 // opt.ranges_host or undefined.

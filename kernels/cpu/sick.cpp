@@ -24,6 +24,14 @@ constexpr int64_t kBlock = 256;
 using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using VecD = Eigen::VectorXd;
 
+// The pass's rows (ranges and outputs); row n reads W row n % W's rows.
+int64_t sick_rows(const SickArgs& a) {
+  const int64_t rows = a.rows ? a.rows : a.w.shape[0];
+  if (rows && (a.w.shape[0] == 0 || rows % a.w.shape[0]))
+    kernel_fail("sick", "rows must be a multiple of W's rows");
+  return rows;
+}
+
 // Rows of +-1 bits for patterns [k0, k0 + rows), LSB first.
 MatD bit_rows(int64_t k0, int64_t rows, int bits) {
   MatD b(rows, bits);
@@ -42,7 +50,7 @@ MatD load_matrix(const KView& v, int64_t offset, int64_t rows, int64_t cols) {
 
 template <typename T>
 void sick_typed(const SickArgs& a) {
-  const int64_t n_ex = a.w.shape[0], hid = a.w.shape[1];
+  const int64_t n_ex = sick_rows(a), hid = a.w.shape[1], w_rows = a.w.shape[0];
   const int bits = a.code.bits;
   const int64_t full = int64_t(1) << bits;
   const bool want_grad = a.outputs & kSickGrad, want_stats = a.outputs & kSickStats,
@@ -54,8 +62,8 @@ void sick_typed(const SickArgs& a) {
     if (lo < 0 || hi > full || lo > hi)
       kernel_fail("sick", "pattern range [" + std::to_string(lo) + ", " + std::to_string(hi) +
                               ") is not inside [0, 2^" + std::to_string(bits) + ")");
-    const MatD w = load_matrix<T>(a.w, n * hid * bits, hid, bits);  // (H, B)
-    const VecD r = load_matrix<T>(a.r, n * hid, hid, 1).col(0);
+    const MatD w = load_matrix<T>(a.w, (n % w_rows) * hid * bits, hid, bits);  // (H, B)
+    const VecD r = load_matrix<T>(a.r, (n % w_rows) * hid, hid, 1).col(0);
     MatD z1, z2;  // precomputed halves: (2^lo_bits, H) and (2^hi_bits, H)
     if (a.precomputed) {
       z1 = bit_rows(0, int64_t(1) << lo_bits, lo_bits) * w.leftCols(lo_bits).transpose();
@@ -149,8 +157,8 @@ void sick_fast_example(const SickArgs& a, int64_t n) {
   const int64_t lo = a.lo.data ? ptr<int64_t>(a.lo)[n] : 0,
                 hi = a.hi.data ? ptr<int64_t>(a.hi)[n] : full;
   if (lo < 0 || hi > full || lo > hi) kernel_fail("sick", "pattern range outside [0, 2^bits)");
-  const float* w = ptr<float>(a.w) + n * hid * bits;
-  const float* r = ptr<float>(a.r) + n * hid;
+  const float* w = ptr<float>(a.w) + (n % a.w.shape[0]) * hid * bits;
+  const float* r = ptr<float>(a.r) + (n % a.w.shape[0]) * hid;
   // Transposed tables: z1t[i][k_lo], z2t[i][k_hi], so inner loops run over patterns. Every
   // buffer starts on a 32-byte boundary: Eigen's vectorised exp and sum (and GCC's simd
   // reductions) peel scalar elements up to the first aligned one, and a heap address that moved
@@ -325,7 +333,7 @@ void sick_forward(const SickArgs& args, Scratch&, StreamHandle) {
   if (args.w.dtype == DType::f32 && args.precomputed && args.code.bits >= 2) {
     // Examples are independent: split them over the cores (each example's sums stay in one
     // thread, in a fixed order, so the result does not depend on the thread count).
-    const int64_t n_ex = args.w.shape[0];
+    const int64_t n_ex = sick_rows(args);
     const int threads =
         int(std::min<int64_t>(n_ex, std::max(1u, std::thread::hardware_concurrency())));
     std::vector<std::thread> pool;

@@ -49,8 +49,8 @@ __global__ void __launch_bounds__(kWarps * 32) sick_bruteforce_kernel(KernelArgs
   const int64_t n = blockIdx.x / a.slices, slice = blockIdx.x % a.slices;
   const int bits = a.code.bits;
   const int hid = int(a.hid);
-  const T* w = static_cast<const T*>(a.w) + n * a.hid * bits;
-  const T* rv = static_cast<const T*>(a.r) + n * a.hid;
+  const T* w = static_cast<const T*>(a.w) + (n % a.w_rows) * a.hid * bits;
+  const T* rv = static_cast<const T*>(a.r) + (n % a.w_rows) * a.hid;
   const WarpRange range = warp_range(a, n, slice, warp);
 
   // B operands, loaded once: W^T (bits x hidden) for z, and r replicated for l = relu(z) r.
@@ -244,7 +244,7 @@ using sick::KernelArgs;
 using sick::kTile;
 
 void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
-  const int64_t n_ex = args.w.shape[0], hid = args.w.shape[1];
+  const int64_t n_ex = args.rows ? args.rows : args.w.shape[0], hid = args.w.shape[1];
   const int bits = args.code.bits;
   if (bits < 1 || bits > 24) kernel_fail("sick", "bits must be in [1, 24]");
   if (hid < 1 || hid > sick::kMaxHidden)
@@ -254,6 +254,8 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
     kernel_fail("sick", "the precomputed kernel supports hidden sizes 1.." +
                             std::to_string(sick::kMaxPrecomputedHidden));
   if (n_ex == 0) return;
+  if (args.w.shape[0] == 0 || n_ex % args.w.shape[0])
+    kernel_fail("sick", "rows must be a multiple of W's rows");
   // 8-wide hidden tiles in powers of two from 4: the instantiated shapes.
   const int nt = hid <= 32 ? 4 : hid <= 64 ? 8 : hid <= 128 ? 16 : 32, kb = bits <= 16 ? 1 : 2;
   const bool grad = args.outputs & kSickGrad;
@@ -271,6 +273,7 @@ void sick_forward(const SickArgs& args, Scratch& scratch, StreamHandle stream) {
   ka.lo = static_cast<const int64_t*>(args.lo.data);
   ka.hi = static_cast<const int64_t*>(args.hi.data);
   ka.n_ex = n_ex;
+  ka.w_rows = args.w.shape[0];
   ka.hid = hid;
   ka.slices = slices;
   ka.code = args.code;

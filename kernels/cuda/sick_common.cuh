@@ -26,6 +26,7 @@ struct KernelArgs {
   const int64_t* lo;
   const int64_t* hi;
   int64_t n_ex, hid, slices;
+  int64_t w_rows;  // row n reads W and r row n % w_rows
   DType wtype;  // W and r element type (the precomputed kernel converts at load)
   BideCode code;
   uint32_t outputs;

@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_precomputed_kernel(KernelArg
 
   for (int t = threadIdx.x; t < HP * BP; t += blockDim.x) {
     const int i = t / BP, j = t % BP;
-    wsm[t] = (i < hid && j < bits) ? load_any(a.w, a.wtype, (n * a.hid + i) * bits + j) : 0.f;
+    wsm[t] = (i < hid && j < bits) ? load_any(a.w, a.wtype, ((n % a.w_rows) * a.hid + i) * bits + j) : 0.f;
   }
   __syncthreads();
   // z_mid rows. Forward layout: row, lane column group c, n-tile, pair (hidden 8 nt + 2c + q);
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kWarps * 32) sick_precomputed_kernel(KernelArg
   uint32_t rb[2][KL][2], rbl[2][KL][2];
   {
     uint32_t hi[KL][2], lo[KL][2];
-    load_r_operand<KL>([&](int i) { return load_any(a.r, a.wtype, n * a.hid + i); }, hid, c, hi,
+    load_r_operand<KL>([&](int i) { return load_any(a.r, a.wtype, (n % a.w_rows) * a.hid + i); }, hid, c, hi,
                        lo);
 #pragma unroll
     for (int ks = 0; ks < KL; ++ks)
