@@ -44,6 +44,11 @@ std::string date_text(int64_t y, int64_t m, int64_t d) {
   return buf;
 }
 
+// One group of series, every path in one batch: prefill, then a draw per step.
+std::vector<SeriesForecast> forecast_group(const Forecaster& model,
+                                           const std::vector<Series>& series,
+                                           const ForecastSettings& settings, Device device);
+
 }  // namespace
 
 int64_t forecast_context(const ForecasterConfig& cfg, int64_t horizon) {
@@ -58,9 +63,31 @@ int64_t forecast_context(const ForecasterConfig& cfg, int64_t horizon) {
 std::vector<SeriesForecast> forecast_series(const Forecaster& model,
                                             const std::vector<Series>& series,
                                             const ForecastSettings& settings, Device device) {
+  BG_CHECK(settings.samples >= 1, "forecast", "--samples must be at least 1");
+  (void)forecast_context(model.config(), settings.horizon);  // refuses a horizon too long
+  // A path's cache: keys and values of every layer over the block, f32 at most.
+  const ForecasterConfig& cfg = model.config();
+  const int64_t path_bytes = cfg.block_size * cfg.n_layer * 2 * cfg.n_embd * int64_t(sizeof(float));
+  const int64_t per_group =
+      std::max<int64_t>(1, settings.max_cache_bytes / (path_bytes * settings.samples));
+  std::vector<SeriesForecast> out;
+  for (size_t first = 0; first < series.size(); first += size_t(per_group)) {
+    const size_t last = std::min(series.size(), first + size_t(per_group));
+    const std::vector<Series> group(series.begin() + std::ptrdiff_t(first),
+                                    series.begin() + std::ptrdiff_t(last));
+    for (SeriesForecast& f : forecast_group(model, group, settings, device))
+      out.push_back(std::move(f));
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<SeriesForecast> forecast_group(const Forecaster& model,
+                                           const std::vector<Series>& series,
+                                           const ForecastSettings& settings, Device device) {
   NoGradGuard no_grad;
   const int64_t h = settings.horizon, m = settings.samples, n = int64_t(series.size());
-  BG_CHECK(m >= 1, "forecast", "--samples must be at least 1");
   const int64_t context = forecast_context(model.config(), h);
   const int64_t lag = model.config().lag;
   const ValueCode& code = value_code(model.config().head.values);
@@ -144,6 +171,8 @@ std::vector<SeriesForecast> forecast_series(const Forecaster& model,
   }
   return out;
 }
+
+}  // namespace
 
 std::vector<std::string> future_stamps(const Series& s, StampKind kind, int64_t horizon) {
   std::vector<std::string> out;

@@ -20,6 +20,10 @@ struct ForecastSettings {
   int64_t horizon = 1, samples = 100;
   std::vector<double> levels = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
   uint64_t seed = 0;
+  // The most bytes of KV cache one group of series' paths may hold: series are forecast in
+  // groups under it (at least one series a group). Memory, not numbers: under
+  // train.deterministic a series' forecast is the same bits in any group.
+  int64_t max_cache_bytes = int64_t(4) << 30;
 };
 
 struct SeriesForecast {

@@ -179,6 +179,15 @@ TEST_CASE("cpu: a series' forecast is the same bits alone and in a batch (determ
       const auto alone = forecast_series(model, {set.series[3]}, s, Device::cpu());
       CHECK(alone[0].paths == batch[3].paths);
       CHECK(alone[0].quantiles == batch[3].quantiles);
+      // A cache budget below one series' paths: every series its own group, the same bits.
+      ForecastSettings grouped = s;
+      grouped.max_cache_bytes = 1;
+      const auto one_by_one = forecast_series(model, set.series, grouped, Device::cpu());
+      REQUIRE(one_by_one.size() == batch.size());
+      for (size_t i = 0; i < batch.size(); ++i) {
+        CHECK(one_by_one[i].paths == batch[i].paths);
+        CHECK(one_by_one[i].quantiles == batch[i].quantiles);
+      }
       for (size_t l = 1; l < batch[3].quantiles.size(); ++l)
         for (int64_t t = 0; t < horizon; ++t)
           CHECK(batch[3].quantiles[l][size_t(t)] >= batch[3].quantiles[l - 1][size_t(t)]);
