@@ -111,6 +111,13 @@ Tensor causal_softmax(const Tensor& x, double scale, int64_t first_position = -1
 // probabilities.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100,
                      const std::string& reduction = "mean");
+// cross_entropy(linear(x, weight, no bias, mode, Consumer::loss), targets) for reduction mean or
+// sum, without the (N, V) logits or their gradient: rows go through in chunks of chunk_rows,
+// each chunk's logits, loss and gradients made and freed before the next (the gradients for a
+// unit loss gradient, scaled in backward). x (..., C), weight (V, C), targets (...).
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
+                            const ComputeMode& mode = ComputeMode(), int64_t chunk_rows = 4096,
+                            int64_t ignore_index = -100, const std::string& reduction = "mean");
 
 // weight (V, C), idx (...) i32/i64 -> (..., C).
 Tensor embedding(const Tensor& weight, const Tensor& idx);
