@@ -18,6 +18,19 @@ Tensor random_patterns(int64_t n, int bits, Generator& gen, Device dev = Device:
   return from_vector(y, {n}, dev);
 }
 
+// A kernel-level SICK pass's arguments: W, r, its (m, s, log Z) outputs and the code.
+SickArgs pass_args(const Tensor& w, const Tensor& r, const Tensor& m, const Tensor& s,
+                   const Tensor& z, const BideOptions& opt) {
+  SickArgs a;
+  a.w = w.kview();
+  a.r = r.kview();
+  a.m = m.kview();
+  a.s = s.kview();
+  a.logz = z.kview();
+  a.code = opt.code;
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("cpu: SICK matches the explicit float64 softmax for B = 8 10 12 (both variants)") {
@@ -305,16 +318,10 @@ TEST_CASE("cuda: the SICK launcher writes only the requested outputs") {
          z = empty({64}, DType::f32, gpu);
   Tensor gr = full({64, 32}, 7.0, DType::f32, gpu), gw = full({64, 32, bits}, 7.0, DType::f32, gpu);
   Tensor st = full({64, 4}, 7.0, DType::f32, gpu);
-  SickArgs a;
-  a.w = w.kview();
-  a.r = r.kview();
-  a.m = m.kview();
-  a.s = s.kview();
-  a.logz = z.kview();
+  SickArgs a = pass_args(w, r, m, s, z, opt);
   a.gr = gr.kview();
   a.gw = gw.kview();
   a.stats = st.kview();
-  a.code = opt.code;
   a.outputs = 0;
   ScratchArena scratch(gpu);
   cuda::sick_forward(a, scratch, stream_for(gpu));
@@ -344,15 +351,9 @@ void check_rows_share_w(Device dev) {
     auto pass = [&](const Tensor& wv, const Tensor& rv, int64_t rows) {
       Tensor m = empty({n * groups}, DType::f32, dev), s = empty({n * groups}, DType::f32, dev),
              z = empty({n * groups}, DType::f32, dev);
-      SickArgs a;
-      a.w = wv.kview();
-      a.r = rv.kview();
+      SickArgs a = pass_args(wv, rv, m, s, z, opt);
       a.lo = lo_t.kview();
       a.hi = hi_t.kview();
-      a.m = m.kview();
-      a.s = s.kview();
-      a.logz = z.kview();
-      a.code = opt.code;
       a.precomputed = std::string(variant) == "precomputed";
       a.rows = rows;
       ScratchArena scratch(dev);

@@ -39,7 +39,9 @@ OpCase tanh_case() {
   return unary_case("tanh", bg::tanh, [](double x) { return std::tanh(x); });
 }
 OpCase relu_case() {
-  return unary_case("relu", bg::relu, [](double x) { return x > 0 ? x : 0.0; });
+  OpCase c = unary_case("relu", bg::relu, [](double x) { return x > 0 ? x : 0.0; });
+  c.kinks = true;  // at 0
+  return c;
 }
 OpCase gelu_case() { return unary_case("gelu", bg::gelu, gelu_ref); }
 OpCase gelu_erf_case() { return unary_case("gelu_erf", bg::gelu_erf, gelu_erf_ref); }
@@ -73,7 +75,9 @@ OpCase lgamma_case() {
       "lgamma", bg::lgamma, [](double x) { return std::lgamma(x); }, Kind::positive);
 }
 OpCase abs_case() {
-  return unary_case("abs", bg::abs, [](double x) { return std::fabs(x); });
+  OpCase c = unary_case("abs", bg::abs, [](double x) { return std::fabs(x); });
+  c.kinks = true;  // at 0
+  return c;
 }
 OpCase affine_case() {
   OpCase c = unary_case("affine", bg::neg, [](double x) { return 2.5 * x - 0.75; });
@@ -111,11 +115,13 @@ OpCase div_case() {
 OpCase maximum_case() {
   OpCase c = binary_case("maximum", bg::maximum, [](double a, double b) { return std::max(a, b); });
   c.half_grads_vs_f32 = false;  // half rounding creates ties between a and b
+  c.kinks = true;               // at a == b
   return c;
 }
 OpCase minimum_case() {
   OpCase c = binary_case("minimum", bg::minimum, [](double a, double b) { return std::min(a, b); });
   c.half_grads_vs_f32 = false;  // half rounding creates ties between a and b
+  c.kinks = true;               // at a == b
   return c;
 }
 OpCase mul_strided_case() {

@@ -56,10 +56,9 @@ class ValueOrderMass {
         f32_(stats_dtype(p_.w.dtype() == DType::f64 ? DType::f64 : DType::f32) == DType::f32) {
     const BideCode& code = opt.code;
     const int bits = code.bits;
-    const int64_t half = int64_t(1) << (bits - 1);
+    half_ = int64_t(1) << (bits - 1);
     inf_ = code.is_float() ? ((int64_t(1) << code.exponent_bits()) - 1) << code.mantissa_bits()
-                           : half;
-    half_ = half;
+                           : half_;
     const Tensor table = opt.ranges.defined() ? opt.ranges_host : Tensor();
     pieces_.resize(table.defined() ? 2 : 1, std::vector<std::pair<int64_t, int64_t>>(n_));
     for (size_t i = 0; i < n_; ++i) {
@@ -83,11 +82,11 @@ class ValueOrderMass {
     for (int64_t g = 0; g < chunks; ++g)
       for (size_t i = 0; i < n_; ++i) add_block(all, g * size, (g + 1) * size);
     if (code.is_float())
-      for (int64_t start : {int64_t(0), half}) {
+      for (int64_t start : {int64_t(0), half_}) {
         Ranges nf;
         for (size_t i = 0; i < n_; ++i) {
           nf.lo.push_back(start | inf_);
-          nf.hi.push_back(start + half);
+          nf.hi.push_back(start + half_);
         }
         if (!any_inside(nf)) continue;
         all.lo.insert(all.lo.end(), nf.lo.begin(), nf.lo.end());
