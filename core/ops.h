@@ -46,6 +46,9 @@ Tensor gelu(const Tensor& x, const ComputeMode& consumer);
 // The exact GELU, 0.5 x (1 + erf(x / sqrt 2)): PyTorch's nn.GELU() and nanoGPT's; out_dtype as
 // for gelu.
 Tensor gelu_erf(const Tensor& x);
+// y = gelu(x) (tanh form) computed elsewhere (a GEMM's epilogue: linear_gelu), returned with
+// gelu's backward from x attached: the backward gelu(x) would have.
+Tensor attach_gelu_backward(const Tensor& x, const Tensor& y);
 Tensor gelu_erf(const Tensor& x, DType out_dtype);
 Tensor gelu_erf(const Tensor& x, const ComputeMode& consumer);
 Tensor silu(const Tensor& x);
@@ -98,6 +101,22 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // the samples), which the batch-invariant algorithm may split in a fixed order.
 Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mode, bool k_over_rows,
                         bool narrow_output = false);
+// gelu(linear(x, weight, bias, mode, Consumer::matmul), mode): the GELU (tanh form) of a product
+// stored for the next matmul. Where gelu_in_epilogue says so the GEMM's epilogue applies it
+// (cuBLASLt's GELU_AUX: from the f32 sums plus the bias, before the one rounding; the
+// pre-activation kept for the backward, which is gelu's and linear's); elsewhere the two ops.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const ComputeMode& mode);
+// Whether linear_gelu takes the epilogue: CUDA, the standard algorithm, bf16 precision (a bf16
+// product), f32/bf16 operands, N a multiple of 8, a bias of the weight's dtype if any.
+bool gelu_in_epilogue(const ComputeMode& mode, const Tensor& x, const Tensor& weight,
+                      const Tensor& bias);
+// into += gradient_product(a, b, mode, k_over_rows) (its operands and precision; into f32, or
+// the operands' dtype where they stay as they are), added in the GEMM's epilogue in place where
+// the algorithm has one (cuBLASLt's C = D): a weight gradient summed over chunks of rows without
+// a separate add per chunk.
+void gradient_product_into(const Tensor& into, const Tensor& a, const Tensor& b,
+                           const ComputeMode& mode, bool k_over_rows);
 Tensor softmax(const Tensor& x, int dim = -1);
 Tensor log_softmax(const Tensor& x, int dim = -1);
 // softmax(scale * x) over the last dim of attention scores x (..., T, S), S >= T: query row i
@@ -111,13 +130,23 @@ Tensor causal_softmax(const Tensor& x, double scale, int64_t first_position = -1
 // probabilities.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100,
                      const std::string& reduction = "mean");
+// logits (N, V), no autograd: the summed cross-entropy (rows whose target is ignore_index add
+// nothing) and its gradient d(sum)/d(logits) in logits' dtype, made in one call (what a caller
+// that makes the gradient beside the logits needs: linear_cross_entropy's chunks).
+std::pair<Tensor, Tensor> cross_entropy_sum_and_gradient(const Tensor& logits,
+                                                         const Tensor& targets,
+                                                         int64_t ignore_index = -100);
 // cross_entropy(linear(x, weight, no bias, mode, Consumer::loss), targets) for reduction mean or
 // sum, without the (N, V) logits or their gradient: rows go through in chunks of chunk_rows,
 // each chunk's logits, loss and gradients made and freed before the next (the gradients for a
-// unit loss gradient, scaled in backward). x (..., C), weight (V, C), targets (...).
+// unit loss gradient, scaled in backward). x (..., C), weight (V, C), targets (...). Rows that
+// fit one chunk are the plain composition, bit for bit. extra_column (...), when given, is one
+// more logit per row (column V, in its own dtype; the logits are cast to it): a hybrid head's
+// second normaliser, differentiable.
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
                             const ComputeMode& mode = ComputeMode(), int64_t chunk_rows = 4096,
-                            int64_t ignore_index = -100, const std::string& reduction = "mean");
+                            int64_t ignore_index = -100, const std::string& reduction = "mean",
+                            const Tensor& extra_column = Tensor());
 
 // weight (V, C), idx (...) i32/i64 -> (..., C).
 Tensor embedding(const Tensor& weight, const Tensor& idx);

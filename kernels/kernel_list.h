@@ -48,7 +48,9 @@ void reduce(ReduceOp op, const KView& out, const KView& in, int64_t outer, int64
 // Its residual (K > 0; the residual stream a projection adds onto) enters the same f32 sums,
 // in cuBLASLt's order (CUDA; the CPU adds it last). CUDA: cuBLAS (cuBLASLt where the epilogue
 // adds anything), `precision` tf32 for f32 operands on tensor cores; CPU: Eigen, exactly in the
-// operands' dtype (core never hands it a precision other than fp32).
+// operands' dtype (core never hands it a precision other than fp32). The GELU epilogue
+// (gelu_input) is CUDA's alone (cuBLASLt's GELU_AUX, the tanh form, computed from the f32 sums
+// before the rounding); the CPU refuses it (core composes gelu there).
 void matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilogue& epilogue,
             MatmulPrecision precision, StreamHandle stream);
 // matmul: MatmulAlgo::naive, the reference algorithm: each output one fused multiply-add chain
@@ -67,6 +69,7 @@ void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulPar
 // algorithm's fused multiply-add chain over k in order (the same bits as matmul_naive), run a
 // row at a time across the columns. The epilogue as for matmul (the pinned algorithm with the
 // bias and residual in its epilogue: a row still depends on its own rows of a and the residual).
+// No GELU epilogue (the pinned table's algorithms are chosen without it).
 void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
                             const MatmulEpilogue& epilogue, const BatchInvariantGemm& opt,
                             StreamHandle stream);

@@ -142,6 +142,10 @@ struct KView {
 struct MatmulEpilogue {
   KView bias;      // N contiguous values of out's dtype, 16-byte aligned; one matrix
   KView residual;  // out's shape, dtype and strides, 16-byte aligned: out = residual + a @ b
+  // When set (CUDA's standard algorithm only, no residual, one matrix, K > 0): out =
+  // gelu_tanh(a @ b + bias) and gelu_input (out's shape, dtype and contiguous strides, 16-byte
+  // aligned, N a multiple of 8) = a @ b + bias, the GELU's input its backward reads.
+  KView gelu_input;
 };
 
 // Temporary memory on the launch's device for a kernel launcher. It stays valid until the

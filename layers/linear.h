@@ -38,6 +38,11 @@ class LinearLayer : public Module {
   virtual Tensor forward_onto(const Tensor& x, const Tensor& residual) const {
     return residual + forward(x);
   }
+  // gelu(forward(x)) (tanh form), stored for the matmul that reads it. The dense layer applies
+  // the GELU in its GEMM's epilogue where linear_gelu can.
+  virtual Tensor forward_gelu(const Tensor& x) const {
+    return gelu(forward(x, Consumer::matmul), compute_mode());
+  }
   virtual LinearKind kind() const = 0;
   // The quantiser this layer runs on its input, where it has one (BitLinear's). The kernel that
   // writes the layer's input may run it too (layernorm_quantize) and hand the result over.
@@ -59,6 +64,7 @@ class Linear : public LinearLayer {
   Linear(int64_t in, int64_t out, bool bias, Generator& gen, double init_std = 0.02);
   Tensor forward(const Tensor& x, Consumer consumer = Consumer::any) const override;
   Tensor forward_onto(const Tensor& x, const Tensor& residual) const override;
+  Tensor forward_gelu(const Tensor& x) const override;
   LinearKind kind() const override { return LinearKind::dense; }
   Tensor weight, bias;
 };

@@ -63,6 +63,23 @@ Tensor TiedSoftmaxHead::logits(const Tensor& h) const {
   return linear(h, wte_->weight, Tensor(), mode, Consumer::loss);
 }
 
+int64_t softmax_loss_chunk_rows(int64_t rows, int64_t columns) {
+  constexpr int64_t kChunkValues = int64_t(1) << 28;
+  const int64_t values = rows * std::max<int64_t>(columns, 1);
+  const int64_t chunks = std::max<int64_t>(1, (values + kChunkValues - 1) / kChunkValues);
+  return std::max<int64_t>(1, (rows + chunks - 1) / chunks);
+}
+
+Tensor TiedSoftmaxHead::loss(const Tensor& h, const Tensor& targets,
+                             const std::string& reduction) const {
+  // Per-row losses (eval's "none") read the logits anyway; the BitLinear heads have no chunked
+  // product.
+  if (reduction == "none" || kind_ != HeadKind::softmax) return GPTHead::loss(h, targets, reduction);
+  const int64_t rows = h.size(0), vocab = wte_->weight.size(0);
+  return linear_cross_entropy(h, wte_->weight, targets, compute_mode().at(MatmulSite::lm_head),
+                              softmax_loss_chunk_rows(rows, vocab), -100, reduction);
+}
+
 void TiedSoftmaxHead::use_packed(PackedTernary packed) {
   BG_CHECK(kind_ == HeadKind::bitlinear, "gpt", "a packed LM head needs bitlinear.lm_head: true");
   const int64_t vocab = wte_->weight.size(0), n_embd = wte_->weight.size(1);
@@ -130,15 +147,23 @@ BideTokenHead::BideTokenHead(int64_t n_embd, const BideHeadSpec& spec, Generator
              "width n_embd");
     wte_ = std::move(wte);
   } else if (softmax_ids_ > 0) {  // the tied softmax head's scale: N(0, 0.02) rows
-    softmax_ = register_module("softmax", make_linear(LinearSpec(), n_embd, softmax_ids_, false,
-                                                      init, 0.02, MatmulSite::lm_head));
+    softmax_ = register_module("softmax",
+                               std::make_shared<Linear>(n_embd, softmax_ids_, false, init, 0.02));
+    softmax_->set_site(MatmulSite::lm_head);
   }
 }
 
 bool BideTokenHead::hybrid() const { return softmax_ids_ > 0; }
 
 Tensor BideTokenHead::softmax_logits(const Tensor& h) const {
-  if (softmax_) return softmax_->forward(h);
+  // Stored as the loss stores them (bf16 under bf16 precision, as the tied head's): training,
+  // eval and sampling read the same logits.
+  return linear(h, softmax_weight(h), Tensor(), compute_mode().at(MatmulSite::lm_head),
+                Consumer::loss);
+}
+
+Tensor BideTokenHead::softmax_weight(const Tensor& h) const {
+  if (softmax_) return softmax_->weight;
   // Tied: the embedding rows of the ids whose patterns are [0, K), gathered each call (their
   // gradient flows back into wte, as the tied softmax head's does).
   if (!softmax_rows_.defined() || softmax_rows_.device() != h.device()) {
@@ -153,8 +178,7 @@ Tensor BideTokenHead::softmax_logits(const Tensor& h) const {
     }
     softmax_rows_ = from_vector(ids, {softmax_ids_}, h.device());
   }
-  return linear(h, embedding(wte_->weight, softmax_rows_), Tensor(),
-                compute_mode().at(MatmulSite::lm_head));
+  return embedding(wte_->weight, softmax_rows_);
 }
 
 BideOptions BideTokenHead::options() const {
@@ -171,7 +195,11 @@ Tensor BideTokenHead::loss(const Tensor& h, const Tensor& targets,
   // The hybrid: -log p(y) = log Z - l_y, log Z = logsumexp(softmax logits, log Z_bide). As one
   // cross-entropy over [softmax logits, log Z_bide] with the target min(y, K) (the BIDE's
   // column for y >= K), plus log Z_bide - l_y for y >= K. One SICK pass; a y < K still takes
-  // the BIDE's logit of pattern K, zero-weighted, so every row runs the same ops.
+  // the BIDE's logit of pattern K, zero-weighted, so every row runs the same ops. The mean and
+  // sum take the cross-entropy in row chunks (linear_cross_entropy, log Z_bide its extra
+  // column), as the tied softmax head does.
+  BG_CHECK(reduction == "mean" || reduction == "sum" || reduction == "none", "gpt",
+           "reduction must be mean, sum or none, got '", reduction, "'");
   const int64_t n = h.size(0);
   const Tensor logz = bide_log_normalizer(d.w, d.r, opt);
   const DType dt = logz.dtype();
@@ -179,14 +207,16 @@ Tensor BideTokenHead::loss(const Tensor& h, const Tensor& targets,
   const Tensor k = full({}, double(softmax_ids_), dt, y.device());
   const Tensor in_bide = gt(y, add_scalar(k, -0.5)).to(dt);
   const Tensor l_y = bide_logit(d.w, d.r, maximum(y, k).to(DType::i64), opt).to(dt);
-  const Tensor joint = concat({softmax_logits(h).to(dt), logz.reshape({n, 1})}, 1);
-  const Tensor nll =
-      cross_entropy(joint, minimum(y, k).to(DType::i64), -100, "none") + in_bide * (logz - l_y);
-  if (reduction == "none") return nll;
-  if (reduction == "sum") return sum(nll);
-  BG_CHECK(reduction == "mean", "gpt", "reduction must be mean, sum or none, got '", reduction,
-           "'");
-  return mean(nll);
+  const Tensor column = minimum(y, k).to(DType::i64), bide_part = in_bide * (logz - l_y);
+  if (reduction == "none") {
+    const Tensor joint = concat({softmax_logits(h).to(dt), logz.reshape({n, 1})}, 1);
+    return cross_entropy(joint, column, -100, "none") + bide_part;
+  }
+  const Tensor total =
+      linear_cross_entropy(h, softmax_weight(h), column, compute_mode().at(MatmulSite::lm_head),
+                           softmax_loss_chunk_rows(n, softmax_ids_ + 1), -100, "sum", logz) +
+      sum(bide_part);
+  return reduction == "sum" ? total : total / double(n);
 }
 
 void BideTokenHead::set_code(const std::vector<int64_t>& code_of_id) {

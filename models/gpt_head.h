@@ -62,6 +62,12 @@ int bits_for_vocabulary(int64_t vocab);
 // a head of many more bits than ids would cost what no id needs (2^24 patterns for 65 ids).
 inline constexpr int kMaxBideSpareBits = 2;
 
+// A softmax head's loss over `rows` positions and `columns` logits goes through
+// linear_cross_entropy in chunks of this many rows: equal chunks whose logits hold at most 2^28
+// values (512 MiB in bf16), all rows in one chunk (the plain composition) when they fit. GPT-2's
+// 16,384 x 50,304 logits go in 4 chunks; the Baby GPT's in one.
+int64_t softmax_loss_chunk_rows(int64_t rows, int64_t columns);
+
 class GPTHead : public Module {
  public:
   virtual HeadKind kind() const = 0;
@@ -86,6 +92,10 @@ class TiedSoftmaxHead : public GPTHead {
   TiedSoftmaxHead(std::shared_ptr<Embedding> wte, HeadKind kind, const BitLinearOptions& bitlinear);
   HeadKind kind() const override { return kind_; }
   Tensor logits(const Tensor& h) const override;
+  // The dense head's mean or sum goes through linear_cross_entropy: in row chunks, without the
+  // (N, vocab) logits or their gradient, when they would pass softmax_loss_chunk_rows's budget.
+  Tensor loss(const Tensor& h, const Tensor& targets,
+              const std::string& reduction = "mean") const override;
   // The BitLinear head's packed form (models/gpt_packed.h); wte stays for the embedding.
   void use_packed(PackedTernary packed);
 
@@ -133,10 +143,12 @@ class BideTokenHead : public GPTHead {
   // The code as a (support, 1) f32 column on `device` (gathered by embedding).
   const Tensor& code_column(Device device) const;
   bool hybrid() const;  // softmax_ids > 0
-  // The hybrid's softmax logits (N, K) over patterns [0, K).
+  // The hybrid's softmax rows (K, n_embd) of patterns [0, K), on h's device, and its logits
+  // (N, K): h times them in the lm_head site's mode.
+  Tensor softmax_weight(const Tensor& h) const;
   Tensor softmax_logits(const Tensor& h) const;
   std::shared_ptr<BideHead> bide_;
-  std::shared_ptr<LinearLayer> softmax_;  // hybrid, untied
+  std::shared_ptr<Linear> softmax_;  // hybrid, untied
   std::shared_ptr<Embedding> wte_;        // hybrid, tied
   int64_t softmax_ids_ = 0;
   mutable Tensor softmax_rows_;  // tied: the ids of patterns [0, K), i64 on their device

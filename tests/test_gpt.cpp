@@ -110,6 +110,26 @@ TEST_CASE("cpu: gpt logits at a position ignore later tokens") {
                     doctest::Contains("outside [1, block_size = 12]"));
 }
 
+TEST_CASE("cpu: the softmax head's loss goes in equal row chunks past 2^28 logits") {
+  // GPT-2's 16 x 1024 positions over 50,304 ids: 4 chunks of 4,096 rows; the Baby GPT's
+  // 64 x 256 over 65: one chunk (the plain composition, its bits unchanged).
+  CHECK(softmax_loss_chunk_rows(16384, 50304) == 4096);
+  CHECK(softmax_loss_chunk_rows(64 * 256, 65) == 64 * 256);
+  CHECK(softmax_loss_chunk_rows(5337, 50304) == 2669);  // 2 chunks, equal up to one row
+  CHECK(softmax_loss_chunk_rows(1, int64_t(1) << 30) == 1);
+  CHECK(softmax_loss_chunk_rows(0, 50304) == 1);
+  // Through the head: the chunked mean and sum equal cross_entropy over the logits.
+  Generator init(6), gen(7);
+  GPT model(tiny_config(11, false), init);
+  const Tensor h = randn({10, 16}, gen, 0, 1, DType::f32), t = from_vector<int64_t>(
+      {1, 3, 10, 0, -100, 2, 2, 9, 4, 5}, {10});
+  for (const std::string red : {"mean", "sum", "none"}) {
+    CAPTURE(red);
+    const Tensor want = cross_entropy(model.head().logits(h), t, -100, red);
+    CHECK(rel_err(model.head().loss(h, t, red), want) < 1e-6);
+  }
+}
+
 namespace {
 
 // `steps` AdamW steps of a 2-layer GPT on the tiny corpus (dropout on); grads after the last.

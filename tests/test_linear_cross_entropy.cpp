@@ -60,10 +60,48 @@ TEST_CASE("cpu: linear_cross_entropy equals cross_entropy over the logits, any c
   CHECK(rel_err(got.loss, want.loss) < 1e-6);
   CHECK(rel_err(got.dx, want.dx) < 1e-6);
   CHECK(rel_err(got.dw, want.dw) < 1e-6);
+  // Rows that fit one chunk are the plain composition, bit for bit.
+  const Run one = run(xt, w.to(DType::f32), t2, 21, "mean"),
+            plain = run(xt, w.to(DType::f32), t2, 0, "mean");
+  CHECK(bit_mismatches(one.loss, plain.loss) == 0);
+  CHECK(bit_mismatches(one.dx, plain.dx) == 0);
+  CHECK(bit_mismatches(one.dw, plain.dw) == 0);
   // Every target ignored: the mean is NaN (as cross_entropy's), the sum 0.
   const Tensor none = full({b, s}, -100.0, DType::i64);
   CHECK(std::isnan(linear_cross_entropy(x, w, none).item()));
   CHECK(linear_cross_entropy(x, w, none, ComputeMode(), 4, -100, "sum").item() == 0.0);
+}
+
+TEST_CASE("cpu: linear_cross_entropy's extra column is one more logit per row, any chunk") {
+  Generator gen(test_seed() + 94);
+  const int64_t n = 19, c = 8, v = 23;
+  const Tensor x = randn({n, c}, gen, 0, 1, DType::f64), w = randn({v, c}, gen, 0, 0.4, DType::f64);
+  const Tensor e = randn({n}, gen, 0, 1.5, DType::f64);
+  // Targets over [0, v]: v is the extra column's.
+  std::vector<int64_t> tv(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) tv[size_t(i)] = i % 4 == 1 ? v : (i * 7) % v;
+  tv[5] = -100;
+  const Tensor t = from_vector(tv, {n});
+  for (const std::string red : {"mean", "sum"}) {
+    CAPTURE(red);
+    auto grads = [&](int64_t chunk) {
+      Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_(),
+             el = e.detach().requires_grad_();
+      const Tensor loss =
+          chunk > 0 ? linear_cross_entropy(xl, wl, t, ComputeMode(), chunk, -100, red, el)
+                    : cross_entropy(concat({linear(xl, wl), el.reshape({n, 1})}, 1), t, -100, red);
+      (loss * 2.0).backward();
+      return std::vector<Tensor>{loss.detach(), xl.grad(), wl.grad(), el.grad()};
+    };
+    const std::vector<Tensor> want = grads(0);
+    for (const int64_t chunk : {1, 4, 19}) {
+      CAPTURE(chunk);
+      const std::vector<Tensor> got = grads(chunk);
+      for (size_t i = 0; i < got.size(); ++i) CHECK(rel_err(got[i], want[i]) < 1e-13);
+    }
+  }
+  CHECK_THROWS_WITH(linear_cross_entropy(x, w, t, ComputeMode(), 4, -100, "mean", zeros({n + 1})),
+                    doctest::Contains("one float per row"));
 }
 
 TEST_CASE("cpu: linear_cross_entropy's gradients match float64 finite differences") {
@@ -87,6 +125,20 @@ TEST_CASE("cpu: linear_cross_entropy's gradients match float64 finite difference
       CHECK_MESSAGE(std::fabs(numeric - ga[size_t(e)]) <= 1e-7, (of_x ? "x" : "W"), " element ", e);
     }
   }
+}
+
+TEST_CASE("cpu: cross_entropy_sum_and_gradient is the summed loss and its autograd gradient") {
+  Generator gen(test_seed() + 96);
+  const Tensor logits = randn({13, 9}, gen, 0, 2, DType::f64);
+  const Tensor t = targets({13}, 9, gen, Device::cpu());
+  const auto [loss, grad] = cross_entropy_sum_and_gradient(logits, t);
+  Tensor leaf = logits.detach().requires_grad_();
+  const Tensor want = cross_entropy(leaf, t, -100, "sum");
+  want.backward();
+  CHECK(bit_mismatches(loss, want.detach()) == 0);
+  CHECK(rel_err(grad, leaf.grad()) < 1e-15);
+  CHECK_THROWS_WITH(cross_entropy_sum_and_gradient(logits, zeros({12}, DType::i64)),
+                    doctest::Contains("N targets"));
 }
 
 TEST_CASE("cpu: linear_cross_entropy refuses bad arguments in one line") {
@@ -135,6 +187,71 @@ TEST_CASE("cuda: linear_cross_entropy matches the CPU and the materialised logit
   MESSAGE("peak bytes: fused ", fused_peak, ", materialised ", whole_peak);
   CHECK(fused_peak < size_t(n * v) * sizeof(float));
   CHECK(whole_peak >= 2 * size_t(n * v) * sizeof(float));
+}
+
+// Under bf16 precision on CUDA the chunks run linear's products directly (W rounded once, dW
+// summed in the GEMM's epilogue in place): against the materialised bf16 logits' loss and
+// gradients, by default and under the deterministic mode, with an extra column and without.
+TEST_CASE("cuda: linear_cross_entropy under bf16 precision matches the materialised bf16 path") {
+  BG_REQUIRE_CUDA();
+  const Device gpu = Device::cuda(0);
+  Generator gen(test_seed() + 95);
+  const int64_t n = 3001, c = 96, v = 4099;  // odd sizes; 4 chunks of 751 (the last 748)
+  const Tensor x = randn({n, c}, gen, 0, 1, DType::f32, gpu).to(DType::bf16);
+  const Tensor w = randn({v, c}, gen, 0, 0.05, DType::f32, gpu);
+  const Tensor e = randn({n}, gen, 0, 1, DType::f32, gpu);
+  // Targets over the v + 1 columns with an extra column, over v without.
+  std::vector<int64_t> with_extra(static_cast<size_t>(n)), plain(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    with_extra[size_t(i)] = i % 7 == 3 ? -100 : (i * 131) % (v + 1);
+    plain[size_t(i)] = i % 7 == 3 ? -100 : (i * 131) % v;
+  }
+  const Tensor t_extra = from_vector(with_extra, {n}, gpu), t_plain = from_vector(plain, {n}, gpu);
+  for (const bool deterministic : {false, true})
+    for (const bool extra : {false, true}) {
+      CAPTURE(deterministic);
+      CAPTURE(extra);
+      ComputeMode mode = deterministic ? ComputeMode::deterministic_mode(MatmulPrecision::bf16)
+                                       : precision_mode(MatmulPrecision::bf16);
+      auto grads = [&](int64_t chunk) {
+        Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_(),
+               el = e.detach().requires_grad_();
+        const Tensor ec = extra ? el : Tensor();
+        const Tensor tc = extra ? t_extra : t_plain;
+        Tensor loss;
+        if (chunk > 0) {
+          loss = linear_cross_entropy(xl, wl, tc, mode, chunk, -100, "mean", ec);
+        } else {
+          Tensor logits = linear(xl, wl, Tensor(), mode, Consumer::loss);
+          if (extra) logits = concat({logits.to(DType::f32), el.reshape({n, 1})}, 1);
+          loss = cross_entropy(logits, tc, -100, "mean");
+        }
+        (loss * 0.75).backward();  // a loss gradient other than 1 reaches the scale
+        return std::vector<Tensor>{loss.detach(), xl.grad(), wl.grad(),
+                                   extra ? el.grad() : zeros({1}, DType::f32, gpu)};
+      };
+      const std::vector<Tensor> want = grads(0), got = grads(751), again = grads(751);
+      CHECK(got[1].dtype() == DType::bf16);
+      CHECK(got[2].dtype() == DType::f32);
+      CHECK(rel_err(got[0].to(Device::cpu()), want[0].to(Device::cpu())) < 1e-5);
+      for (size_t i = 1; i < got.size(); ++i) {
+        CAPTURE(i);
+        CHECK(rel_err(got[i].to(Device::cpu()), want[i].to(Device::cpu())) < 1e-2);
+        CHECK(bit_mismatches(got[i], again[i]) == 0);  // run to run
+      }
+    }
+  // Peak memory: well below one (N, V) bf16 logits tensor and its gradient.
+  const ComputeMode bf16 = precision_mode(MatmulPrecision::bf16);
+  synchronize(gpu);
+  cuda_reset_peak(0);
+  const size_t held = cuda_allocator_stats(0).allocated;
+  {
+    Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_();
+    linear_cross_entropy(xl, wl, t_plain, bf16, 300).backward();
+  }
+  const size_t chunked_peak = cuda_allocator_stats(0).peak_allocated - held;
+  MESSAGE("bf16 chunked peak bytes ", chunked_peak, " against logits of ", n * v * 2);
+  CHECK(chunked_peak < size_t(n * v) * 2);
 }
 
 }  // namespace bg::test

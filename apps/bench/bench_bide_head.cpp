@@ -6,6 +6,8 @@
 // products + cross-entropy), both in bf16 precision, the same hidden states; and the hybrid
 // head (a softmax over the 1,024 or 4,096 most frequent ids, the BIDE over the rest). Median
 // milliseconds over rotated inputs, and each head's extra peak memory over its inputs. JSON.
+// The softmax head's loss goes in row chunks (linear_cross_entropy), which make the gradients
+// beside the logits: its fwd_ms holds them, and its backward only scales.
 #include <cstdio>
 #include <sstream>
 

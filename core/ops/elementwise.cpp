@@ -211,6 +211,23 @@ Tensor gelu_erf(const Tensor& x) { return unary(UnaryOp::gelu_erf, x); }
 Tensor gelu_erf(const Tensor& x, DType out_dtype) {
   return unary(UnaryOp::gelu_erf, x, 1.0, 0.0, out_dtype);
 }
+Tensor attach_gelu_backward(const Tensor& x, const Tensor& y) {
+  check_float(x, "gelu", "input");
+  BG_CHECK(y.shape() == x.shape() && y.dtype() == x.dtype() && y.device() == x.device(), "gelu",
+           "an output made elsewhere must have its input's shape, dtype and device");
+  Tensor out = y.detach();
+  const Tensor xs = compute_input(x).detach(), ys = compute_input(y).detach();
+  const DType dt = x.dtype();
+  record(out, "gelu", {x}, [=](const Tensor& g) {  // unary()'s backward for UnaryOp::gelu
+    const Tensor gc = incoming_gradient(g, xs.dtype());
+    Tensor dx = empty(xs.shape(), xs.dtype(), xs.device());
+    BG_DISPATCH(xs.device(), unary_backward, UnaryOp::gelu, dx.kview(), xs.kview(), ys.kview(),
+                gc.kview(), 1.0, stream_for(xs.device()));
+    return std::vector<Tensor>{compute_output(dx, dt)};
+  });
+  return out;
+}
+
 Tensor gelu(const Tensor& x, const ComputeMode& consumer) {
   return gelu(x, stored_dtype(consumer, Consumer::matmul, x.dtype(), x.device()));
 }

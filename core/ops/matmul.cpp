@@ -161,10 +161,15 @@ KView aligned_copy(const Tensor& t, const Shape& batch_shape, Tensor* keep) {
 // The product of a and b with no autograd record: operands in `operand` dtype (cast when they
 // are not), the result in `out_dtype` (f32 for bf16 operands keeps the f32 accumulation); a
 // defined `bias` (N values, out_dtype, 2-D operands) is added in the epilogue, and so is a
-// defined `residual` (the result's shape and dtype, 2-D operands).
+// defined `residual` (the result's shape and dtype, 2-D operands). A defined `dest` (contiguous,
+// the result's shape and dtype, 16-byte aligned) is written instead of a new tensor; it may be
+// the residual itself (cuBLASLt's C = D: an accumulation in place). A defined `gelu_input`
+// (contiguous, the result's 2-D shape and dtype) takes the product plus bias, and the result is
+// its tanh GELU (the standard algorithm on CUDA: kernel_list.h's GELU epilogue).
 Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType operand, DType out_dtype,
                const ComputeMode& mode, Rows rows, const Tensor& bias = Tensor(),
-               const Tensor& residual = Tensor()) {
+               const Tensor& residual = Tensor(), const Tensor& dest = Tensor(),
+               const Tensor& gelu_input = Tensor()) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});
@@ -185,7 +190,11 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
   }
   Shape out_shape = batch;
   out_shape.insert(out_shape.end(), {m, n});
-  Tensor out = empty(out_shape, out_dtype, a.device());
+  if (dest.defined())
+    BG_CHECK(batch.empty() && dest.shape() == out_shape && dest.dtype() == out_dtype &&
+                 dest.is_contiguous() && reinterpret_cast<uintptr_t>(dest.data_ptr()) % 16 == 0,
+             "matmul", "a destination must be the product's contiguous, aligned 2-D shape");
+  Tensor out = dest.defined() ? dest : empty(out_shape, out_dtype, a.device());
   KView vo;
   collapse_batch(out, batch, &vo);
   MatmulEpilogue epilogue;
@@ -200,6 +209,13 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
   if (bias.defined()) {
     bias_c = aligned(bias);
     epilogue.bias = bias_c.kview();
+  }
+  if (gelu_input.defined()) {
+    BG_CHECK(batch.empty() && gelu_input.shape() == out.shape() &&
+                 gelu_input.dtype() == out_dtype && gelu_input.is_contiguous(),
+             "matmul", "a GELU input needs 2-D operands and the product's contiguous shape");
+    epilogue.gelu_input = gelu_input.kview();
+    collapse_batch(gelu_input, batch, &epilogue.gelu_input);
   }
   if (residual.defined()) {
     BG_CHECK(batch.empty() && residual.shape() == out.shape(), "matmul",
@@ -238,8 +254,12 @@ Tensor to_bf16(const Tensor& t) {
 // a @ b (+ bias) (+ residual), both added in the product's epilogue (2-D operands, an algorithm
 // that bias_in_epilogue names): the bias N values, the residual of the product's shape. A
 // residual whose dtype is not the product's is refused.
+// With gelu_out (the bf16 precision's products on CUDA's standard algorithm, 2-D, no residual:
+// what linear_gelu checks), the GEMM's epilogue also applies GELU: *gelu_out receives
+// gelu(a @ b + bias) with no autograd record, and the returned product keeps matmul's.
 Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer,
-                   Rows rows, const Tensor& bias = Tensor(), const Tensor& residual = Tensor()) {
+                   Rows rows, const Tensor& bias = Tensor(), const Tensor& residual = Tensor(),
+                   Tensor* gelu_out = nullptr) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
@@ -291,7 +311,16 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
     const DType out_dtype = stored_dtype(run, consumer, DType::f32, a.device());
     if (residual.defined() && residual.dtype() != out_dtype) return add_residual_after();
     const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
-    Tensor out = product(a16, b16, batch, DType::bf16, out_dtype, run, rows, bias, residual);
+    Tensor out;
+    if (gelu_out) {
+      BG_CHECK(batch.empty() && !residual.defined(), "matmul",
+               "the GELU epilogue takes 2-D operands and no residual");
+      out = empty({a.size(0), b.size(1)}, out_dtype, a.device());
+      *gelu_out = product(a16, b16, batch, DType::bf16, out_dtype, run, rows, bias, Tensor(),
+                          Tensor(), out);
+    } else {
+      out = product(a16, b16, batch, DType::bf16, out_dtype, run, rows, bias, residual);
+    }
     const Shape a_shape = a.shape(), b_shape = b.shape();
     const DType da = a.dtype(), db = b.dtype();
     const bool has_bias = bias.defined(), has_residual = residual.defined();
@@ -314,6 +343,7 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
            });
     return out;
   }
+  BG_CHECK(!gelu_out, "matmul", "the GELU epilogue runs under bf16 precision only");
   // Without bf16 precision the product keeps the operands' dtype, whoever reads it.
   const DType operand = compute_dtype(a);
   if (residual.defined() && (residual.dtype() != operand || operand != a.dtype()))
@@ -363,6 +393,64 @@ Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mod
   const DType out_dtype = bf16 && !narrow_output ? DType::f32 : operand;
   return product(a, b, {}, operand, out_dtype, run,
                  k_over_rows ? Rows::summed_over : Rows::kept_apart);
+}
+
+bool gelu_in_epilogue(const ComputeMode& mode, const Tensor& x, const Tensor& weight,
+                      const Tensor& bias) {
+  const bool operands = (x.dtype() == DType::f32 || x.dtype() == DType::bf16) &&
+                        (weight.dtype() == DType::f32 || weight.dtype() == DType::bf16) &&
+                        (!bias.defined() || bias.dtype() == weight.dtype());
+  return x.is_cuda() && mode.algo == MatmulAlgo::standard &&
+         mode.precision == MatmulPrecision::bf16 && operands && weight.ndim() == 2 &&
+         weight.size(1) > 0 && weight.size(0) % 8 == 0 &&
+         stored_dtype(mode, Consumer::matmul, DType::f32, x.device()) == DType::bf16;
+}
+
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const ComputeMode& mode) {
+  if (!gelu_in_epilogue(mode, x, weight, bias))
+    return gelu(linear(x, weight, bias, mode, Consumer::matmul), mode);
+  BG_CHECK(x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.shape()),
+           " does not match weight ", shape_str(weight.shape()));
+  if (bias.defined())
+    BG_CHECK(bias.ndim() == 1 && bias.size(0) == weight.size(0) && bias.device() == weight.device(),
+             "linear", "bias ", shape_str(bias.shape()), " does not match weight ",
+             shape_str(weight.shape()));
+  check_same_device(x, weight, "linear");
+  Shape out_shape = x.shape();
+  out_shape.back() = weight.size(0);
+  Tensor act;
+  const Tensor pre = matmul_rows(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1), mode,
+                                 Consumer::matmul, Rows::kept_apart, bias, Tensor(), &act);
+  return attach_gelu_backward(pre, act).reshape(out_shape);
+}
+
+void gradient_product_into(const Tensor& into, const Tensor& a, const Tensor& b,
+                           const ComputeMode& mode, bool k_over_rows) {
+  check_float(a, "gradient_product_into", "a");
+  check_float(b, "gradient_product_into", "b");
+  check_same_device(a, b, "gradient_product_into");
+  check_same_device(a, into, "gradient_product_into");
+  check_mode(mode, a.device());
+  BG_CHECK(a.ndim() == 2 && b.ndim() == 2 && a.size(1) == b.size(0) && into.ndim() == 2 &&
+               into.size(0) == a.size(0) && into.size(1) == b.size(1),
+           "gradient_product_into", "expects (M, N) += (M, K) @ (K, N), got ",
+           shape_str(into.shape()), " += ", shape_str(a.shape()), " @ ", shape_str(b.shape()));
+  ComputeMode run = mode;
+  const bool bf16 = a.is_cuda() && mode.precision == MatmulPrecision::bf16;
+  const DType operand = bf16 ? DType::bf16 : compute_dtype(a);
+  if (!bf16 && operand != DType::f32) run.precision = MatmulPrecision::fp32;
+  const DType out_dtype = bf16 ? DType::f32 : operand;
+  const Rows rows = k_over_rows ? Rows::summed_over : Rows::kept_apart;
+  // In cuBLASLt's epilogue (C = D = into, beta = 1): f32 accumulators plus into, rounded once,
+  // the bits of an f32 product added separately. Elsewhere the separate add (the CPU kernel adds
+  // its residual after writing the product, so it cannot alias them).
+  if (a.is_cuda() && bias_in_epilogue(run) && a.size(1) > 0 && into.dtype() == out_dtype &&
+      into.is_contiguous() && reinterpret_cast<uintptr_t>(into.data_ptr()) % 16 == 0) {
+    product(a, b, {}, operand, out_dtype, run, rows, Tensor(), into, into);
+    return;
+  }
+  add_(into, product(a, b, {}, operand, out_dtype, run, rows).to(into.dtype()));
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const ComputeMode& mode,

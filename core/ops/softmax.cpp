@@ -99,4 +99,31 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
   return out;
 }
 
+std::pair<Tensor, Tensor> cross_entropy_sum_and_gradient(const Tensor& logits,
+                                                         const Tensor& targets,
+                                                         int64_t ignore_index) {
+  check_float(logits, "cross_entropy", "logits");
+  check_same_device(logits, targets, "cross_entropy");
+  BG_CHECK(logits.ndim() == 2 && targets.numel() == logits.size(0), "cross_entropy",
+           "expects logits (N, V) and N targets, got ", shape_str(logits.shape()), " and ",
+           shape_str(targets.shape()));
+  BG_CHECK(targets.dtype() == DType::i64 || targets.dtype() == DType::i32, "cross_entropy",
+           "targets must be i32 or i64, got ", dtype_name(targets.dtype()));
+  NoGradGuard no_grad;
+  const int64_t rows = logits.size(0);
+  const Tensor lc = compute_input(logits.detach().contiguous());
+  const Tensor tc = targets.detach().contiguous().reshape({rows});
+  const DType sd = stats_dtype(lc.dtype());
+  Tensor losses = empty({rows}, sd, logits.device()), lse = empty({rows}, sd, logits.device()),
+         valid = empty({rows}, sd, logits.device());
+  const Device dev = logits.device();
+  BG_DISPATCH(dev, cross_entropy_forward, losses.kview(), lse.kview(), valid.kview(), lc.kview(),
+              tc.kview(), ignore_index, stream_for(dev));
+  Tensor dl = empty(lc.shape(), lc.dtype(), dev);
+  const Tensor unit = ones({}, sd, dev);
+  BG_DISPATCH(dev, cross_entropy_backward, dl.kview(), lc.kview(), lse.kview(), tc.kview(),
+              ignore_index, unit.kview(), stream_for(dev));
+  return {sum(losses), compute_output(dl, logits.dtype())};
+}
+
 }  // namespace bg

@@ -12,6 +12,8 @@ namespace {
 // The epilogue's contract (kernel_list.h): a bias of N values of out's dtype, batch 1; a
 // residual of out's shape, dtype and strides, K > 0.
 void check_epilogue(const MatmulEpilogue& ep, const KView& out, int64_t k, const char* op) {
+  if (ep.gelu_input.data)
+    kernel_fail(op, "the CPU has no GELU epilogue (core composes gelu after the product)");
   const KView& bias = ep.bias;
   if (bias.data && (bias.dtype != out.dtype || bias.ndim != 1 || bias.shape[0] != out.shape[2] ||
                     bias.strides[0] != 1 || out.shape[0] != 1))

@@ -1,8 +1,8 @@
 // cublaslt_problem.cuh: one cuBLASLt product described once, for matmul.cu (the standard
 // algorithm's biased products) and matmul_batch_invariant.cu (every pinned product): the
 // per-device handle and workspace, the problem in cuBLASLt's column-major terms
-// (blas_layout.cuh), and the descriptors built from it, the bias epilogue included; a residual
-// is cuBLASLt's C (beta = 1), laid out as the output D.
+// (blas_layout.cuh), and the descriptors built from it, the bias and GELU epilogues included; a
+// residual is cuBLASLt's C (beta = 1), laid out as the output D.
 #pragma once
 #include <cublasLt.h>
 
@@ -46,6 +46,7 @@ struct LtProblem {
   cublasComputeType_t compute;
   const void* bias = nullptr;      // of type_c (cuBLASLt takes no f32 bias for a bf16 output)
   const void* residual = nullptr;  // laid out as the output
+  void* gelu_input = nullptr;      // laid out as the output: out = gelu(this)
   float beta() const { return residual ? 1.f : 0.f; }
   const void* c(const KView& out) const { return residual ? residual : out.data; }
 };
@@ -88,6 +89,7 @@ inline bool lt_problem(const KView& out, const KView& a, const KView& b, const M
   p->compute = cublas_compute_type(a.dtype, precision);
   p->bias = ep.bias.data;
   p->residual = ep.residual.data;
+  p->gelu_input = ep.gelu_input.data;
   return true;
 }
 
@@ -100,6 +102,19 @@ inline void check_epilogue(const MatmulEpilogue& ep, const KView& out, int64_t k
       (bias.dtype != out.dtype || bias.ndim != 1 || bias.shape[0] != out.shape[2] ||
        bias.strides[0] != 1 || out.shape[0] != 1 || reinterpret_cast<uintptr_t>(bias.data) % 16))
     kernel_fail(op, "the bias must be N aligned values of the output's dtype, for one matrix");
+  const KView& gi = ep.gelu_input;
+  if (gi.data) {
+    bool fits = gi.dtype == out.dtype && gi.ndim == out.ndim && k > 0 && out.shape[0] == 1 &&
+                !ep.residual.data && out.shape[2] % 8 == 0 &&
+                reinterpret_cast<uintptr_t>(gi.data) % 16 == 0 &&
+                out.strides[2] == 1 && out.strides[1] == out.shape[2];
+    for (int d = 0; fits && d < out.ndim; ++d)
+      fits = gi.shape[d] == out.shape[d] && gi.strides[d] == out.strides[d];
+    if (!fits)
+      kernel_fail(op,
+                  "the GELU input must have the contiguous output's shape, dtype and strides, "
+                  "16-byte aligned, N a multiple of 8, one matrix, K > 0 and no residual");
+  }
   const KView& res = ep.residual;
   if (!res.data) return;
   bool same = res.dtype == out.dtype && res.ndim == out.ndim && k > 0 &&
@@ -133,10 +148,18 @@ struct LtDescriptors {
     set_desc(CUBLASLT_MATMUL_DESC_TRANSA, p.op_a);
     set_desc(CUBLASLT_MATMUL_DESC_TRANSB, p.op_b);
     if (sm_count > 0) set_desc(CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, sm_count);
-    if (p.bias) {
+    if (p.gelu_input)
+      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE,
+               uint32_t(p.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX));
+    else if (p.bias)
       set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_BIAS));
+    if (p.bias) {
       set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias);
       set_desc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, int32_t(p.type_c));
+    }
+    if (p.gelu_input) {  // the pre-activation in D's type, laid out as D (n x m, ld_c)
+      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, p.gelu_input);
+      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(p.ld_c));
     }
     a = layout(p.type_a, p.op_a == CUBLAS_OP_N ? p.n : p.k, p.op_a == CUBLAS_OP_N ? p.k : p.n,
                p.ld_a, p.batch, p.stride_a);

@@ -33,11 +33,28 @@ __global__ void embedding_backward_kernel(T* dweight, const T* dout, const I* so
   const I id = sorted_ids[j];
   if (j > 0 && sorted_ids[j - 1] == id) return;  // not the start of a run
   if (int64_t(id) < 0 || int64_t(id) >= vocab) return;
+  // The run's end by binary search (the ids are sorted), not by walking it.
+  int64_t lo = j + 1, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (sorted_ids[mid] <= id) lo = mid + 1; else hi = mid;
+  }
+  const int64_t end = lo;
+  // A frequent token's run is thousands of rows: kAhead rows are loaded before any is added, then
+  // added in run order (the same sum as one row at a time, with kAhead loads in flight).
+  constexpr int kAhead = 8;
   for (int64_t col = int64_t(blockIdx.y) * blockDim.x + threadIdx.x; col < c;
        col += int64_t(gridDim.y) * blockDim.x) {
     float acc = 0.f;
-    for (int64_t k = j; k < n && sorted_ids[k] == id; ++k)
-      acc += to_float(dout[int64_t(sorted_pos[k]) * c + col]);
+    for (int64_t k0 = j; k0 < end; k0 += kAhead) {
+      float v[kAhead];
+#pragma unroll
+      for (int a = 0; a < kAhead; ++a)
+        v[a] = k0 + a < end ? to_float(dout[int64_t(sorted_pos[k0 + a]) * c + col]) : 0.f;
+#pragma unroll
+      for (int a = 0; a < kAhead; ++a)
+        if (k0 + a < end) acc += v[a];
+    }
     dweight[int64_t(id) * c + col] = from_float<T>(acc);
   }
 }

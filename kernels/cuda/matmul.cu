@@ -28,7 +28,7 @@ cublasHandle_t handle_for_current_device() {
 cublasLtMatmulAlgo_t epilogue_algo(cublasLtHandle_t handle, const LtProblem& p,
                                    const LtDescriptors& d) {
   using Key = std::tuple<cublasLtHandle_t, int, int, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, int, int, int, int, bool, bool>;
+                         int64_t, int, int, int, int, bool, bool, bool>;
   static std::mutex mu;
   static std::map<Key, cublasLtMatmulAlgo_t> chosen;
   const Key key{handle,
@@ -45,7 +45,8 @@ cublasLtMatmulAlgo_t epilogue_algo(cublasLtHandle_t handle, const LtProblem& p,
                 int(p.type_c),
                 int(p.compute),
                 p.bias != nullptr,
-                p.residual != nullptr};
+                p.residual != nullptr,
+                p.gelu_input != nullptr};
   std::lock_guard<std::mutex> lock(mu);
   auto it = chosen.find(key);
   if (it != chosen.end()) return it->second;
@@ -92,7 +93,7 @@ void matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilog
   check_epilogue(epilogue, out, k, "matmul");
   const KView& bias = epilogue.bias;
   if (k == 0) return bias.data ? copy(out, bias_rows(bias, out), stream) : fill(out, 0.0, stream);
-  if (bias.data || epilogue.residual.data)
+  if (bias.data || epilogue.residual.data || epilogue.gelu_input.data)
     return epilogue_matmul(out, a, b, epilogue, precision, stream);
   cublasOperation_t op_b, op_a, op_c;
   int64_t ld_b, ld_a, ld_c;
