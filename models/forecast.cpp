@@ -39,7 +39,7 @@ void civil_from_days(int64_t z, int64_t* y, int64_t* m, int64_t* d) {
 }
 
 std::string date_text(int64_t y, int64_t m, int64_t d) {
-  char buf[32];
+  char buf[64];  // three 64-bit integers' widest text: no truncation for any date
   std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lld", (long long)y, (long long)m, (long long)d);
   return buf;
 }
