@@ -1,13 +1,63 @@
 // bide_reference.h: the BIDE references the tests compare with: every logit materialised in
-// float64 by plain loops, and the model composed from ordinary ops (autograd gradients).
+// float64 by plain loops, and the model composed from ordinary ops (autograd gradients); and
+// the inputs two backends can agree on, W clear of relu's kinks.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <vector>
 
 #include "core/bide.h"
+#include "core/ops.h"
 
 namespace bg::test {
+
+// The smallest |W[u] . b_k| over every pattern b_k in {-1, +1}^bits of one hidden unit's row
+// (float64; the patterns in Gray-code order, each flipping one bit: dot += or -= 2 w_j).
+inline double closest_to_kink(const double* w, int bits) {
+  double dot = 0;
+  for (int j = 0; j < bits; ++j) dot -= w[j];  // pattern 0: every b_j = -1
+  double closest = std::fabs(dot);
+  uint64_t pattern = 0;
+  for (uint64_t step = 1; step < (uint64_t(1) << bits); ++step) {
+    const int j = __builtin_ctzll(step);
+    pattern ^= uint64_t(1) << j;
+    dot += (pattern >> j & 1 ? 2.0 : -2.0) * w[j];
+    closest = std::min(closest, std::fabs(dot));
+  }
+  return closest;
+}
+
+// W (n, h, bits) f32, N(0, std), each hidden unit redrawn until every pattern's pre-activation
+// W[i, u] . b_k is clear of relu's kink by more than 1e-5 of sum_j |W[i, u, j]|. A float32 dot
+// product of that row errs by under bits 2^-24 of the sum in any order, so the CPU and a CUDA
+// kernel put every pattern on the same side of the kink: W's gradient is then a smooth function
+// both backends must agree on. (Elsewhere a pre-activation one backend rounds to +1e-9 and the
+// other to -1e-9 switches a pattern's share of the gradient on or off.) SICK in fp16 rounds W
+// itself; its comparisons keep their wider tolerance. Above kMaxKinkFreeBits the draw is plain:
+// nearly every unit then has some pattern within the bound (2^bits of them), while a pattern's
+// share of the gradient is around 2^-bits, below what the comparisons resolve.
+inline constexpr int kMaxKinkFreeBits = 16;
+inline Tensor randn_clear_of_kinks(int64_t n, int64_t h, int bits, double std, Generator& gen) {
+  if (bits > kMaxKinkFreeBits) return randn({n, h, int64_t(bits)}, gen, 0, std, DType::f32);
+  std::vector<float> w;
+  w.reserve(size_t(n * h * bits));
+  std::vector<double> row(static_cast<size_t>(bits));
+  for (int64_t u = 0; u < n * h; ++u) {
+    std::vector<float> draw;
+    double l1 = 0;
+    do {
+      draw = randn({bits}, gen, 0, std, DType::f32).to_vector<float>();
+      l1 = 0;
+      for (int j = 0; j < bits; ++j) {
+        row[size_t(j)] = draw[size_t(j)];
+        l1 += std::fabs(row[size_t(j)]);
+      }
+    } while (closest_to_kink(row.data(), bits) <= 1e-5 * l1);
+    w.insert(w.end(), draw.begin(), draw.end());
+  }
+  return from_vector(w, {n, h, int64_t(bits)});
+}
 
 struct Explicit {
   std::vector<std::vector<double>> logits;  // [n][k]

@@ -229,7 +229,7 @@ void check_sick_on_gpu(const std::vector<SickShape>& shapes,
         INFO("n ", sh.n, " h ", sh.h, " bits ", sh.bits, " ", variant, " ", dtype);
         BideOptions opt = options(sh.bits, variant);
         REQUIRE(parse_enum(dtype, &opt.precision));
-        const Tensor w = randn({sh.n, sh.h, sh.bits}, gen, 0, std::sqrt(2.0 / sh.bits));
+        const Tensor w = randn_clear_of_kinks(sh.n, sh.h, sh.bits, std::sqrt(2.0 / sh.bits), gen);
         const Tensor r = randn({sh.n, sh.h}, gen, 0, 1.0 / std::sqrt(double(sh.h)));
         const Tensor y = random_patterns(sh.n, sh.bits, gen);
         Tensor wc = w.clone().requires_grad_(), rc = r.clone().requires_grad_();
