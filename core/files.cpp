@@ -312,4 +312,26 @@ void check_output_not_input(const std::string& output, const std::vector<std::st
   }
 }
 
+bool host_is_little_endian() {
+  const uint16_t one = 1;
+  unsigned char first = 0;
+  std::memcpy(&first, &one, 1);
+  return first == 1;
+}
+
+std::ifstream open_binary_input(const std::string& path, const char* op, const char* what,
+                                uint64_t* size) {
+  BG_CHECK(host_is_little_endian(), op, "this host is big-endian; ", what,
+           "s are little-endian");
+  check_input_file(path, op, what);
+  std::ifstream f(path, std::ios::binary);
+  BG_CHECK(f.good(), op, path, ": cannot open");
+  f.seekg(0, std::ios::end);
+  const std::streamoff end = f.tellg();
+  BG_CHECK(end >= 0, op, path, ": cannot tell its size (a pipe?)");
+  f.seekg(0);
+  *size = uint64_t(end);
+  return f;
+}
+
 }  // namespace bg

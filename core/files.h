@@ -12,6 +12,7 @@
 // check_output_file refuse to write over one (same path, symlink, "..", or hard link).
 #pragma once
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,16 @@ std::string read_file_limited(const std::string& path, const char* op, const cha
 // Creates `dir` (and its parents) and proves it writable by creating and removing a probe file
 // of a unique name (created exclusively: a user's file is never touched).
 void check_output_dir(const std::string& dir, const char* op);
+
+// A little-endian binary file from another tool (safetensors, llm.c's checkpoints), opened for
+// reading at its start: checked by check_input_file, refused on a big-endian host, and sized
+// (a pipe, which cannot be, is refused). *size receives its length in bytes.
+std::ifstream open_binary_input(const std::string& path, const char* op, const char* what,
+                                uint64_t* size);
+
+// Whether this host stores integers little-endian (what the binary formats bitgrad reads from
+// other tools assume: safetensors, llm.c's checkpoints).
+bool host_is_little_endian();
 
 // Writes `bytes` to `path` atomically (see above); parent folders are created first. A failed
 // write names the path and the OS's reason ("No space left on device") and leaves `path` as it
