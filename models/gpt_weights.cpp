@@ -1,0 +1,249 @@
+#include "gpt_weights.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "core/ops.h"
+
+namespace bg {
+namespace {
+
+constexpr const char* kOp = "gpt2 weights";
+
+// GPT-2's parameters in bitgrad's order: named_parameters' names and shapes for `cfg`.
+std::vector<std::pair<std::string, Shape>> gpt2_parameter_shapes(const GPTConfig& cfg) {
+  BG_CHECK(cfg.bias && cfg.input == InputKind::embedding && cfg.predict_tokens == 1 &&
+               cfg.head == HeadKind::softmax,
+           kOp, "GPT-2's weights fit a GPT with biases, a token embedding, one token a position "
+                "and the tied softmax head");
+  const int64_t c = cfg.n_embd;
+  std::vector<std::pair<std::string, Shape>> s = {{"transformer.wte.weight", {cfg.vocab_size, c}},
+                                                  {"transformer.wpe.weight", {cfg.block_size, c}}};
+  for (int64_t l = 0; l < cfg.n_layer; ++l) {
+    const std::string h = "transformer.h." + std::to_string(l) + ".";
+    const std::pair<std::string, Shape> layer[] = {
+        {"ln_1.weight", {c}},          {"ln_1.bias", {c}},           {"attn.c_attn.weight", {3 * c, c}},
+        {"attn.c_attn.bias", {3 * c}}, {"attn.c_proj.weight", {c, c}}, {"attn.c_proj.bias", {c}},
+        {"ln_2.weight", {c}},          {"ln_2.bias", {c}},           {"mlp.c_fc.weight", {4 * c, c}},
+        {"mlp.c_fc.bias", {4 * c}},    {"mlp.c_proj.weight", {c, 4 * c}}, {"mlp.c_proj.bias", {c}}};
+    for (const auto& [name, shape] : layer) s.push_back({h + name, shape});
+  }
+  s.push_back({"transformer.ln_f.weight", {c}});
+  s.push_back({"transformer.ln_f.bias", {c}});
+  return s;
+}
+
+// Conv1D's weights: stored (in, out) by transformers.
+bool is_conv1d(const std::string& name) {
+  for (const char* tail : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight",
+                           "mlp.c_proj.weight"})
+    if (name.size() > std::string(tail).size() &&
+        name.compare(name.size() - std::string(tail).size(), std::string::npos, tail) == 0)
+      return true;
+  return false;
+}
+
+// The vocabulary's rows: `w` (rows, C) padded with zero rows to `rows`, or cut to them.
+Tensor vocabulary_rows(const Tensor& w, int64_t rows) {
+  if (w.size(0) >= rows) return w.slice(0, 0, rows).contiguous();
+  return concat({w, zeros({rows - w.size(0), w.size(1)}, w.dtype(), w.device())}, 0);
+}
+
+int64_t json_int(const JsonValue& root, const char* key, const std::string& where) {
+  const JsonValue* v = root.find(key);
+  BG_CHECK(v, kOp, where, ": no \"", key, "\"");
+  const uint64_t n = v->as_uint64(kOp, where + ": " + key);
+  BG_CHECK(n >= 1 && n <= (uint64_t(1) << 24), kOp, where, ": ", key, " ", n, " out of range");
+  return int64_t(n);
+}
+
+// Per-layer name -> llm.c's stacked tensor, in bitgrad's layer order, which is also llm.c's
+// order of its stacked tensors (llmc_parameter_shapes).
+const std::pair<const char*, const char*> kLlmcLayer[] = {
+    {"ln_1.weight", "ln1w"},         {"ln_1.bias", "ln1b"},          {"attn.c_attn.weight", "qkvw"},
+    {"attn.c_attn.bias", "qkvb"},    {"attn.c_proj.weight", "attprojw"},
+    {"attn.c_proj.bias", "attprojb"}, {"ln_2.weight", "ln2w"},        {"ln_2.bias", "ln2b"},
+    {"mlp.c_fc.weight", "fcw"},      {"mlp.c_fc.bias", "fcb"},       {"mlp.c_proj.weight", "fcprojw"},
+    {"mlp.c_proj.bias", "fcprojb"}};
+
+}  // namespace
+
+GPTConfig gpt_config_from_hf(const std::string& config_json, const std::string& where,
+                             int64_t padded_vocab) {
+  const JsonValue root = parse_json(config_json, kOp, where);
+  BG_CHECK(root.kind == JsonValue::Kind::object, kOp, where, ": not a JSON object");
+  GPTConfig cfg;
+  cfg.n_layer = json_int(root, "n_layer", where);
+  cfg.n_head = json_int(root, "n_head", where);
+  cfg.n_embd = json_int(root, "n_embd", where);
+  cfg.block_size = json_int(root, "n_positions", where);
+  cfg.vocab_size = std::max(json_int(root, "vocab_size", where), padded_vocab);
+  BG_CHECK(cfg.n_embd % cfg.n_head == 0, kOp, where, ": n_embd ", cfg.n_embd,
+           " is not a multiple of n_head ", cfg.n_head);
+  cfg.bias = true;
+  cfg.dropout = 0.0;
+  if (const JsonValue* act = root.find("activation_function")) {
+    BG_CHECK(act->kind == JsonValue::Kind::string, kOp, where, ": activation_function is not a string");
+    if (act->text == "gelu_new" || act->text == "gelu_pytorch_tanh" || act->text == "gelu_fast")
+      cfg.gelu = GeluForm::tanh;
+    else if (act->text == "gelu")
+      cfg.gelu = GeluForm::erf;
+    else
+      fail(kOp, where, ": activation_function ", act->text, " (bitgrad's GPT has gelu_new, the "
+           "tanh form, and gelu, the erf form)");
+  }
+  if (const JsonValue* eps = root.find("layer_norm_epsilon")) {
+    BG_CHECK(eps->kind == JsonValue::Kind::number &&
+                 std::fabs(std::strtod(eps->text.c_str(), nullptr) - 1e-5) < 1e-12,
+             kOp, where, ": layer_norm_epsilon must be 1e-5 (bitgrad's layernorm), got ",
+             eps->kind == JsonValue::Kind::number ? eps->text : "not a number");
+  }
+  if (const JsonValue* tie = root.find("tie_word_embeddings"))
+    BG_CHECK(tie->kind != JsonValue::Kind::boolean || tie->boolean, kOp, where,
+             ": tie_word_embeddings false: bitgrad's GPT-2 head is tied to the token embedding");
+  return cfg;
+}
+
+std::string hf_config_json(const GPTConfig& cfg, int64_t vocab) {
+  (void)gpt2_parameter_shapes(cfg);  // the same checks as the weights
+  BG_CHECK(vocab >= 1 && vocab <= cfg.vocab_size, kOp, "a vocabulary of ", vocab, " for a model of ",
+           cfg.vocab_size);
+  return str_cat("{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n",
+                 "  \"n_layer\": ", cfg.n_layer, ",\n  \"n_head\": ", cfg.n_head,
+                 ",\n  \"n_embd\": ", cfg.n_embd, ",\n  \"n_positions\": ", cfg.block_size,
+                 ",\n  \"n_ctx\": ", cfg.block_size, ",\n  \"vocab_size\": ", vocab,
+                 ",\n  \"activation_function\": \"",
+                 cfg.gelu == GeluForm::tanh ? "gelu_new" : "gelu",
+                 "\",\n  \"layer_norm_epsilon\": 1e-05,\n  \"tie_word_embeddings\": true,\n",
+                 "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0\n}\n");
+}
+
+NamedTensors gpt_params_from_hf(const std::map<std::string, Tensor>& hf, const GPTConfig& cfg) {
+  const auto shapes = gpt2_parameter_shapes(cfg);
+  auto lookup = [&](const std::string& key) -> const Tensor* {
+    for (const std::string& k : {key, "transformer." + key}) {
+      auto it = hf.find(k);
+      if (it != hf.end()) return &it->second;
+    }
+    return nullptr;
+  };
+  NamedTensors out;
+  for (const auto& [name, shape] : shapes) {
+    const std::string key = name.substr(std::string("transformer.").size());
+    const Tensor* t = lookup(key);
+    BG_CHECK(t, kOp, "no tensor \"", key, "\" (a GPT-2 of ", cfg.n_layer, " layers has one)");
+    Tensor w = t->detach().to(Device::cpu(), DType::f32);
+    if (is_conv1d(name)) {
+      BG_CHECK(w.ndim() == 2, kOp, "\"", key, "\" is ", shape_str(w.shape()), ", not 2-D");
+      w = w.transpose(0, 1).contiguous();
+    }
+    if (name == "transformer.wte.weight") {
+      BG_CHECK(w.ndim() == 2 && w.size(1) == cfg.n_embd && w.size(0) <= cfg.vocab_size, kOp, "\"",
+               key, "\" is ", shape_str(t->shape()), ", expected at most ", cfg.vocab_size, " x ",
+               cfg.n_embd);
+      w = vocabulary_rows(w, cfg.vocab_size);
+    }
+    BG_CHECK(w.shape() == shape, kOp, "\"", key, "\" is ", shape_str(t->shape()), ", expected ",
+             shape_str(is_conv1d(name) ? Shape{shape[1], shape[0]} : shape),
+             is_conv1d(name) ? " (Conv1D: in, out)" : "");
+    out.emplace_back(name, w.contiguous());
+  }
+  for (const auto& [key, t] : hf) {
+    const std::string bare = key.rfind("transformer.", 0) == 0 ? key.substr(12) : key;
+    const bool mask = bare.size() > 10 && bare.rfind("h.", 0) == 0 &&
+                      (bare.compare(bare.size() - 10, 10, ".attn.bias") == 0 ||
+                       (bare.size() > 17 && bare.compare(bare.size() - 17, 17, ".attn.masked_bias") == 0));
+    if (mask) continue;  // the causal mask's buffers, not weights
+    if (bare == "lm_head.weight") {
+      const Tensor wte = out[0].second.slice(0, 0, std::min(t.size(0), cfg.vocab_size));
+      BG_CHECK(t.ndim() == 2 && t.size(1) == cfg.n_embd &&
+                   max(abs(t.detach().to(Device::cpu(), DType::f32) - wte)).item() == 0.0,
+               kOp, "lm_head.weight differs from wte: an untied head, which bitgrad's GPT-2 "
+                    "does not hold");
+      continue;
+    }
+    bool known = false;
+    for (const auto& [name, shape] : shapes) known = known || name == "transformer." + bare;
+    BG_CHECK(known, kOp, "an unexpected tensor \"", key, "\" (not GPT-2's)");
+  }
+  return out;
+}
+
+NamedTensors hf_from_gpt_params(const NamedTensors& params, const GPTConfig& cfg, int64_t vocab) {
+  const auto shapes = gpt2_parameter_shapes(cfg);
+  BG_CHECK(params.size() == shapes.size(), kOp, "a GPT-2 of ", cfg.n_layer, " layers has ",
+           shapes.size(), " parameters, got ", params.size());
+  BG_CHECK(vocab >= 1 && vocab <= cfg.vocab_size, kOp, "a vocabulary of ", vocab,
+           " for a model of ", cfg.vocab_size);
+  NamedTensors out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& [name, t] = params[i];
+    BG_CHECK(name == shapes[i].first && t.shape() == shapes[i].second, kOp, "parameter \"", name,
+             "\" ", shape_str(t.shape()), " where GPT-2 has \"", shapes[i].first, "\" ",
+             shape_str(shapes[i].second));
+    Tensor w = t.detach().to(Device::cpu(), DType::f32);
+    if (is_conv1d(name)) w = w.transpose(0, 1);
+    if (name == "transformer.wte.weight") w = vocabulary_rows(w, vocab);
+    out.emplace_back(name, w.contiguous());
+  }
+  return out;
+}
+
+NamedTensors gpt_params_from_llmc(const LlmcCheckpoint& ck, const GPTConfig& cfg) {
+  const auto shapes = gpt2_parameter_shapes(cfg);
+  const LlmcHeader& h = ck.header;
+  BG_CHECK(h.num_layers == cfg.n_layer && h.num_heads == cfg.n_head && h.channels == cfg.n_embd &&
+               h.max_seq_len == cfg.block_size && h.padded_vocab_size == cfg.vocab_size,
+           kOp, "an llm.c model of ", h.num_layers, " layers, ", h.num_heads, " heads, ", h.channels,
+           " channels, block ", h.max_seq_len, ", vocabulary ", h.padded_vocab_size,
+           " for a GPT of ", cfg.n_layer, ", ", cfg.n_head, ", ", cfg.n_embd, ", ", cfg.block_size,
+           ", ", cfg.vocab_size);
+  std::map<std::string, Tensor> by_name;
+  for (const auto& [name, t] : ck.tensors) by_name[name] = t.to(DType::f32);
+  NamedTensors out = {{"transformer.wte.weight", by_name.at("wte")},
+                      {"transformer.wpe.weight", by_name.at("wpe")}};
+  for (int64_t l = 0; l < cfg.n_layer; ++l)
+    for (const auto& [ours, theirs] : kLlmcLayer)
+      out.emplace_back("transformer.h." + std::to_string(l) + "." + ours,
+                       by_name.at(theirs).slice(0, l, l + 1).squeeze(0).contiguous());
+  out.emplace_back("transformer.ln_f.weight", by_name.at("lnfw"));
+  out.emplace_back("transformer.ln_f.bias", by_name.at("lnfb"));
+  for (size_t i = 0; i < out.size(); ++i)
+    BG_CHECK(out[i].first == shapes[i].first && out[i].second.shape() == shapes[i].second, kOp,
+             "llm.c's ", out[i].first, " is ", shape_str(out[i].second.shape()));
+  return out;
+}
+
+LlmcCheckpoint llmc_from_gpt_params(const NamedTensors& params, const GPTConfig& cfg,
+                                    int64_t vocab, DType dtype) {
+  const auto shapes = gpt2_parameter_shapes(cfg);
+  BG_CHECK(params.size() == shapes.size(), kOp, "a GPT-2 of ", cfg.n_layer, " layers has ",
+           shapes.size(), " parameters, got ", params.size());
+  std::map<std::string, Tensor> ours;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    BG_CHECK(params[i].first == shapes[i].first && params[i].second.shape() == shapes[i].second,
+             kOp, "parameter \"", params[i].first, "\" where GPT-2 has \"", shapes[i].first, "\"");
+    ours[params[i].first] = params[i].second.detach().to(Device::cpu(), DType::f32);
+  }
+  LlmcCheckpoint ck;
+  ck.header = {cfg.block_size, vocab, cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.vocab_size, dtype};
+  ck.tensors = {{"wte", ours.at("transformer.wte.weight")},
+                {"wpe", ours.at("transformer.wpe.weight")}};
+  for (const auto& [mine, theirs] : kLlmcLayer) {
+    std::vector<Tensor> layers;
+    for (int64_t l = 0; l < cfg.n_layer; ++l) {
+      const Tensor& t = ours.at("transformer.h." + std::to_string(l) + "." + mine);
+      Shape one = t.shape();
+      one.insert(one.begin(), 1);
+      layers.push_back(t.reshape(one));
+    }
+    ck.tensors.emplace_back(theirs, concat(layers, 0));
+  }
+  ck.tensors.emplace_back("lnfw", ours.at("transformer.ln_f.weight"));
+  ck.tensors.emplace_back("lnfb", ours.at("transformer.ln_f.bias"));
+  return ck;  // kLlmcLayer lists the stacked tensors in llm.c's own order
+}
+
+}  // namespace bg

@@ -1,0 +1,52 @@
+// gpt_weights.h: GPT-2's weights between bitgrad's parameter names (nanoGPT's:
+// transformer.h.N.attn.c_attn.weight, (out, in)) and the layouts other tools keep them in. One
+// place for each mapping; the import and export commands and their tests go through these.
+//
+// Hugging Face transformers (GPT2Model / GPT2LMHeadModel state dicts, model.safetensors): the
+// same names with or without the "transformer." prefix; the four projections are Conv1D, their
+// weights stored (in, out), so transposed each way; the attention-mask buffers (h.N.attn.bias,
+// h.N.attn.masked_bias) are not weights and are skipped; lm_head.weight, where a file keeps it,
+// must equal wte (the head is tied); the vocabulary is the tokenizer's (50,257), padded with zero
+// rows to the model's on the way in and cut back on the way out.
+//
+// llm.c (data/llmc_format.h): each per-layer tensor stacked over the layers, qkv in one matrix
+// as c_attn is, (out, in) as bitgrad; wte padded to padded_vocab_size.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/llmc_format.h"
+#include "models/gpt.h"
+
+namespace bg {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// The model a Hugging Face GPT-2 config.json describes (n_layer, n_head, n_embd, n_positions,
+// vocab_size; activation_function gelu_new / gelu_pytorch_tanh -> tanh, gelu -> erf;
+// layer_norm_epsilon 1e-5, the only one bitgrad's layernorm takes), with biases, no dropout; its
+// vocab_size padded up to `padded_vocab` when that is larger. Each field checked in one line.
+GPTConfig gpt_config_from_hf(const std::string& config_json, const std::string& where,
+                             int64_t padded_vocab = 0);
+// The config.json transformers' GPT2LMHeadModel reads for `cfg` with a vocabulary of `vocab`.
+std::string hf_config_json(const GPTConfig& cfg, int64_t vocab);
+
+// bitgrad's parameters (GPT::named_parameters' names and shapes) for `cfg` from a Hugging Face
+// state dict; missing, extra and misshapen tensors refused in one line.
+NamedTensors gpt_params_from_hf(const std::map<std::string, Tensor>& hf, const GPTConfig& cfg);
+// The state dict transformers' GPT2LMHeadModel loads ("transformer." names, Conv1D layout, the
+// vocabulary cut to `vocab` rows, lm_head.weight left out: tied) from bitgrad's parameters.
+NamedTensors hf_from_gpt_params(const NamedTensors& params, const GPTConfig& cfg, int64_t vocab);
+
+// bitgrad's parameters for `cfg` from an llm.c checkpoint (its sizes must be cfg's; its padded
+// vocabulary cfg.vocab_size).
+NamedTensors gpt_params_from_llmc(const LlmcCheckpoint& ck, const GPTConfig& cfg);
+// An llm.c checkpoint of bitgrad's parameters: vocab_size is the tokenizer's, the padded
+// vocabulary cfg's; `dtype` f32 or bf16.
+LlmcCheckpoint llmc_from_gpt_params(const NamedTensors& params, const GPTConfig& cfg,
+                                    int64_t vocab, DType dtype);
+
+}  // namespace bg

@@ -1,0 +1,188 @@
+// test_gpt_weights.cpp: GPT-2's weights between bitgrad's names and other tools' layouts
+// (models/gpt_weights.h): Hugging Face's state dict (Conv1D transposed, the prefix optional,
+// mask buffers skipped, a tied lm_head checked, the vocabulary padded and cut) and llm.c's
+// stacked tensors, both ways bit for bit; a model loaded from the exported weights computes the
+// original's logits bit for bit; config.json read and written; bad dicts refused in one line.
+#include <filesystem>
+
+#include "data/llmc_format.h"
+#include "data/safetensors.h"
+#include "harness.h"
+#include "models/gpt_weights.h"
+
+namespace bg::test {
+namespace {
+
+GPTConfig tiny_gpt2() {
+  GPTConfig c;
+  c.vocab_size = 16;  // padded; the tokenizer's vocabulary is 11
+  c.block_size = 8;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  c.bias = true;
+  c.fused_attention = false;
+  return c;
+}
+constexpr int64_t kVocab = 11;
+
+NamedTensors params_of(const GPT& m) {
+  NamedTensors out;
+  for (const auto& [name, t] : m.named_parameters()) out.emplace_back(name, t.detach().clone());
+  return out;
+}
+
+void load_into(GPT& m, const NamedTensors& params) {
+  const auto named = m.named_parameters();
+  REQUIRE(named.size() == params.size());
+  for (size_t i = 0; i < named.size(); ++i) {
+    REQUIRE(named[i].first == params[i].first);
+    named[i].second.detach().copy_(params[i].second);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cpu: GPT-2 weights go to Hugging Face's layout and back, and the logits follow") {
+  Generator init(7), gen(8);
+  const GPTConfig cfg = tiny_gpt2();
+  GPT a(cfg, init);
+  const NamedTensors ours = params_of(a);
+  const NamedTensors hf = hf_from_gpt_params(ours, cfg, kVocab);
+  // transformers' names and layout: Conv1D (in, out), the vocabulary cut to the tokenizer's.
+  std::map<std::string, Tensor> dict;
+  for (const auto& [name, t] : hf) dict[name] = t;
+  CHECK(dict.at("transformer.wte.weight").shape() == Shape{kVocab, 16});
+  CHECK(dict.at("transformer.h.1.attn.c_attn.weight").shape() == Shape{16, 48});
+  CHECK(dict.at("transformer.h.0.mlp.c_proj.weight").shape() == Shape{64, 16});
+  CHECK(dict.at("transformer.h.0.mlp.c_fc.bias").shape() == Shape{64});
+  // Back, with the prefix dropped as GPT2Model saves it, mask buffers and a tied lm_head.
+  std::map<std::string, Tensor> bare;
+  for (const auto& [name, t] : dict) bare[name.substr(12)] = t;
+  bare["h.0.attn.bias"] = ones({1, 1, 8, 8});
+  bare["h.1.attn.masked_bias"] = full({}, -1e4);
+  bare["lm_head.weight"] = dict.at("transformer.wte.weight");
+  for (const auto* d : {&dict, &bare}) {
+    const NamedTensors back = gpt_params_from_hf(*d, cfg);
+    REQUIRE(back.size() == ours.size());
+    for (size_t i = 0; i < ours.size(); ++i) {
+      CAPTURE(ours[i].first);
+      CHECK(back[i].first == ours[i].first);
+      const bool wte = ours[i].first == "transformer.wte.weight";
+      const Tensor want = wte ? ours[i].second.slice(0, 0, kVocab) : ours[i].second;
+      const Tensor got = wte ? back[i].second.slice(0, 0, kVocab) : back[i].second;
+      CHECK(bit_mismatches(got, want) == 0);
+      if (wte) CHECK(max(abs(back[i].second.slice(0, kVocab, 16))).item() == 0.0);  // padding
+    }
+    // A model holding the imported weights: the same logits over the tokenizer's ids.
+    Generator other(99);
+    GPT b(cfg, other);
+    load_into(b, back);
+    a.train(false);
+    b.train(false);
+    const Tensor idx = from_vector<int64_t>({1, 4, 2, 8, 0, 3, 10, 7}, {1, 8});
+    CHECK(bit_mismatches(a.forward(idx, gen).slice(2, 0, kVocab),
+                         b.forward(idx, gen).slice(2, 0, kVocab)) == 0);
+  }
+  // Through a safetensors file, as transformers would hand it over.
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "bitgrad_gpt2_weights.safetensors").string();
+  write_safetensors(path, hf, {{"format", "pt"}});
+  const SafetensorsReader r(path);
+  std::map<std::string, Tensor> from_file;
+  for (const SafetensorsEntry& e : r.entries()) from_file[e.name] = r.read(e.name);
+  const NamedTensors back = gpt_params_from_hf(from_file, cfg);
+  CHECK(bit_mismatches(back[3].second, ours[3].second) == 0);
+}
+
+TEST_CASE("cpu: bad Hugging Face GPT-2 state dicts are refused in one line") {
+  Generator init(9);
+  const GPTConfig cfg = tiny_gpt2();
+  const NamedTensors hf = hf_from_gpt_params(params_of(GPT(cfg, init)), cfg, kVocab);
+  std::map<std::string, Tensor> good;
+  for (const auto& [name, t] : hf) good[name] = t;
+  auto refused = [&](std::map<std::string, Tensor> d, const std::string& why) {
+    CAPTURE(why);
+    CHECK_THROWS_WITH((void)gpt_params_from_hf(d, cfg), doctest::Contains(why.c_str()));
+  };
+  auto missing = good;
+  missing.erase("transformer.h.1.ln_2.bias");
+  refused(missing, "no tensor \"h.1.ln_2.bias\"");
+  auto extra = good;
+  extra["transformer.h.2.ln_1.weight"] = ones({16});
+  refused(extra, "an unexpected tensor \"transformer.h.2.ln_1.weight\"");
+  auto turned = good;
+  turned["transformer.h.0.attn.c_attn.weight"] = zeros({48, 16});  // (out, in): not Conv1D's
+  refused(turned, "(Conv1D: in, out)");
+  auto untied = good;
+  untied["lm_head.weight"] = good.at("transformer.wte.weight") + 1.0;
+  refused(untied, "lm_head.weight differs from wte");
+  auto big_vocab = good;
+  big_vocab["transformer.wte.weight"] = zeros({17, 16});
+  refused(big_vocab, "expected at most 16 x 16");
+  GPTConfig no_bias = cfg;
+  no_bias.bias = false;
+  CHECK_THROWS_WITH((void)gpt_params_from_hf(good, no_bias), doctest::Contains("with biases"));
+}
+
+TEST_CASE("cpu: GPT-2 weights go to llm.c's stacked layout and back through a file") {
+  Generator init(10);
+  const GPTConfig cfg = tiny_gpt2();
+  const NamedTensors ours = params_of(GPT(cfg, init));
+  const std::string path = (std::filesystem::temp_directory_path() / "bitgrad_gpt2.bin").string();
+  for (const DType dt : {DType::f32, DType::bf16}) {
+    CAPTURE(dtype_name(dt));
+    write_llmc(path, llmc_from_gpt_params(ours, cfg, kVocab, dt));
+    const LlmcCheckpoint ck = read_llmc(path);
+    CHECK(ck.header.vocab_size == kVocab);
+    CHECK(ck.header.padded_vocab_size == 16);
+    const NamedTensors back = gpt_params_from_llmc(ck, cfg);
+    REQUIRE(back.size() == ours.size());
+    for (size_t i = 0; i < ours.size(); ++i) {
+      CAPTURE(ours[i].first);
+      CHECK(back[i].first == ours[i].first);
+      CHECK(bit_mismatches(back[i].second, ours[i].second.to(dt).to(DType::f32)) == 0);
+    }
+  }
+  GPTConfig wider = cfg;
+  wider.n_embd = 32;
+  CHECK_THROWS_WITH((void)gpt_params_from_llmc(read_llmc(path), wider),
+                    doctest::Contains("for a GPT of 2, 2, 32"));
+}
+
+TEST_CASE("cpu: a Hugging Face GPT-2 config.json is read, checked and written") {
+  const std::string json = R"({"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
+    "attn_pdrop": 0.1, "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256,
+    "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024,
+    "n_embd": 768, "n_head": 12, "n_inner": null, "n_layer": 12, "n_positions": 1024,
+    "vocab_size": 50257})";
+  const GPTConfig cfg = gpt_config_from_hf(json, "config.json", 50304);
+  CHECK(cfg.n_layer == 12);
+  CHECK(cfg.n_head == 12);
+  CHECK(cfg.n_embd == 768);
+  CHECK(cfg.block_size == 1024);
+  CHECK(cfg.vocab_size == 50304);
+  CHECK(cfg.gelu == GeluForm::tanh);
+  CHECK(cfg.bias);
+  const GPTConfig again = gpt_config_from_hf(hf_config_json(cfg, 50257), "written");
+  CHECK(again.vocab_size == 50257);
+  CHECK(again.n_layer == 12);
+  CHECK(again.gelu == GeluForm::tanh);
+  auto swap = [&](const std::string& from, const std::string& to) {
+    std::string s = json;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  CHECK_THROWS_WITH(gpt_config_from_hf(swap("gelu_new", "relu"), "c.json"),
+                    doctest::Contains("activation_function relu"));
+  CHECK_THROWS_WITH(gpt_config_from_hf(swap("1e-05", "1e-06"), "c.json"),
+                    doctest::Contains("layer_norm_epsilon must be 1e-5"));
+  CHECK_THROWS_WITH(gpt_config_from_hf(swap("\"n_head\": 12", "\"n_head\": 7"), "c.json"),
+                    doctest::Contains("not a multiple of n_head 7"));
+  CHECK_THROWS_WITH(gpt_config_from_hf(swap("\"n_layer\": 12", "\"n_layer\": -1"), "c.json"),
+                    doctest::Contains("n_layer must be a non-negative integer"));
+  CHECK_THROWS_WITH(gpt_config_from_hf(swap("\"n_embd\": 768,", ""), "c.json"),
+                    doctest::Contains("no \"n_embd\""));
+}
+
+}  // namespace bg::test
