@@ -3,9 +3,13 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <filesystem>
+
 #include "core/error.h"
+#include "core/files.h"
 #include "core/json.h"
 #include "core/ops.h"
+#include "data/safetensors.h"
 
 namespace bg {
 namespace {
@@ -244,6 +248,53 @@ LlmcCheckpoint llmc_from_gpt_params(const NamedTensors& params, const GPTConfig&
   ck.tensors.emplace_back("lnfw", ours.at("transformer.ln_f.weight"));
   ck.tensors.emplace_back("lnfb", ours.at("transformer.ln_f.bias"));
   return ck;  // kLlmcLayer lists the stacked tensors in llm.c's own order
+}
+
+NamedTensors load_pretrained_gpt2(const std::string& path, const GPTConfig& cfg) {
+  namespace fs = std::filesystem;
+  (void)gpt2_parameter_shapes(cfg);  // a GPT-2-shaped model first
+  const std::string where = "model.init_from: " + path;
+  // The file's own model: its architecture checked against cfg's, its sizes the file's.
+  GPTConfig file = cfg;
+  auto check_architecture = [&](int64_t layers, int64_t heads, int64_t width, int64_t positions) {
+    BG_CHECK(layers == cfg.n_layer && heads == cfg.n_head && width == cfg.n_embd, kOp, where,
+             " holds ", layers, " layers, ", heads, " heads, width ", width, "; the config asks for ",
+             cfg.n_layer, ", ", cfg.n_head, ", ", cfg.n_embd);
+    BG_CHECK(cfg.block_size <= positions, kOp, where, " has ", positions,
+             " positions; model.block_size ", cfg.block_size, " needs that many");
+    file.block_size = positions;
+  };
+  NamedTensors params;
+  std::error_code ec;
+  const bool folder = fs::is_directory(path, ec);
+  const bool safetensors = folder || (path.size() > 12 &&
+                                      path.compare(path.size() - 12, 12, ".safetensors") == 0);
+  if (safetensors) {
+    const std::string weights = folder ? (fs::path(path) / "model.safetensors").string() : path;
+    const std::string config = (fs::path(weights).parent_path() / "config.json").string();
+    const GPTConfig hf = gpt_config_from_hf(
+        read_file_limited(config, kOp, "config.json", int64_t(1) << 20), config);
+    check_architecture(hf.n_layer, hf.n_head, hf.n_embd, hf.block_size);
+    BG_CHECK(hf.gelu == cfg.gelu, kOp, where, ": its GELU is the ", enum_name(hf.gelu),
+             " form, model.gelu ", enum_name(cfg.gelu));
+    BG_CHECK(hf.vocab_size <= cfg.vocab_size, kOp, where, " has ", hf.vocab_size,
+             " token ids; model.vocab_size ", cfg.vocab_size, " must hold them");
+    const SafetensorsReader reader(weights);
+    std::map<std::string, Tensor> dict;
+    for (const SafetensorsEntry& e : reader.entries()) dict[e.name] = reader.read(e.name);
+    params = gpt_params_from_hf(dict, file);
+  } else {
+    const LlmcCheckpoint ck = read_llmc(path);
+    const LlmcHeader& h = ck.header;
+    check_architecture(h.num_layers, h.num_heads, h.channels, h.max_seq_len);
+    BG_CHECK(cfg.vocab_size >= h.vocab_size, kOp, where, " has ", h.vocab_size,
+             " token ids; model.vocab_size ", cfg.vocab_size, " must hold them");
+    file.vocab_size = h.padded_vocab_size;
+    params = gpt_params_from_llmc(ck, file);
+    params[0].second = vocabulary_rows(params[0].second, cfg.vocab_size);
+  }
+  params[1].second = params[1].second.slice(0, 0, cfg.block_size).contiguous();  // wpe
+  return params;
 }
 
 }  // namespace bg

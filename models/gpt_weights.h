@@ -41,6 +41,14 @@ NamedTensors gpt_params_from_hf(const std::map<std::string, Tensor>& hf, const G
 // vocabulary cut to `vocab` rows, lm_head.weight left out: tied) from bitgrad's parameters.
 NamedTensors hf_from_gpt_params(const NamedTensors& params, const GPTConfig& cfg, int64_t vocab);
 
+// bitgrad's parameters for `cfg` from pretrained GPT-2 weights at `path` (model.init_from): a
+// Hugging Face folder (model.safetensors and config.json), a .safetensors file with config.json
+// beside it, or an llm.c .bin checkpoint. The file's layers, heads, width and GELU form must be
+// cfg's; cfg's block_size may be smaller than the file's positions (wpe's first rows, as
+// nanoGPT's crop_block_size) and its vocabulary larger than the file's ids (zero rows) or, for
+// llm.c's padded vocabulary, smaller down to its ids.
+NamedTensors load_pretrained_gpt2(const std::string& path, const GPTConfig& cfg);
+
 // bitgrad's parameters for `cfg` from an llm.c checkpoint (its sizes must be cfg's; its padded
 // vocabulary cfg.vocab_size).
 NamedTensors gpt_params_from_llmc(const LlmcCheckpoint& ck, const GPTConfig& cfg);

@@ -1,6 +1,7 @@
 #include "lm_builder.h"
 
 #include "core/checkpoint.h"
+#include "models/gpt_weights.h"
 #include "models/lm_checkpoint.h"
 
 namespace bg {
@@ -60,6 +61,11 @@ const Settings<ModelSpec>& model_spec_settings() {
     s.nested(char_mlp_settings(), [](auto& m) -> auto& { return m.mlp; });
     s.when([](const ModelSpec& m) { return m.type == ModelType::gpt; }, other);
     s.nested(gpt_settings(), [](auto& m) -> auto& { return m.gpt; });
+    s.string("model.init_from", [](auto& m) -> auto& { return m.init_from; },
+             "pretrained GPT-2 weights to start from: a Hugging Face folder (model.safetensors "
+             "and config.json), a .safetensors file with config.json beside it, or an llm.c .bin; "
+             "its layers, heads, width and model.gelu must be the config's (block_size may be "
+             "smaller: wpe's first rows; vocab_size larger: zero rows)");
     s.when([](const ModelSpec& m) { return m.type == ModelType::forecaster; }, other);
     s.nested(forecaster_settings(), [](auto& m) -> auto& { return m.forecaster; });
     s.when([](const ModelSpec& m) { return m.type != ModelType::char_mlp; }, other);
@@ -96,6 +102,19 @@ std::unique_ptr<LanguageModel> build_language_model(const ModelSpec& spec, const
       GPTConfig g = resolve_gpt(spec.gpt, tok);
       g.fused_attention = choose_fused_attention(spec.attention, mode, device, g.n_embd / g.n_head);
       auto gpt = std::make_unique<GPT>(g, init);
+      if (!spec.init_from.empty()) {  // the drawn values replaced: init's stream stays the same
+        const NamedTensors pretrained = load_pretrained_gpt2(spec.init_from, gpt->config());
+        const auto named = gpt->named_parameters();
+        BG_CHECK(named.size() == pretrained.size(), "config", "model.init_from: GPT-2's ",
+                 pretrained.size(), " parameters for a model of ", named.size());
+        for (size_t i = 0; i < named.size(); ++i) {
+          BG_CHECK(named[i].first == pretrained[i].first &&
+                       named[i].second.shape() == pretrained[i].second.shape(),
+                   "config", "model.init_from: GPT-2's \"", pretrained[i].first,
+                   "\" does not fit the model's \"", named[i].first, "\"");
+          named[i].second.detach().copy_(pretrained[i].second);
+        }
+      }
       // A BIDE head's token code other than the id: ranked by the training tokens (resume loads
       // the saved one, and compares).
       if (g.head == HeadKind::bide && g.bide.code != BideTokenCode::id)

@@ -27,6 +27,9 @@ struct ModelSpec {
   CharMLPConfig mlp;  // type char_mlp
   ForecasterConfig forecaster;  // type forecaster
   AttentionChoice attention = AttentionChoice::automatic;  // model.attention (gpt)
+  // model.init_from (gpt): pretrained GPT-2 weights the model starts from (gpt_weights.h's
+  // load_pretrained_gpt2), "" for a fresh initialisation.
+  std::string init_from;
 };
 
 // Its declared fields (core/settings.h): model.type, then the chosen model's list (the other's

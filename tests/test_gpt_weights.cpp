@@ -5,10 +5,13 @@
 // original's logits bit for bit; config.json read and written; bad dicts refused in one line.
 #include <filesystem>
 
+#include "core/files.h"
 #include "data/llmc_format.h"
 #include "data/safetensors.h"
 #include "harness.h"
+#include "data/tokenizer.h"
 #include "models/gpt_weights.h"
+#include "models/lm_builder.h"
 
 namespace bg::test {
 namespace {
@@ -183,6 +186,71 @@ TEST_CASE("cpu: a Hugging Face GPT-2 config.json is read, checked and written") 
                     doctest::Contains("n_layer must be a non-negative integer"));
   CHECK_THROWS_WITH(gpt_config_from_hf(swap("\"n_embd\": 768,", ""), "c.json"),
                     doctest::Contains("no \"n_embd\""));
+}
+
+// model.init_from: a run's GPT starts from the file's weights (a Hugging Face folder, a
+// .safetensors file beside its config.json, an llm.c .bin), wpe cropped to a smaller block and
+// the vocabulary padded; another architecture is refused in one line.
+TEST_CASE("cpu: model.init_from starts a GPT from Hugging Face or llm.c weights") {
+  namespace fs = std::filesystem;
+  Generator init(11);
+  const GPTConfig cfg = tiny_gpt2();
+  const NamedTensors source = params_of(GPT(cfg, init));
+  const fs::path dir = fs::temp_directory_path() / "bitgrad_init_from";
+  fs::create_directories(dir);
+  write_safetensors((dir / "model.safetensors").string(), hf_from_gpt_params(source, cfg, kVocab));
+  write_file_atomic((dir / "config.json").string(), hf_config_json(cfg, kVocab));
+  const std::string bin = (dir / "gpt2.bin").string();
+  write_llmc(bin, llmc_from_gpt_params(source, cfg, kVocab, DType::f32));
+  const CharTokenizer tok("abcdefghijk");  // 11 ids
+  REQUIRE(tok.vocab_size() == kVocab);
+  for (const std::string& from :
+       {dir.string(), (dir / "model.safetensors").string(), bin}) {
+    CAPTURE(from);
+    ModelSpec spec;
+    spec.type = ModelType::gpt;
+    spec.gpt = cfg;
+    spec.gpt.block_size = 5;  // cropped from 8
+    spec.attention = AttentionChoice::composed;
+    spec.init_from = from;
+    Generator g(12);
+    const auto model = build_language_model(spec, tok, {}, ComputeMode(), Device::cpu(), g);
+    const auto named = model->named_parameters();
+    REQUIRE(named.size() == source.size());
+    for (size_t i = 0; i < named.size(); ++i) {
+      CAPTURE(named[i].first);
+      Tensor want = source[i].second;
+      if (named[i].first == "transformer.wpe.weight") want = want.slice(0, 0, 5);
+      if (named[i].first == "transformer.wte.weight") {  // the file's 11 ids, zeros or llm.c's pad
+        CHECK(bit_mismatches(named[i].second.slice(0, 0, kVocab), want.slice(0, 0, kVocab)) == 0);
+        continue;
+      }
+      CHECK(bit_mismatches(named[i].second, want) == 0);
+    }
+  }
+  ModelSpec wide;
+  wide.type = ModelType::gpt;
+  wide.gpt = cfg;
+  wide.gpt.n_embd = 32;
+  wide.init_from = dir.string();
+  Generator g(13);
+  CHECK_THROWS_WITH(build_language_model(wide, tok, {}, ComputeMode(), Device::cpu(), g),
+                    doctest::Contains("holds 2 layers, 2 heads, width 16; the config asks for 2, 2, 32"));
+  ModelSpec long_block = wide;
+  long_block.gpt.n_embd = 16;
+  long_block.gpt.block_size = 9;
+  CHECK_THROWS_WITH(build_language_model(long_block, tok, {}, ComputeMode(), Device::cpu(), g),
+                    doctest::Contains("has 8 positions; model.block_size 9"));
+  ModelSpec erf = long_block;
+  erf.gpt.block_size = 8;
+  erf.gpt.gelu = GeluForm::erf;
+  CHECK_THROWS_WITH(build_language_model(erf, tok, {}, ComputeMode(), Device::cpu(), g),
+                    doctest::Contains("its GELU is the tanh form"));
+  ModelSpec missing = long_block;
+  missing.gpt.block_size = 8;
+  missing.init_from = (dir / "nothing.bin").string();
+  CHECK_THROWS_WITH(build_language_model(missing, tok, {}, ComputeMode(), Device::cpu(), g),
+                    doctest::Contains("nothing.bin"));
 }
 
 }  // namespace bg::test
