@@ -93,11 +93,15 @@ const std::vector<Command> kCommands = {
         {"--paths FILE", "also write every path: unique_id,ds,path,y"},
         {"--device D", "auto, cpu, cuda or cuda:N (default auto)"}}},
       {"export",
-       "export CKPT --packed --out FILE.h5",
-       "a BitLinear GPT's inference file: ternary weights at 2 bits, no latent weights; sample "
-       "and eval run from it on the packed kernels with the checkpoint's logits",
-       {{"--packed", "2-bit BitLinear weights (the one export form; required)"},
-        {"--out FILE", "the file to write (required; not CKPT itself)"}}},
+       "export CKPT (--packed | --format safetensors|llmc [--dtype fp32|bf16]) --out PATH",
+       "--packed: a BitLinear GPT's inference file, ternary weights at 2 bits, which sample and "
+       "eval run on the packed kernels with the checkpoint's logits; --format safetensors: a "
+       "folder in transformers' GPT2LMHeadModel layout (model.safetensors, config.json); --format "
+       "llmc: a .bin in llm.c's GPT-2 checkpoint layout (dense GPT-2-shaped models with biases)",
+       {{"--packed", "2-bit BitLinear weights"},
+        {"--format F", "safetensors or llmc: the weights for another tool"},
+        {"--dtype D", "llmc: fp32 (default) or bf16"},
+        {"--out PATH", "the file (--packed, llmc) or folder (safetensors) to write; not CKPT"}}},
       {"plot",
        "plot [LABEL=]METRICS.csv ... --out FILE.svg [--title TEXT]",
        "validation and training loss of several train runs (their metrics.csv) in one SVG",

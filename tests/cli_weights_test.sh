@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# cli_weights_test.sh BITGRAD: pretrained weights in and out. A small GPT-2-shaped model (biases,
+# tanh GELU) exported for transformers (a folder: model.safetensors, config.json) and for llm.c
+# (.bin, fp32 and bf16); runs started from each with model.init_from take the same first step
+# (the same fp32 weights, whichever file carried them); the bf16 file differs only by its
+# rounding; what another tool has no place for, and bad arguments, are refused in one line.
+set -uo pipefail
+bin=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/cli_lib.sh"
+cd "$dir"
+head -c 30000 "$here/../README.md" > corpus.txt
+cat > gpt2ish.yaml <<YAML
+run: {out_dir: $dir/src, seed: 5, device: cpu}
+data: {path: corpus.txt}
+model: {type: gpt, block_size: 16, n_layer: 2, n_head: 2, n_embd: 16, bias: true, attention: composed}
+train: {steps: 6, batch_size: 2, eval_interval: 3, eval_iters: 1, log_interval: 1}
+YAML
+"$bin" train gpt2ish.yaml > train.log 2>&1 || fail "train failed: $(tail -3 train.log)"
+"$bin" export src/last.h5 --format safetensors --out hf > /dev/null 2>&1 || fail "export safetensors failed"
+[ -s hf/model.safetensors ] && [ -s hf/config.json ] || fail "the folder lacks model.safetensors or config.json"
+grep -q '"activation_function": "gelu_new"' hf/config.json || fail "config.json names no gelu_new"
+"$bin" export src/last.h5 --format llmc --out gpt.bin > /dev/null 2>&1 || fail "export llmc failed"
+"$bin" export src/last.h5 --format llmc --dtype bf16 --out gpt_bf16.bin > /dev/null 2>&1 || fail "export llmc bf16 failed"
+[ "$(( $(stat -c %s gpt.bin) - 1024 ))" -eq "$(( 2 * ($(stat -c %s gpt_bf16.bin) - 1024) ))" ] ||
+  fail "the bf16 file is not half the fp32 one's data"
+# The same weights through three files: the same first step.
+first_step() {  # first_step INIT_FROM: the loss at step 1 of a run started from it
+  "$bin" train gpt2ish.yaml --set model.init_from="$1" --set run.out_dir="$dir/ft_$2" \
+    --set train.steps=1 > "ft_$2.log" 2>&1 || fail "init_from $1 failed: $(tail -2 "ft_$2.log")"
+  grep -oE '^step +1/1 \| loss [0-9.]+' "ft_$2.log"
+}
+a=$(first_step hf folder); b=$(first_step hf/model.safetensors file); c=$(first_step gpt.bin llmc)
+[ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] || fail "first steps differ: '$a' '$b' '$c'"
+fresh=$("$bin" train gpt2ish.yaml --set run.out_dir="$dir/fresh" --set train.steps=1 2>&1 |
+  grep -oE '^step +1/1 \| loss [0-9.]+')
+[ "$fresh" != "$a" ] || fail "a run from the pretrained weights starts where a fresh one does"
+d=$(first_step gpt_bf16.bin bf16)
+[ -n "$d" ] || fail "no step from the bf16 file"
+# Refusals.
+one_line_error "has no place for ternary weights" "$bin" export \
+  "$( "$bin" train gpt2ish.yaml --set model.linear=bitlinear --set run.out_dir="$dir/bit" \
+      --set train.steps=1 > /dev/null 2>&1; echo "$dir/bit/last.h5")" --format safetensors --out bitdir
+[ ! -e bitdir ] || fail "a refused export made its folder"
+one_line_error "--format onnx" "$bin" export src/last.h5 --format onnx --out x
+one_line_error "not both" "$bin" export src/last.h5 --packed --format llmc --out x.bin
+one_line_error "--dtype applies to --format llmc" "$bin" export src/last.h5 --format safetensors --dtype bf16 --out y
+one_line_error "--dtype fp16" "$bin" export src/last.h5 --format llmc --dtype fp16 --out z.bin
+one_line_error "width 16; the config asks for 2, 2, 32" "$bin" train gpt2ish.yaml \
+  --set model.init_from="$dir/hf" --set model.n_embd=32 --set run.out_dir="$dir/wide"
+one_line_error "nothing.bin" "$bin" train gpt2ish.yaml --set model.init_from="$dir/nothing.bin" \
+  --set run.out_dir="$dir/none"
+cat > nobias.yaml <<YAML
+run: {out_dir: $dir/nb, seed: 5, device: cpu}
+data: {path: corpus.txt}
+model: {type: gpt, block_size: 16, n_layer: 1, n_head: 2, n_embd: 16}
+train: {steps: 1, batch_size: 2, eval_interval: 1, eval_iters: 1}
+YAML
+"$bin" train nobias.yaml > /dev/null 2>&1 || fail "the bias-free run failed"
+one_line_error "with biases" "$bin" export nb/last.h5 --format llmc --out nb.bin
+[ ! -e nb.bin ] || fail "a refused export wrote its file"
+echo "cli_weights_test: ok"
