@@ -228,6 +228,24 @@ TEST_CASE("cpu: model.init_from starts a GPT from Hugging Face or llm.c weights"
       CHECK(bit_mismatches(named[i].second, want) == 0);
     }
   }
+  // BitNet QAT from pretrained weights: the BitLinear projections' latent weights are GPT-2's.
+  {
+    ModelSpec spec;
+    spec.type = ModelType::gpt;
+    spec.gpt = cfg;
+    spec.gpt.linear.kind = LinearKind::bitlinear;
+    spec.attention = AttentionChoice::composed;
+    spec.init_from = bin;
+    Generator g(14);
+    const auto model = build_language_model(spec, tok, {}, ComputeMode(), Device::cpu(), g);
+    const auto named = model->named_parameters();
+    REQUIRE(named.size() == source.size());
+    for (size_t i = 0; i < named.size(); ++i) {
+      CAPTURE(named[i].first);
+      CHECK(named[i].first == source[i].first);
+      CHECK(bit_mismatches(named[i].second, source[i].second) == 0);
+    }
+  }
   ModelSpec wide;
   wide.type = ModelType::gpt;
   wide.gpt = cfg;
