@@ -143,6 +143,18 @@ const char* unary_name(UnaryOp op) {
   return "unary";
 }
 
+// A unary op's backward from its saved input xs (compute dtype) and output ys (undefined when
+// the output was narrowed: ops whose gradient needs x alone), the gradient in dtype dt.
+BackwardFn unary_backward_of(UnaryOp op, const Tensor& xs, const Tensor& ys, double a, DType dt) {
+  return [=](const Tensor& g) {
+    const Tensor gc = incoming_gradient(g, xs.dtype());
+    Tensor dx = empty(xs.shape(), xs.dtype(), xs.device());
+    BG_DISPATCH(xs.device(), unary_backward, op, dx.kview(), xs.kview(),
+                ys.defined() ? ys.kview() : null_view(), gc.kview(), a, stream_for(xs.device()));
+    return std::vector<Tensor>{compute_output(dx, dt)};
+  };
+}
+
 // out_dtype (default: x's) may narrow f32 to bf16: the CUDA kernel then stores bf16 directly.
 // Only for ops whose gradient needs x alone (the backward sees no y then).
 Tensor unary(UnaryOp op, const Tensor& x, double a = 1.0, double b = 0.0,
@@ -159,14 +171,7 @@ Tensor unary(UnaryOp op, const Tensor& x, double a = 1.0, double b = 0.0,
   BG_DISPATCH(x.device(), unary_forward, op, y.kview(), xc.kview(), a, b, stream_for(x.device()));
   Tensor out = compute_output(y, out_dtype.value_or(x.dtype()));
   const Tensor xs = xc.detach(), ys = narrow ? Tensor() : y.detach();
-  const DType dt = x.dtype();
-  record(out, name, {x}, [=](const Tensor& g) {
-    const Tensor gc = incoming_gradient(g, xs.dtype());
-    Tensor dx = empty(xs.shape(), xs.dtype(), xs.device());
-    BG_DISPATCH(xs.device(), unary_backward, op, dx.kview(), xs.kview(),
-                ys.defined() ? ys.kview() : null_view(), gc.kview(), a, stream_for(xs.device()));
-    return std::vector<Tensor>{compute_output(dx, dt)};
-  });
+  record(out, name, {x}, unary_backward_of(op, xs, ys, a, x.dtype()));
   return out;
 }
 
@@ -216,15 +221,9 @@ Tensor attach_gelu_backward(const Tensor& x, const Tensor& y) {
   BG_CHECK(y.shape() == x.shape() && y.dtype() == x.dtype() && y.device() == x.device(), "gelu",
            "an output made elsewhere must have its input's shape, dtype and device");
   Tensor out = y.detach();
-  const Tensor xs = compute_input(x).detach(), ys = compute_input(y).detach();
-  const DType dt = x.dtype();
-  record(out, "gelu", {x}, [=](const Tensor& g) {  // unary()'s backward for UnaryOp::gelu
-    const Tensor gc = incoming_gradient(g, xs.dtype());
-    Tensor dx = empty(xs.shape(), xs.dtype(), xs.device());
-    BG_DISPATCH(xs.device(), unary_backward, UnaryOp::gelu, dx.kview(), xs.kview(), ys.kview(),
-                gc.kview(), 1.0, stream_for(xs.device()));
-    return std::vector<Tensor>{compute_output(dx, dt)};
-  });
+  record(out, "gelu", {x},
+         unary_backward_of(UnaryOp::gelu, compute_input(x).detach(), compute_input(y).detach(),
+                           1.0, x.dtype()));
   return out;
 }
 

@@ -53,46 +53,71 @@ Tensor causal_softmax(const Tensor& x, double scale, int64_t first_position) {
   return softmax_last(x, opt);
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
-                     const std::string& reduction) {
+namespace {
+
+// One cross-entropy forward over logits (..., V), checked: the rows' losses, log-sum-exps and
+// valid flags (stats dtype), with the logits as (rows, V) in their compute dtype and the targets
+// as (rows).
+struct RowLosses {
+  Tensor logits, targets, losses, lse, valid;
+};
+RowLosses cross_entropy_rows(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
   check_float(logits, "cross_entropy", "logits");
   check_same_device(logits, targets, "cross_entropy");
   BG_CHECK(targets.dtype() == DType::i64 || targets.dtype() == DType::i32, "cross_entropy",
            "targets must be i32 or i64, got ", dtype_name(targets.dtype()));
   BG_CHECK(logits.ndim() >= 2, "cross_entropy", "logits must be (..., V), got ",
            shape_str(logits.shape()));
-  BG_CHECK(reduction == "mean" || reduction == "sum" || reduction == "none", "cross_entropy",
-           "reduction must be mean, sum or none, got '", reduction, "'");
   const int64_t vocab = logits.size(-1), rows = logits.numel() / (vocab ? vocab : 1);
   BG_CHECK(targets.numel() == rows, "cross_entropy", "logits ", shape_str(logits.shape()), " need ",
            rows, " targets, got ", shape_str(targets.shape()));
-  const Tensor lc = compute_input(logits.reshape({rows, vocab}));
-  const Tensor tc = targets.detach().contiguous().reshape({rows});
-  const DType sd = stats_dtype(lc.dtype());
-  Tensor losses = empty({rows}, sd, logits.device());
-  Tensor lse = empty({rows}, sd, logits.device());
-  Tensor valid = empty({rows}, sd, logits.device());
-  BG_DISPATCH(logits.device(), cross_entropy_forward, losses.kview(), lse.kview(), valid.kview(),
-              lc.kview(), tc.kview(), ignore_index, stream_for(logits.device()));
+  RowLosses r;
+  r.logits = compute_input(logits.reshape({rows, vocab})).detach();
+  r.targets = targets.detach().contiguous().reshape({rows});
+  const DType sd = stats_dtype(r.logits.dtype());
+  const Device dev = logits.device();
+  r.losses = empty({rows}, sd, dev);
+  r.lse = empty({rows}, sd, dev);
+  r.valid = empty({rows}, sd, dev);
+  BG_DISPATCH(dev, cross_entropy_forward, r.losses.kview(), r.lse.kview(), r.valid.kview(),
+              r.logits.kview(), r.targets.kview(), ignore_index, stream_for(dev));
+  return r;
+}
+
+// d(scale * summed loss)/d(logits) for the rows of `r`, in the logits' compute dtype.
+Tensor cross_entropy_gradient(const RowLosses& r, int64_t ignore_index, const Tensor& scale) {
+  const Device dev = r.logits.device();
+  Tensor dl = empty(r.logits.shape(), r.logits.dtype(), dev);
+  BG_DISPATCH(dev, cross_entropy_backward, dl.kview(), r.logits.kview(), r.lse.kview(),
+              r.targets.kview(), ignore_index, scale.contiguous().kview(), stream_for(dev));
+  return dl;
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
+                     const std::string& reduction) {
+  BG_CHECK(reduction == "mean" || reduction == "sum" || reduction == "none", "cross_entropy",
+           "reduction must be mean, sum or none, got '", reduction, "'");
+  const RowLosses r = cross_entropy_rows(logits, targets, ignore_index);
+  const DType sd = r.losses.dtype();
   Tensor out, count;
   if (reduction == "none") {
-    out = losses.reshape(targets.shape());
+    out = r.losses.reshape(targets.shape());
   } else if (reduction == "sum") {
-    out = sum(losses);
+    out = sum(r.losses);
   } else {
-    count = sum(valid);
-    out = sum(losses) / count;  // NaN when every row is ignored, as in PyTorch
+    count = sum(r.valid);
+    out = sum(r.losses) / count;  // NaN when every row is ignored, as in PyTorch
   }
   out = out.detach();
-  const Tensor lcs = lc.detach(), lses = lse.detach();
   const Shape logits_shape = logits.shape();
   const DType dt = logits.dtype();
+  const int64_t rows = r.logits.size(0);
   record(out, "cross_entropy", {logits}, [=](const Tensor& g) {
     Tensor scale =
         reduction == "mean" ? g / count : (reduction == "sum" ? g : ones({}, sd, g.device()));
-    Tensor dl = empty(lcs.shape(), lcs.dtype(), lcs.device());
-    BG_DISPATCH(lcs.device(), cross_entropy_backward, dl.kview(), lcs.kview(), lses.kview(),
-                tc.kview(), ignore_index, scale.contiguous().kview(), stream_for(lcs.device()));
+    Tensor dl = cross_entropy_gradient(r, ignore_index, scale);
     if (reduction == "none") dl = dl * g.reshape({rows, 1}).to(dl.dtype());
     return std::vector<Tensor>{compute_output(dl, dt).reshape(logits_shape)};
   });
@@ -102,28 +127,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
 std::pair<Tensor, Tensor> cross_entropy_sum_and_gradient(const Tensor& logits,
                                                          const Tensor& targets,
                                                          int64_t ignore_index) {
-  check_float(logits, "cross_entropy", "logits");
-  check_same_device(logits, targets, "cross_entropy");
-  BG_CHECK(logits.ndim() == 2 && targets.numel() == logits.size(0), "cross_entropy",
-           "expects logits (N, V) and N targets, got ", shape_str(logits.shape()), " and ",
-           shape_str(targets.shape()));
-  BG_CHECK(targets.dtype() == DType::i64 || targets.dtype() == DType::i32, "cross_entropy",
-           "targets must be i32 or i64, got ", dtype_name(targets.dtype()));
+  BG_CHECK(logits.ndim() == 2, "cross_entropy", "expects logits (N, V), got ",
+           shape_str(logits.shape()));
   NoGradGuard no_grad;
-  const int64_t rows = logits.size(0);
-  const Tensor lc = compute_input(logits.detach().contiguous());
-  const Tensor tc = targets.detach().contiguous().reshape({rows});
-  const DType sd = stats_dtype(lc.dtype());
-  Tensor losses = empty({rows}, sd, logits.device()), lse = empty({rows}, sd, logits.device()),
-         valid = empty({rows}, sd, logits.device());
-  const Device dev = logits.device();
-  BG_DISPATCH(dev, cross_entropy_forward, losses.kview(), lse.kview(), valid.kview(), lc.kview(),
-              tc.kview(), ignore_index, stream_for(dev));
-  Tensor dl = empty(lc.shape(), lc.dtype(), dev);
-  const Tensor unit = ones({}, sd, dev);
-  BG_DISPATCH(dev, cross_entropy_backward, dl.kview(), lc.kview(), lse.kview(), tc.kview(),
-              ignore_index, unit.kview(), stream_for(dev));
-  return {sum(losses), compute_output(dl, logits.dtype())};
+  const RowLosses r = cross_entropy_rows(logits, targets, ignore_index);
+  const Tensor dl =
+      cross_entropy_gradient(r, ignore_index, ones({}, r.losses.dtype(), logits.device()));
+  return {sum(r.losses), compute_output(dl, logits.dtype())};
 }
 
 }  // namespace bg
