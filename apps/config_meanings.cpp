@@ -23,6 +23,9 @@ const std::pair<const char*, const char*> kMeanings[] = {
       {"train.precision",
        "CUDA matmul operands: fp32, tf32 or bf16 (fp32 accumulation and master weights; the CPU "
        "computes fp32)"},
+      {"train.activations",
+       "CUDA activations: fp32, or bf16 (the residual stream, norms, GELU and dropout stored in "
+       "bf16; needs train.precision: bf16; fp32 weights, optimizer state and reductions)"},
       {"train.deterministic",
        "batch-invariant arithmetic: the same bits run to run and whatever the batch "
        "(docs/determinism.md)"},

@@ -20,6 +20,7 @@ std::string ComputeMode::str() const {
     s += " m" + std::to_string(lmul_mantissa_bits) + " " + enum_name(lmul_scope);
     if (lmul_exact_backward) s += " exact-backward";
   }
+  if (activations == ActivationDtype::bf16) s += " bf16-activations";
   if (deterministic) s += " deterministic";
   return s;
 }
@@ -63,6 +64,10 @@ ComputeMode read_compute_mode(ConfigReader& r, ModeKeys keys) {
   // CUDA matmuls: fp32, tf32 or bf16 operands (fp32 accumulation, fp32 master weights,
   // activations and optimizer state in every mode). The CPU always computes in fp32.
   m.precision = r.choice("train.precision", MatmulPrecision::fp32);
+  m.activations = r.choice("train.activations", ActivationDtype::fp32);
+  if (m.activations == ActivationDtype::bf16 && m.precision != MatmulPrecision::bf16)
+    r.fail_at("train.activations",
+              "bf16 activations are the operands of bf16 matmuls; set train.precision: bf16");
   m.deterministic = r.boolean("train.deterministic", false);
   if (m.deterministic) m.algo = MatmulAlgo::batch_invariant;
   // L-Mul (docs/lmul.md): every multiply of the matmuls lmul.scope covers is an integer add.
@@ -98,6 +103,7 @@ E read_enum_attr(const CheckpointReader& ck, const std::string& path, const std:
 
 void save_compute_mode(CheckpointWriter& ck, const ComputeMode& mode) {
   ck.attr("compute_precision", std::string(enum_name(mode.precision)));
+  ck.attr("compute_activations", std::string(enum_name(mode.activations)));
   ck.attr("compute_deterministic", int64_t(mode.deterministic ? 1 : 0));
   ck.attr("compute_matmul", std::string(enum_name(matmul_choice(mode))));
   if (mode.algo == MatmulAlgo::lmul) {
@@ -113,6 +119,13 @@ ComputeMode load_compute_mode(const CheckpointReader& ck, const std::string& pat
   if (recorded) *recorded = ck.has_attr("compute_precision");
   if (!ck.has_attr("compute_precision")) return m;
   m.precision = read_enum_attr<MatmulPrecision>(ck, path, "compute_precision");
+  // Checkpoints before train.activations kept f32 activations.
+  if (ck.has_attr("compute_activations")) {
+    m.activations = read_enum_attr<ActivationDtype>(ck, path, "compute_activations");
+    BG_CHECK(m.activations == ActivationDtype::fp32 || m.precision == MatmulPrecision::bf16,
+             "checkpoint", path, ": compute_activations bf16 with compute_precision ",
+             enum_name(m.precision), " (bf16 activations run under bf16 precision only)");
+  }
   const int64_t det = ck.int_attr("compute_deterministic");
   BG_CHECK(det == 0 || det == 1, "checkpoint", path, ": attribute compute_deterministic is ", det,
            ", expected 0 or 1");
@@ -152,6 +165,8 @@ std::string compute_mode_difference(const ComputeMode& a, const ComputeMode& b) 
   };
   std::string d = differ("train.precision", enum_name(a.precision), enum_name(b.precision));
   if (d.empty())
+    d = differ("train.activations", enum_name(a.activations), enum_name(b.activations));
+  if (d.empty())
     d = differ("train.deterministic", a.deterministic ? "true" : "false",
                b.deterministic ? "true" : "false");
   if (d.empty())
@@ -174,15 +189,24 @@ ComputeMode inference_mode(const ComputeMode& trained) {
 
 ComputeMode ComputeMode::on(Device device) const {
   ComputeMode m = *this;
-  if (!device.is_cuda()) m.precision = MatmulPrecision::fp32;
+  if (!device.is_cuda()) {
+    m.precision = MatmulPrecision::fp32;
+    m.activations = ActivationDtype::fp32;
+  }
   return m;
 }
 
 DType stored_dtype(const ComputeMode& mode, Consumer consumer, DType natural, Device device) {
-  return consumer != Consumer::any && device.is_cuda() && natural == DType::f32 &&
+  const bool narrowed = consumer != Consumer::any || mode.activations == ActivationDtype::bf16;
+  return narrowed && device.is_cuda() && natural == DType::f32 &&
                  mode.precision == MatmulPrecision::bf16
              ? DType::bf16
              : natural;
+}
+
+DType activation_dtype(const ComputeMode& mode, Device device) {
+  return device.is_cuda() && mode.activations == ActivationDtype::bf16 ? DType::bf16
+                                                                        : DType::f32;
 }
 
 }  // namespace bg

@@ -39,6 +39,15 @@ BG_NAMED_ENUM(MatmulSite, BG_MATMUL_SITES)
 #define BG_LMUL_SCOPES(X) X(attention, "attention") X(mlp, "mlp") X(all, "all")
 BG_NAMED_ENUM(LmulScope, BG_LMUL_SCOPES)
 
+// train.activations: the dtype the model's activations are stored in on CUDA. fp32: the residual
+// stream, the norms' inputs and every product not read by a matmul or a loss stay f32. bf16
+// (under train.precision: bf16; llm.c's layout): the residual stream, the LayerNorms' inputs and
+// outputs, every product, GELU and dropout in bf16, and so the gradients flowing back through
+// them; parameters, their gradients, the optimizer state, the norms' statistics and every
+// reduction stay f32. The CPU computes fp32 whatever the value.
+#define BG_ACTIVATION_DTYPES(X) X(fp32, "fp32") X(bf16, "bf16")
+BG_NAMED_ENUM(ActivationDtype, BG_ACTIVATION_DTYPES)
+
 struct ComputeMode {
   // CUDA matmuls of f32 operands: fp32, tf32 (tensor cores, 10-bit mantissa inputs) or bf16
   // (operands rounded to bf16 once); fp32 accumulation, fp32 master weights always.
@@ -54,9 +63,11 @@ struct ComputeMode {
   int lmul_mantissa_bits = 23;
   bool lmul_exact_backward = false;
   LmulScope lmul_scope = LmulScope::all;
+  ActivationDtype activations = ActivationDtype::fp32;
 
   bool operator==(const ComputeMode& o) const {
-    return precision == o.precision && algo == o.algo && deterministic == o.deterministic &&
+    return precision == o.precision && activations == o.activations && algo == o.algo &&
+           deterministic == o.deterministic &&
            lmul_mantissa_bits == o.lmul_mantissa_bits &&
            lmul_exact_backward == o.lmul_exact_backward && lmul_scope == o.lmul_scope;
   }
@@ -69,7 +80,8 @@ struct ComputeMode {
     m.deterministic = true;
     return m;
   }
-  std::string str() const;  // "bf16", "fp32 naive", "fp32 deterministic", "fp32 lmul m7"
+  // "bf16", "bf16 bf16-activations", "fp32 naive", "fp32 deterministic", "fp32 lmul m7"
+  std::string str() const;
   // The mode gradients of this mode's products are computed in: itself, except that L-Mul with
   // an exact backward multiplies exactly (the batch-invariant GEMM when deterministic).
   ComputeMode backward() const;
@@ -79,7 +91,8 @@ struct ComputeMode {
   ComputeMode at(MatmulSite site) const;
 
   // The mode as it runs on `device`: the CPU computes fp32 (train.precision names the CUDA
-  // matmuls' operand rounding), so bf16 and tf32 become fp32 there. Ops refuse a mode that
+  // matmuls' operand rounding, train.activations CUDA's storage), so bf16 and tf32 become fp32
+  // there. Ops refuse a mode that
   // their device does not run; apps and tests resolve it once with this.
   ComputeMode on(Device device) const;
 };
@@ -120,7 +133,11 @@ enum class Consumer : uint8_t { any, matmul, loss };
 // their own cast, with one pass and half the bytes fewer. Logits read only by the loss are
 // stored the same way under bf16 precision (as PyTorch's autocast and llm.c keep them): the
 // loss and its gradient then move half the bytes of the (tokens x vocabulary) tensor.
+// Under train.activations: bf16 every such f32 output is stored in bf16, whoever reads it.
 // Otherwise `natural`.
 DType stored_dtype(const ComputeMode& mode, Consumer consumer, DType natural, Device device);
+// The dtype a model's residual stream is kept in: bf16 under train.activations: bf16 on CUDA,
+// else f32.
+DType activation_dtype(const ComputeMode& mode, Device device);
 
 }  // namespace bg

@@ -108,8 +108,9 @@ void embedding_forward(const KView& out, const KView& weight, const KView& idx,
 // dweight (V, C) is overwritten; rows summed in ascending token position.
 void embedding_backward(const KView& dweight, const KView& dout, const KView& idx, Scratch& scratch,
                         StreamHandle stream);
-// layernorm (also RMSNorm when rms): x (N, C); weight/bias (C) may have data == nullptr; y in
-// x's dtype, or on CUDA bf16 for f32 x; dy likewise.
+// layernorm (also RMSNorm when rms): x (N, C); weight/bias (C) may have data == nullptr, of x's
+// dtype or (CUDA) f32 for a bf16/f16 x, dweight/dbias of theirs; y in x's dtype, or on CUDA bf16
+// for f32 x; dy likewise.
 void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
                        const KView& weight, const KView& bias, double eps, bool rms,
                        StreamHandle stream);

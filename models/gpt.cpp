@@ -282,8 +282,16 @@ Tensor GPT::embed(const Tensor& idx, Generator& gen) const {
   const int64_t t = idx.size(1);
   BG_CHECK(t >= 1 && t <= cfg_.block_size, "gpt", "sequence length ", t,
            " is outside [1, block_size = ", cfg_.block_size, "]");
-  // Positions 0..T-1 embed to the first T rows of wpe: a slice, no index tensor to upload.
-  return dropout(token_features(idx) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
+  return dropout(stream_input(idx, 0), cfg_.dropout, training(), gen);
+}
+
+Tensor GPT::stream_input(const Tensor& idx, int64_t past) const {
+  // Positions past..past+T-1 embed to those rows of wpe: a slice, no index tensor to upload. The
+  // sum enters the residual stream in its dtype (bf16 under train.activations: bf16), in
+  // training and in the KV-cached sampler alike.
+  const Tensor sum = token_features(idx) + wpe_->weight.slice(0, past, past + idx.size(1));
+  const DType stream = activation_dtype(compute_mode(), idx.device());
+  return sum.dtype() == stream ? sum : sum.to(stream);
 }
 
 Tensor GPT::token_features(const Tensor& idx) const {
@@ -345,7 +353,7 @@ Tensor GPT::forward_cached_hidden(const Tensor& idx, KVCache& cache) const {
   BG_CHECK(t >= 1 && past + t <= cfg_.block_size, "gpt", "positions ", past, "..", past + t - 1,
            " run past block_size = ", cfg_.block_size);
   quantize_weights();
-  Tensor x = token_features(idx) + wpe_->weight.slice(0, past, past + t);
+  Tensor x = stream_input(idx, past);
   for (size_t i = 0; i < blocks_.size(); ++i)
     x = blocks_[i]->forward_cached(x, cache.k[i], cache.v[i], past);
   cache.length = past + t;

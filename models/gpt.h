@@ -164,6 +164,8 @@ class GPT : public LanguageModel {
  private:
   // Each token's input features (B, T, n_embd): its wte row, or its bits through wbe.
   Tensor token_features(const Tensor& idx) const;
+  // token_features(idx) plus the positions past.. of wpe, in the residual stream's dtype.
+  Tensor stream_input(const Tensor& idx, int64_t past) const;
   // With BitLinear blocks, their weights quantised for this forward (quantize_bitlinear_weights).
   void quantize_weights() const;
   GPTConfig cfg_;

@@ -4,9 +4,9 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu_out}
 mkdir -p "$out"
-if [ -f .bundle.tgz ]; then  # always the bundle that travelled with this call
-  rm -rf .bundle && mkdir -p .bundle && tar xzf .bundle.tgz -C .bundle
-fi
+for bundle in .bundle.tgz .bundle.txz; do  # always the bundle that travelled with this call
+  [ -f $bundle ] && { rm -rf .bundle && mkdir -p .bundle && tar xf $bundle -C .bundle; break; }
+done
 export LD_LIBRARY_PATH=$PWD/.bundle/lib:${LD_LIBRARY_PATH:-}
 # Multi-GPU runs: never NVLink multicast (the machines' rule), and NCCL from PyTorch's wheel
 # where the loader finds none (bitgrad loads it by BITGRAD_NCCL_LIB).

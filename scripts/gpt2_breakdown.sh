@@ -3,7 +3,9 @@
 # bf16, batch 16 x 1024), per kernel class: ncu times every kernel of steps 10-11 (the
 # trainer's BITGRAD_PROFILE_STEPS capture range; clocks and caches left as they run), and
 # scripts/kernel_breakdown.py sums them per class against the unprofiled ms/step. BINS names
-# the binaries to compare, "label=path[:ms_per_step] ..." (default current=.bundle/bitgrad).
+# the binaries to compare, "label=path[:ms_per_step] ..." (default current=.bundle/bitgrad);
+# SETS_<label>="--set key=value ..." adds settings to that label's run (one binary, two modes);
+# KEEP_CSV=1 keeps ncu's per-kernel CSV (grid and block sizes included) as $OUT/*_ncu.csv.gz.
 # MODEL=baby profiles the Baby GPT's step instead (configs/shakespeare_char.yaml, bf16, batch
 # 64 x 256); MODEL=gpt2_bitnet GPT-2 124M with BitNet b1.58 projections
 # (configs/gpt2_124m_bitnet.yaml), MODEL=baby_bitnet the Baby GPT's
@@ -23,13 +25,15 @@ prefix=breakdown
 for pair in ${BINS:-current=.bundle/bitgrad}; do
   label=${pair%%=*} rest=${pair#*=}
   bin=${rest%%:*} step_ms=""; [ "$rest" != "$bin" ] && step_ms=${rest#*:}
+  sets_var=SETS_$label; extra=(${!sets_var:-})
   BITGRAD_PROFILE_STEPS=10:2 "$ncu" --profile-from-start off --clock-control none \
     --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
     --log-file /tmp/ncu_$label.csv \
     $bin train "${model[@]}" --set train.eval_iters=1 --set train.eval_interval=100000 \
     --set schedule.warmup_steps=10 \
-    --set run.out_dir=/tmp/prof_run_$label --set run.stop_after_steps=13 \
+    --set run.out_dir=/tmp/prof_run_$label --set run.stop_after_steps=13 "${extra[@]}" \
     > "$out/${prefix}_${label}_run.log" 2>&1
   python3 scripts/kernel_breakdown.py /tmp/ncu_$label.csv 2 $step_ms > "$out/${prefix}_$label.json"
+  [ -n "${KEEP_CSV:-}" ] && gzip -c /tmp/ncu_$label.csv > "$out/${prefix}_${label}_ncu.csv.gz"
   echo "== $label"; head -24 "$out/${prefix}_$label.json"
 done

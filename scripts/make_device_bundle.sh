@@ -2,7 +2,8 @@
 # make_device_bundle.sh: builds bitgrad for sm_90a (H100, H200) and packs the binaries plus the
 # non-system shared libraries they need (HDF5, yaml-cpp and their dependencies) into .bundle/, for a GPU
 # machine that has the CUDA runtime and cuBLAS but not Debian's -dev libraries, and gzips it to
-# .bundle.tgz (what travels to the device: the carry limit is 64 MiB). Run there as:
+# .bundle.tgz (what travels to the device: the carry limit is 64 MiB; BUNDLE_XZ=1 packs it with
+# xz into .bundle.txz instead, about a third smaller and slower to pack). Run there as:
 #   mkdir -p .bundle && tar xzf .bundle.tgz -C .bundle
 #   LD_LIBRARY_PATH=.bundle/lib .bundle/bitgrad_tests
 set -euo pipefail
@@ -20,5 +21,9 @@ ldd .bundle/bitgrad .bundle/bitgrad_tests | awk '/=> \//{print $3}' | sort -u | 
   while read -r lib; do cp -L "$lib" .bundle/lib/; done
 strip --strip-unneeded .bundle/lib/* 2>/dev/null || true
 du -sh .bundle
-tar -C .bundle -czf .bundle.tgz .
-ls -l .bundle.tgz
+rm -f .bundle.tgz .bundle.txz
+if [ -n "${BUNDLE_XZ:-}" ]; then
+  tar -C .bundle -cf - . | xz -T0 -6 > .bundle.txz && ls -l .bundle.txz
+else
+  tar -C .bundle -czf .bundle.tgz . && ls -l .bundle.tgz
+fi

@@ -54,6 +54,12 @@ one_line_error "flat.yaml:1:1: unknown key 'x'" "$bin" train "$dir/flat.yaml"
 # Resume with nothing to resume.
 one_line_error "run.resume is true but there is no checkpoint to resume: $dir/fresh/last.h5 does not exist" "$bin" train "$ok" --set run.resume=true --set run.out_dir="$dir/fresh"
 # Keys another setting makes irrelevant are named as such.
+# bf16 activations: the operands of bf16 matmuls, in the dense GPT with a softmax head only.
+one_line_error "train.activations: bf16 activations are the operands of bf16 matmuls; set train.precision: bf16" "$bin" train "$ok" --set train.activations=bf16
+bf16=(--set train.precision=bf16 --set train.activations=bf16)
+one_line_error "train.activations: bf16 activations run dense projections" "$bin" train "$ok" "${bf16[@]}" --set model.linear=bitlinear
+one_line_error "train.activations: bf16 activations feed the softmax head" "$bin" train "$ok" "${bf16[@]}" --set model.head=bide
+one_line_error "train.activations: bf16 activations are the GPT's (model.type: gpt)" "$bin" train "$(cfg mlp16.yaml "data: {path: $dir/corpus.txt}\nmodel: {type: char_mlp}\n")" "${bf16[@]}"
 one_line_error "data.path: not used when data.train_bin is set" "$bin" train "$ok" --set data.train_bin=x.bin --set data.val_bin=y.bin --set data.tokenizer=byte
 one_line_error "model.n_hidden: not used when model.type is gpt" "$bin" train "$ok" --set model.n_hidden=8
 one_line_error "optimizer.momentum: not used when optimizer.type is adamw" "$bin" train "$ok" --set optimizer.momentum=0.9

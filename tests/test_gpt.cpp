@@ -306,12 +306,20 @@ namespace {
 // train.deterministic's mode (the batch-invariant matmul algorithm; fused attention where the
 // mode's precision runs it, composed otherwise): the logits of a sequence alone equal, bit for
 // bit, its logits inside a batch of 7 at the first, middle and last place.
-void check_gpt_batch_invariance(Device device, MatmulPrecision precision, bool fused) {
+// bf16_stream: train.activations: bf16 (the residual stream in bf16).
+ComputeMode deterministic(MatmulPrecision precision, bool bf16_stream, Device device) {
+  ComputeMode m = ComputeMode::deterministic_mode(precision);
+  if (bf16_stream) m.activations = ActivationDtype::bf16;
+  return m.on(device);
+}
+
+void check_gpt_batch_invariance(Device device, MatmulPrecision precision, bool fused,
+                                bool bf16_stream = false) {
   Generator init(21), data(22);
   GPTConfig cfg = tiny_config(17, true, fused, fused ? 128 : 16);  // the CUDA kernel: head dim 64
   cfg.dropout = 0.0;
   GPT model(cfg, init);
-  model.set_compute_mode(ComputeMode::deterministic_mode(precision).on(device));
+  model.set_compute_mode(deterministic(precision, bf16_stream, device));
   FlatParameters params(model.named_parameters(), device);
   model.train(false);
   NoGradGuard no_grad;
@@ -346,6 +354,8 @@ TEST_CASE(
   check_gpt_batch_invariance(Device::cuda(0), MatmulPrecision::tf32, false);
   check_gpt_batch_invariance(Device::cuda(0), MatmulPrecision::bf16, false);
   check_gpt_batch_invariance(Device::cuda(0), MatmulPrecision::bf16, true);
+  check_gpt_batch_invariance(Device::cuda(0), MatmulPrecision::bf16, false, true);
+  check_gpt_batch_invariance(Device::cuda(0), MatmulPrecision::bf16, true, true);
 }
 
 }  // namespace bg::test
@@ -357,15 +367,15 @@ namespace {
 // logits for a sequence (a 4-token prefill, then one token at a time) equal, bit for bit, the
 // training forward's logits at the same positions with the sequence inside a batch of 64.
 void check_sampler_equals_trainer(Device device, MatmulPrecision precision, bool fused,
-                                  int64_t n_embd = 0) {
+                                  int64_t n_embd = 0, bool bf16_stream = false) {
   const std::string what = std::string(enum_name(precision)) + (fused ? " fused" : " composed") +
-                           " width " + std::to_string(n_embd);
+                           " width " + std::to_string(n_embd) + (bf16_stream ? " bf16 stream" : "");
   CAPTURE(what);
   Generator init(31), data(32);
   GPTConfig cfg = tiny_config(17, true, fused, n_embd ? n_embd : fused ? 128 : 16);
   cfg.dropout = 0.0;
   GPT model(cfg, init);
-  model.set_compute_mode(ComputeMode::deterministic_mode(precision).on(device));
+  model.set_compute_mode(deterministic(precision, bf16_stream, device));
   FlatParameters params(model.named_parameters(), device);
   NoGradGuard no_grad;
   const int64_t t = cfg.block_size, v = cfg.vocab_size, batch = 64, at = 37;
@@ -409,6 +419,9 @@ TEST_CASE("cuda: under train.deterministic the KV-cached sampler gives the train
   // GPT-2's width: the projections get GPT-2's pinned algorithms, whose epilogues add the bias
   // and the residual in an order of their own (a separate residual add gives other bits).
   check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::bf16, false, 768);
+  // train.activations: bf16: the cache and the stream in bf16, the same bits as training's.
+  check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::bf16, true, 0, true);
+  check_sampler_equals_trainer(Device::cuda(0), MatmulPrecision::bf16, false, 768, true);
 }
 
 }  // namespace bg::test

@@ -108,9 +108,15 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
     check_same_device(x, *p, name);
     BG_CHECK(p->ndim() == 1 && p->size(0) == c, name, "expected parameter of shape (", c,
              ",), got ", shape_str(p->shape()));
-    BG_CHECK(p->dtype() == x.dtype(), name, "parameter dtype ", dtype_name(p->dtype()),
-             " differs from input dtype ", dtype_name(x.dtype()));
+    // f32 parameters may scale a 16-bit input (train.activations: bf16 keeps them f32).
+    const bool f32_for_narrow = p->dtype() == DType::f32 &&
+                                (x.dtype() == DType::bf16 || x.dtype() == DType::f16);
+    BG_CHECK(p->dtype() == x.dtype() || f32_for_narrow, name, "parameter dtype ",
+             dtype_name(p->dtype()), " differs from input dtype ", dtype_name(x.dtype()));
   }
+  if (weight.defined() && bias.defined())
+    BG_CHECK(weight.dtype() == bias.dtype(), name, "weight dtype ", dtype_name(weight.dtype()),
+             " differs from bias dtype ", dtype_name(bias.dtype()));
   BG_CHECK(eps > 0, name, "eps must be positive, got ", eps);
   const bool narrow = out_dtype != x.dtype();
   BG_CHECK(!narrow || (x.dtype() == DType::f32 && out_dtype == DType::bf16), name, "output dtype ",
@@ -124,7 +130,8 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
   Tensor y = empty(xc.shape(), narrow && x.is_cuda() ? out_dtype : xc.dtype(), x.device());
   Tensor mu = rms ? Tensor() : empty({rows}, sd, x.device());
   Tensor rstd = empty({rows}, sd, x.device());
-  const bool fused = quantize && y.dtype() == out_dtype;
+  // The quantising kernel takes parameters of x's dtype.
+  const bool fused = quantize && y.dtype() == out_dtype && (!wc.defined() || wc.dtype() == xc.dtype());
   if (fused) {
     *quantized = empty_quantized(rows, c, stats_dtype(compute_dtype(y)), *quantize, x.device());
     BG_DISPATCH(x.device(), layernorm_quantize, y.kview(), view_or_null(mu), rstd.kview(),
@@ -140,6 +147,9 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
   if (quantize && !fused) *quantized = act_quantize(out.reshape({rows, c}), *quantize);
   const DType dt = x.dtype();
   const bool has_w = weight.defined(), has_b = bias.defined();
+  // The parameters' gradients in their own dtype (f32 for f32 parameters of a bf16 input).
+  const DType pdt = has_w ? weight.dtype() : has_b ? bias.dtype() : dt;
+  const DType pcdt = has_w ? wc.dtype() : has_b ? bc.dtype() : xc.dtype();
   // The backward folds the gradient pending for x (the residual stream's, in a pre-norm
   // transformer) into dx in its kernel when it has x's compute dtype.
   record_folding(out, name, {x, weight, bias}, 0, [=](const Tensor& g, const Tensor& pending) {
@@ -147,16 +157,16 @@ Tensor norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double ep
     const bool fold = pending.defined() && pending.dtype() == dt && dt == xc.dtype() &&
                       pending.device() == xc.device() && pending.is_contiguous();
     Tensor dx = empty(xc.shape(), xc.dtype(), xc.device());
-    Tensor dw = has_w ? empty({c}, xc.dtype(), xc.device()) : Tensor();
-    Tensor db = has_b ? empty({c}, xc.dtype(), xc.device()) : Tensor();
+    Tensor dw = has_w ? empty({c}, pcdt, xc.device()) : Tensor();
+    Tensor db = has_b ? empty({c}, pcdt, xc.device()) : Tensor();
     ScratchArena scratch(xc.device());
     BG_DISPATCH(xc.device(), layernorm_backward, dx.kview(), fold ? pending.kview() : null_view(),
                 view_or_null(dw), view_or_null(db), gc.kview(), xc.kview(), view_or_null(wc),
                 view_or_null(mu), rstd.kview(), rms, scratch, stream_for(xc.device()));
     Tensor dx_out = compute_output(dx, dt);
     if (pending.defined() && !fold) dx_out = add(pending, dx_out);
-    return std::vector<Tensor>{dx_out, has_w ? compute_output(dw, dt) : Tensor(),
-                               has_b ? compute_output(db, dt) : Tensor()};
+    return std::vector<Tensor>{dx_out, has_w ? compute_output(dw, pdt) : Tensor(),
+                               has_b ? compute_output(db, pdt) : Tensor()};
   });
   return out;
 }

@@ -17,10 +17,12 @@ namespace {
 constexpr int kWarpsPerBlock = 8;
 constexpr int64_t kRowsPerChunk = 32;  // 512 chunks for a 16384-row GPT batch: enough blocks
 
-// y may be stored narrower than x (TOut = bf16 for f32 x: the operand of a bf16 matmul).
-template <typename T, typename TOut>
-__global__ void layernorm_forward_kernel(TOut* y, float* mean, float* rstd, const T* x, const T* w,
-                                         const T* b, int64_t rows, int64_t c, float eps, bool rms) {
+// y may be stored narrower than x (TOut = bf16 for f32 x: the operand of a bf16 matmul). TW: the
+// weight's and bias's storage, x's or f32 for a 16-bit x (bf16 activations, f32 parameters).
+template <typename T, typename TOut, typename TW>
+__global__ void layernorm_forward_kernel(TOut* y, float* mean, float* rstd, const T* x, const TW* w,
+                                         const TW* b, int64_t rows, int64_t c, float eps,
+                                         bool rms) {
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x & 31;
   if (r >= rows) return;
@@ -69,10 +71,10 @@ __device__ __forceinline__ void load_group(float* v, const T* row, int64_t e, in
   }
 }
 
-template <typename T, typename TOut, int kItems>
+template <typename T, typename TOut, typename TW, int kItems>
 __global__ void __launch_bounds__(kWideThreads)
-    layernorm_forward_wide_kernel(TOut* y, float* mean, float* rstd, const T* x, const T* w,
-                                  const T* b, int64_t c, float eps, bool rms) {
+    layernorm_forward_wide_kernel(TOut* y, float* mean, float* rstd, const T* x, const TW* w,
+                                  const TW* b, int64_t c, float eps, bool rms) {
   constexpr int kVec = 16 / sizeof(T);
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
@@ -136,10 +138,10 @@ __global__ void __launch_bounds__(kWideThreads)
 // fixed order), and adds dy * xhat and dy to per-column partial sums it keeps in registers, so
 // the dweight/dbias partials come from the same pass instead of a second read of x and dy.
 // Each partial sums its chunk's rows in order, as layernorm_param_partials_kernel does.
-template <typename T, typename TG, int kItems>
+template <typename T, typename TG, typename TW, int kItems>
 __global__ void __launch_bounds__(kWideThreads)
     layernorm_backward_wide_kernel(T* dx, const T* dx_addend, float* partial_w, float* partial_b,
-                                   const TG* dy, const T* x, const T* w, const float* mean,
+                                   const TG* dy, const T* x, const TW* w, const float* mean,
                                    const float* rstd, int64_t rows, int64_t c, bool rms) {
   constexpr int kVec = 16 / sizeof(T);
   __shared__ float scratch[32];
@@ -233,10 +235,10 @@ void with_groups(int groups, F&& f) {
 }
 
 // TG: the gradient's storage (T, or bf16 for f32 x whose output was stored in bf16).
-template <typename T, typename TG>
-__global__ void layernorm_dx_kernel(T* dx, const T* dx_addend, const TG* dy, const T* x, const T* w,
-                                    const float* mean, const float* rstd, int64_t rows, int64_t c,
-                                    bool rms) {
+template <typename T, typename TG, typename TW>
+__global__ void layernorm_dx_kernel(T* dx, const T* dx_addend, const TG* dy, const T* x,
+                                    const TW* w, const float* mean, const float* rstd,
+                                    int64_t rows, int64_t c, bool rms) {
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x & 31;
   if (r >= rows) return;
@@ -296,6 +298,25 @@ __global__ void sum_chunks_kernel(T* out, const float* partial, int64_t chunks, 
   if (lane == 0) out[col] = from_float<T>(acc);
 }
 
+// f(x's element, the second tensor's, the parameters'): the parameters have x's dtype, or are
+// f32 for a 16-bit x (bf16 activations with f32 weights; a missing weight and bias count as x's).
+template <typename F>
+void dispatch_norm(DType x, DType second, DType params, const char* op, const char* what, F&& f) {
+  dispatch_float_or_bf16(x, second, op, what, [&](auto xt, auto st) {
+    using T = decltype(xt);
+    if (params == x) return f(xt, st, xt);
+    if constexpr (sizeof(T) == 2) {
+      if (params == DType::f32) return f(xt, st, float{});
+    }
+    kernel_fail(op, std::string("parameter dtype ") + dtype_name(params) + " for input " +
+                        dtype_name(x) + " (x's dtype, or f32 for a 16-bit x)");
+  });
+}
+
+DType params_dtype(const KView& weight, const KView& bias, DType x) {
+  return weight.data ? weight.dtype : bias.data ? bias.dtype : x;
+}
+
 }  // namespace
 
 void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, const KView& x,
@@ -305,28 +326,30 @@ void layernorm_forward(const KView& y, const KView& mean, const KView& rstd, con
   if (c == 0 || x.numel() == 0) return;
   const int64_t rows = x.numel() / c;
   const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  auto launch = [&](auto in, auto out) {
+  auto launch = [&](auto in, auto out, auto param) {
     using T = decltype(in);
     using TOut = decltype(out);
+    using TW = decltype(param);
     // A wide row is held in registers (up to 8 16-byte groups per thread: c <= 8192 f32, 16384
     // f16/bf16); past that the warp-per-row kernel streams it.
     if (const int groups = wide_groups<T>(c)) {
       with_groups(groups, [&](auto k) {
-        layernorm_forward_wide_kernel<T, TOut, decltype(k)::value>
+        layernorm_forward_wide_kernel<T, TOut, TW, decltype(k)::value>
             <<<unsigned(rows), kWideThreads, 0, as_stream(stream)>>>(
                 static_cast<TOut*>(y.data), static_cast<float*>(mean.data),
                 static_cast<float*>(rstd.data), static_cast<const T*>(x.data),
-                static_cast<const T*>(weight.data), static_cast<const T*>(bias.data), c, float(eps),
-                rms);
+                static_cast<const TW*>(weight.data), static_cast<const TW*>(bias.data), c,
+                float(eps), rms);
       });
       return;
     }
-    layernorm_forward_kernel<T, TOut><<<grid, 32 * kWarpsPerBlock, 0, as_stream(stream)>>>(
+    layernorm_forward_kernel<T, TOut, TW><<<grid, 32 * kWarpsPerBlock, 0, as_stream(stream)>>>(
         static_cast<TOut*>(y.data), static_cast<float*>(mean.data), static_cast<float*>(rstd.data),
-        static_cast<const T*>(x.data), static_cast<const T*>(weight.data),
-        static_cast<const T*>(bias.data), rows, c, float(eps), rms);
+        static_cast<const T*>(x.data), static_cast<const TW*>(weight.data),
+        static_cast<const TW*>(bias.data), rows, c, float(eps), rms);
   };
-  dispatch_float_or_bf16(x.dtype, y.dtype, "layernorm", "output", launch);
+  dispatch_norm(x.dtype, y.dtype, params_dtype(weight, bias, x.dtype), "layernorm", "output",
+                launch);
   BG_CUDA_LAUNCH_CHECK();
 }
 
@@ -342,9 +365,10 @@ void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dw
   if (c == 0 || x.numel() == 0) return;
   const int64_t rows = x.numel() / c;
   auto s = as_stream(stream);
-  auto launch = [&](auto xt, auto gt) {
+  auto launch = [&](auto xt, auto gt, auto param) {
     using T = decltype(xt);
     using TG = decltype(gt);
+    using TW = decltype(param);
     const auto* px = static_cast<const T*>(x.data);
     const auto* pdy = static_cast<const TG*>(dy.data);
     const auto* pmean = static_cast<const float*>(mean.data);
@@ -362,17 +386,17 @@ void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dw
     const int groups = layernorm_backward_block_rows(x.dtype, c) ? wide_groups<T>(c) : 0;
     if (dx.data && groups) {
       with_groups(groups, [&](auto k) {
-        layernorm_backward_wide_kernel<T, TG, decltype(k)::value>
+        layernorm_backward_wide_kernel<T, TG, TW, decltype(k)::value>
             <<<unsigned(chunks), kWideThreads, 0, s>>>(
                 static_cast<T*>(dx.data), static_cast<const T*>(dx_addend.data), pw, pb, pdy, px,
-                static_cast<const T*>(weight.data), pmean, prstd, rows, c, rms);
+                static_cast<const TW*>(weight.data), pmean, prstd, rows, c, rms);
       });
     } else {
       if (dx.data) {
         const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-        layernorm_dx_kernel<T, TG><<<grid, 32 * kWarpsPerBlock, 0, s>>>(
+        layernorm_dx_kernel<T, TG, TW><<<grid, 32 * kWarpsPerBlock, 0, s>>>(
             static_cast<T*>(dx.data), static_cast<const T*>(dx_addend.data), pdy, px,
-            static_cast<const T*>(weight.data), pmean, prstd, rows, c, rms);
+            static_cast<const TW*>(weight.data), pmean, prstd, rows, c, rms);
       }
       if (partials) {
         dim3 grid(unsigned((c + 127) / 128), unsigned(chunks));
@@ -384,14 +408,15 @@ void layernorm_backward(const KView& dx, const KView& dx_addend, const KView& dw
     if (!partials) return;
     const unsigned column_blocks = unsigned((c + 7) / 8);  // 8 warps of 256 threads
     if (dweight.data)
-      sum_chunks_kernel<T>
-          <<<column_blocks, 256, 0, s>>>(static_cast<T*>(dweight.data), pw, chunks, c);
+      sum_chunks_kernel<TW>
+          <<<column_blocks, 256, 0, s>>>(static_cast<TW*>(dweight.data), pw, chunks, c);
     if (dbias.data)
-      sum_chunks_kernel<T>
-          <<<column_blocks, 256, 0, s>>>(static_cast<T*>(dbias.data), pb, chunks, c);
+      sum_chunks_kernel<TW>
+          <<<column_blocks, 256, 0, s>>>(static_cast<TW*>(dbias.data), pb, chunks, c);
     BG_CUDA_LAUNCH_CHECK();
   };
-  dispatch_float_or_bf16(x.dtype, dy.dtype, "layernorm_backward", "gradient", launch);
+  dispatch_norm(x.dtype, dy.dtype, params_dtype(weight, dweight.data ? dweight : dbias, x.dtype),
+                "layernorm_backward", "gradient", launch);
 }
 
 }  // namespace bg::cuda
