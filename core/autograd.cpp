@@ -72,6 +72,15 @@ void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
 
 }  // namespace
 
+Tensor leaf_gradient_buffer(const Tensor& t) {
+  if (g_leaf_ready || !t.defined() || !t.requires_grad() || t.impl()->grad_fn || !t.impl()->grad)
+    return Tensor();
+  Tensor grad(t.impl()->grad);
+  const bool fits = grad.shape() == t.shape() && grad.dtype() == t.dtype() &&
+                    grad.device() == t.device() && grad.is_contiguous();
+  return fits ? grad : Tensor();
+}
+
 LeafReadyScope::LeafReadyScope(std::function<void(const TensorImpl*)> ready) {
   BG_CHECK(!g_leaf_ready, "backward", "one LeafReadyScope at a time");
   g_leaf_ready = new std::function<void(const TensorImpl*)>(std::move(ready));

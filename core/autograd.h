@@ -42,6 +42,13 @@ class LeafReadyScope {
   LeafReadyScope& operator=(const LeafReadyScope&) = delete;
 };
 
+// The buffer a backward may add `t`'s gradient into itself, returning no gradient for t: t's
+// own .grad when t is a leaf that requires one and already has one (FlatParameters' views, which
+// zero_grad zeroes) of t's shape and dtype, contiguous; undefined otherwise, and while a
+// LeafReadyScope lives (a leaf it waits on must get its gradient through backward(), so that its
+// last feeder is known). Adding into it is what backward() would do with a returned gradient.
+Tensor leaf_gradient_buffer(const Tensor& t);
+
 // Disables graph recording in its scope (evaluation, optimizer steps, inside backward).
 class NoGradGuard {
  public:

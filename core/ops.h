@@ -64,6 +64,10 @@ Tensor lgamma(const Tensor& x);
 
 // Reductions over `dims` (negative counts from the end); empty dims = all.
 Tensor sum(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+// The sum of every element's square (a 0-d tensor) in one pass over x, without the squares'
+// tensor: each square rounded to f32 (f64 for f64), summed in sum's order, so for f32 and f64 x
+// the bits of sum(x * x).
+Tensor sum_squares(const Tensor& x);
 Tensor mean(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 Tensor max(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 Tensor var(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false, int correction = 1);

@@ -39,6 +39,8 @@ void where_forward(const KView& out, const KView& cond, const KView& a, const KV
                    StreamHandle stream);
 // reduce: in contiguous (O, R, I) -> out contiguous (O, I), in in's dtype; on CUDA a sum of an
 // f16/bf16 in may have an f32 out (its partials are f32: no rounding to in's dtype).
+// ReduceOp::sum_squares sums x * x rounded to f32 (f64 on the CPU for f64), in sum's order:
+// sum(x * x)'s bits for f32 and f64 in.
 void reduce(ReduceOp op, const KView& out, const KView& in, int64_t outer, int64_t extent,
             int64_t inner, Scratch& scratch, StreamHandle stream);
 // matmul: MatmulAlgo::standard. out (batch, M, N) = a (batch, M, K) @ b (batch, K, N) (+ bias)

@@ -201,6 +201,8 @@ enum class UnaryOp : uint8_t {
   lgamma     // log Gamma(x), x > 0: the Student-t head's normaliser
 };
 enum class BinaryOp : uint8_t { add, sub, mul, div, maximum, minimum, eq, lt, gt };
-enum class ReduceOp : uint8_t { sum, max };
+// sum_squares: the sum of each element's square, the square rounded to f32 (f64 for f64 on the
+// CPU) first: sum(x * x)'s bits for f32 and f64 x, in one pass over x.
+enum class ReduceOp : uint8_t { sum, max, sum_squares };
 
 }  // namespace bg

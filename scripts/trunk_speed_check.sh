@@ -10,6 +10,7 @@ set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 base=${BASE:-build-base/bitgrad_base}
 [ -f "$base" ] || { [ -f "$base.gz" ] && gunzip -kf "$base.gz"; }
+[ -f "$base" ] || { [ -f "$base.xz" ] && unxz -kf "$base.xz"; }
 chmod +x "$base"
 new=.bundle/bitgrad
 logs=$out/trunk_logs && mkdir -p $logs
@@ -41,6 +42,8 @@ for which in base new; do
   echo "baby $which: rc=$? $(median_step_ms $logs/baby_$which.log 1) ms/step" | tee -a $summary
 done
 BINS="base=$base:$ms_base new=$new:$ms_new" scripts/gpt2_breakdown.sh 2>&1 | tail -60
-$new bench attention --out $out/attention_bitgrad.json > $logs/attention_bitgrad.log 2>&1; tail -8 $logs/attention_bitgrad.log
-python3 scripts/torch_sdpa_baseline.py $out/attention_torch_sdpa.json 30 2>&1 | tail -8
+if [ -z "${SKIP_ATTENTION:-}" ]; then  # SKIP_ATTENTION=1: a change that leaves attention alone
+  $new bench attention --out $out/attention_bitgrad.json > $logs/attention_bitgrad.log 2>&1; tail -8 $logs/attention_bitgrad.log
+  python3 scripts/torch_sdpa_baseline.py $out/attention_torch_sdpa.json 30 2>&1 | tail -8
+fi
 tar -C $logs -czf $out/trunk_logs.tgz . && rm -rf $logs

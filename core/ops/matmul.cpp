@@ -257,9 +257,13 @@ Tensor to_bf16(const Tensor& t) {
 // With gelu_out (the bf16 precision's products on CUDA's standard algorithm, 2-D, no residual:
 // what linear_gelu checks), the GEMM's epilogue also applies GELU: *gelu_out receives
 // gelu(a @ b + bias) with no autograd record, and the returned product keeps matmul's.
+// weight (linear's): the (N, K) leaf whose transpose b is. Under bf16 precision on CUDA's
+// standard algorithm, when the weight's gradient lives in a buffer (leaf_gradient_buffer), the
+// backward adds g^T a into it in the GEMM's epilogue instead of returning b's gradient: no
+// separate add of a transposed (K, N) product into the (N, K) buffer.
 Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer,
                    Rows rows, const Tensor& bias = Tensor(), const Tensor& residual = Tensor(),
-                   Tensor* gelu_out = nullptr) {
+                   Tensor* gelu_out = nullptr, const Tensor& weight = Tensor()) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
@@ -324,17 +328,28 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
     const Shape a_shape = a.shape(), b_shape = b.shape();
     const DType da = a.dtype(), db = b.dtype();
     const bool has_bias = bias.defined(), has_residual = residual.defined();
+    const bool weight_in_place = weight.defined() && batch.empty() && a.is_cuda() &&
+                                 run.algo == MatmulAlgo::standard && weight.dtype() == DType::f32 &&
+                                 weight.ndim() == 2 && weight.size(0) == b.size(1) &&
+                                 weight.size(1) == b.size(0);
     std::vector<Tensor> inputs{a, b};
     if (has_bias) inputs.push_back(bias);
     if (has_residual) inputs.push_back(residual);
     record(out, "matmul", inputs,
-           [a16, b16, a_shape, b_shape, da, db, run, has_bias, has_residual](const Tensor& g) {
+           [a16, b16, a_shape, b_shape, da, db, run, has_bias, has_residual, weight_in_place,
+            weight](const Tensor& g) {
              const Tensor g16 = g.detach().to(DType::bf16);
              const Tensor bt = b16.transpose(-1, -2), at = a16.transpose(-1, -2);
              const Shape gb = batch_of(g16);
              std::vector<Tensor> grads{
                  sum_to(product(g16, bt, gb, DType::bf16, da, run, Rows::kept_apart), a_shape),
-                 sum_to(product(at, g16, gb, DType::bf16, db, run, Rows::summed_over), b_shape)};
+                 Tensor()};
+             const Tensor buffer = weight_in_place ? leaf_gradient_buffer(weight) : Tensor();
+             if (buffer.defined())  // (N, K) += g^T a, the sum over rows in the epilogue
+               gradient_product_into(buffer, g16.transpose(0, 1), a16, run, true);
+             else
+               grads[1] =
+                   sum_to(product(at, g16, gb, DType::bf16, db, run, Rows::summed_over), b_shape);
              // The bias gradient from the incoming gradient as it came (bf16 for a bf16
              // output), summed in f32 and kept f32.
              if (has_bias) grads.push_back(column_sums(g));
@@ -421,7 +436,7 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
   out_shape.back() = weight.size(0);
   Tensor act;
   const Tensor pre = matmul_rows(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1), mode,
-                                 Consumer::matmul, Rows::kept_apart, bias, Tensor(), &act);
+                                 Consumer::matmul, Rows::kept_apart, bias, Tensor(), &act, weight);
   return attach_gelu_backward(pre, act).reshape(out_shape);
 }
 
@@ -485,7 +500,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
                                     : Tensor();
   Tensor out =
       matmul_rows(x2, wt, mode, bias.defined() && !fused_bias.defined() ? Consumer::any : consumer,
-                  Rows::kept_apart, fused_bias, fused_residual);
+                  Rows::kept_apart, fused_bias, fused_residual, nullptr, weight);
   if (bias.defined() && !fused_bias.defined()) out = out + bias;
   out = out.reshape(out_shape);
   return residual.defined() && !fused_residual.defined() ? residual + out : out;

@@ -34,7 +34,7 @@ Shape reduced_shape(const Shape& shape, const std::vector<int>& dims, bool keepd
 }
 
 Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int>& dims, bool keepdim) {
-  const char* name = op == ReduceOp::sum ? "sum" : "max";
+  const char* name = op == ReduceOp::sum ? "sum" : op == ReduceOp::max ? "max" : "sum_squares";
   check_float(x, name, "input");
   Tensor xc = compute_input(x);
   int64_t outer = 1, extent = 1, inner = 1;
@@ -65,7 +65,7 @@ Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int>& dims, bo
   }
   Tensor out = empty(reduced_shape(x.shape(), dims, keepdim), xc.dtype(), x.device());
   if (extent == 0) {
-    BG_CHECK(op == ReduceOp::sum, name, "cannot take the max of an empty dimension of ",
+    BG_CHECK(op != ReduceOp::max, name, "cannot take the max of an empty dimension of ",
              shape_str(x.shape()));
     out.fill_(0.0);
   } else {
@@ -84,6 +84,17 @@ Tensor sum(const Tensor& x, std::vector<int> dims_in, bool keepdim) {
   const Shape in_shape = x.shape(), kept = reduced_shape(x.shape(), dims, true);
   record(out, "sum", {x}, [in_shape, kept](const Tensor& g) {
     return std::vector<Tensor>{g.reshape(kept).expand(in_shape)};
+  });
+  return out;
+}
+
+Tensor sum_squares(const Tensor& x) {
+  std::vector<int> all(size_t(x.ndim()));
+  for (int i = 0; i < x.ndim(); ++i) all[size_t(i)] = i;
+  Tensor out = reduce_raw(ReduceOp::sum_squares, x, all, false);
+  const Tensor xd = x.detach();
+  record(out, "sum_squares", {x}, [xd](const Tensor& g) {
+    return std::vector<Tensor>{xd * (g * 2.0)};  // d/dx sum(x^2) = 2x
   });
   return out;
 }

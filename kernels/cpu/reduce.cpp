@@ -19,6 +19,10 @@ void reduce(ReduceOp op, const KView& out, const KView& in, int64_t outer, int64
       Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>> res(y + o * inner, inner);
       if (op == ReduceOp::sum) {
         res = block.template cast<double>().colwise().sum().template cast<T>();
+      } else if (op == ReduceOp::sum_squares) {
+        // The squares in T first, then sum's own expression over them: sum(x * x)'s bits.
+        const RowMat squares = block.array().square().matrix();
+        res = squares.template cast<double>().colwise().sum().template cast<T>();
       } else if (extent == 0) {
         res.setConstant(-std::numeric_limits<T>::infinity());
       } else {
