@@ -43,18 +43,9 @@ LanguageModelRun read_train_config(ConfigReader& r) {
                 "byte_pair pairs ids as first * 256 + second: leave model.vocab_size at 0 (256)");
   }
   c.mode = read_compute_mode(r);
-  // bf16 activations are the dense GPT's: its stream, norms, projections and softmax head.
-  if (c.mode.activations == ActivationDtype::bf16) {
-    const GPTConfig& g = c.model.gpt;
-    if (c.model.type != ModelType::gpt)
-      r.fail_at("train.activations", "bf16 activations are the GPT's (model.type: gpt)");
-    if (g.linear.kind != LinearKind::dense)
-      r.fail_at("train.activations",
-                "bf16 activations run dense projections; model.linear: bitlinear keeps fp32");
-    if (g.head != HeadKind::softmax)
-      r.fail_at("train.activations",
-                "bf16 activations feed the softmax head; model.head: bide keeps fp32");
-  }
+  const std::string activations = activations_problem(
+      c.mode, c.model.type == ModelType::gpt ? &c.model.gpt : nullptr);
+  if (!activations.empty()) r.fail_at("train.activations", activations);
   // A char MLP has no attention: an L-Mul scope of attention alone would change nothing.
   if (c.model.type == ModelType::char_mlp && c.mode.algo == MatmulAlgo::lmul &&
       c.mode.lmul_scope == LmulScope::attention)

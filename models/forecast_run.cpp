@@ -140,6 +140,8 @@ std::unique_ptr<LoadedForecaster> load_forecaster_checkpoint(const std::string& 
   auto out = std::make_unique<LoadedForecaster>();
   ForecasterConfig cfg = load_forecaster_config(ck, path);
   const ComputeMode trained = load_compute_mode(ck, path);
+  const std::string activations = activations_problem(trained, nullptr);
+  BG_CHECK(activations.empty(), "checkpoint", path, ": ", activations);
   out->mode = inference_mode(trained).on(device);
   const AttentionChoice ran = load_trained_attention(ck, path);
   const AttentionChoice attention = trained.deterministic && ran == AttentionChoice::composed

@@ -171,6 +171,16 @@ void append_target_tokens(const GPTConfig& cfg, int64_t target, std::vector<int3
   }
 }
 
+std::string activations_problem(const ComputeMode& mode, const GPTConfig* gpt) {
+  if (mode.activations != ActivationDtype::bf16) return "";
+  if (!gpt) return "bf16 activations are the GPT's (model.type: gpt)";
+  if (gpt->linear.kind != LinearKind::dense)
+    return "bf16 activations run dense projections; model.linear: bitlinear keeps fp32";
+  if (gpt->head != HeadKind::softmax)
+    return "bf16 activations feed the softmax head; model.head: bide keeps fp32";
+  return "";
+}
+
 bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Device device,
                             int64_t head_dim) {
   if (choice == AttentionChoice::composed) return false;

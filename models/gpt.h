@@ -65,6 +65,11 @@ void append_target_tokens(const GPTConfig& cfg, int64_t target, std::vector<int3
 BG_NAMED_ENUM(AttentionChoice, BG_ATTENTION_CHOICES)
 // Whether a GPT of head dim `head_dim` running `mode` on `device` uses the fused attention
 // kernel. fused where the kernel cannot honour the mode is a one-line error naming the key.
+// Why a model cannot run with `mode`'s activations ("" when it can): bf16 activations
+// (train.activations) are the GPT's with dense projections and the softmax head. `gpt` is null
+// for the other models. The one rule train configs and checkpoint loaders apply.
+std::string activations_problem(const ComputeMode& mode, const GPTConfig* gpt);
+
 bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Device device,
                             int64_t head_dim);
 // The attention a run computed with (fused or composed), as the checkpoint's `attention`

@@ -90,6 +90,8 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   auto out = std::make_unique<LoadedGPT>();
   GPTConfig cfg = load_gpt_config(ck, path);
   out->trained = load_compute_mode(ck, path);
+  const std::string activations = activations_problem(out->trained, &cfg);
+  BG_CHECK(activations.empty(), "checkpoint", path, ": ", activations);
   // A deterministic run is sampled and evaluated in its own mode (on the device kind it trained
   // on, the logits are the training forward's bit for bit), an L-Mul run with its multiplies;
   // others in fp32. No dropout here, so both attention paths compute the same function: a
@@ -148,7 +150,10 @@ std::unique_ptr<LoadedCharMLP> load_char_mlp_checkpoint(const std::string& path,
   check_root_datasets(ck, path, named, false);
   load_parameters(ck, named);
   out->params = FlatParameters(named, device);
-  out->mode = inference_mode(load_compute_mode(ck, path)).on(device);
+  const ComputeMode trained = load_compute_mode(ck, path);
+  const std::string activations = activations_problem(trained, nullptr);
+  BG_CHECK(activations.empty(), "checkpoint", path, ": ", activations);
+  out->mode = inference_mode(trained).on(device);
   out->model->set_compute_mode(out->mode);
   out->model->train(false);
   read_run_record(ck, out.get());

@@ -70,6 +70,20 @@ TEST_CASE("cpu: train.activations is read, checked, saved, loaded and compared")
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("cpu: one rule says which models bf16 activations run") {
+  const ComputeMode m = bf16_stream();
+  GPTConfig dense;
+  CHECK(activations_problem(m, &dense).empty());
+  CHECK(activations_problem(ComputeMode(), nullptr).empty());
+  CHECK(activations_problem(m, nullptr) == "bf16 activations are the GPT's (model.type: gpt)");
+  GPTConfig bitlinear = dense;
+  bitlinear.linear.kind = LinearKind::bitlinear;
+  CHECK(activations_problem(m, &bitlinear).find("model.linear: bitlinear") != std::string::npos);
+  GPTConfig bide = dense;
+  bide.head = HeadKind::bide;
+  CHECK(activations_problem(m, &bide).find("model.head: bide") != std::string::npos);
+}
+
 TEST_CASE("cpu: a bf16 input's layernorm takes f32 parameters and keeps their gradients f32") {
   Generator gen(51);
   const Tensor x32 = randn({6, 37}, gen, 0, 1, DType::f32).to(DType::bf16).to(DType::f32);
