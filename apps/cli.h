@@ -78,6 +78,7 @@ bool is_paths_file(const std::string& path);
 int run_forecast_eval(const Args& args);
 int run_prepare(const Args& args);
 int run_export(const Args& args);
+int run_import(const Args& args);
 int run_plot(const Args& args);
 
 }  // namespace bg::cli

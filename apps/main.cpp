@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
     if (cmd == "forecast") return bg::cli::run_forecast(args);
     if (cmd == "prepare") return bg::cli::run_prepare(args);
     if (cmd == "export") return bg::cli::run_export(args);
+    if (cmd == "import") return bg::cli::run_import(args);
     if (cmd == "plot") return bg::cli::run_plot(args);
     if (cmd == "info") return bg::cli::run_info(args);
     if (cmd == "checksum") return bg::cli::run_checksum(args);

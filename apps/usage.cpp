@@ -102,6 +102,15 @@ const std::vector<Command> kCommands = {
         {"--format F", "safetensors or llmc: the weights for another tool"},
         {"--dtype D", "llmc: fp32 (default) or bf16"},
         {"--out PATH", "the file (--packed, llmc) or folder (safetensors) to write; not CKPT"}}},
+      {"import",
+       "import FILE --out CKPT.h5 [--tokenizer gpt2|byte] [--gpt2-dir DIR] [--vocab-size N]",
+       "pretrained GPT-2 weights (a Hugging Face folder or .safetensors file with config.json "
+       "beside it, or an llm.c .bin) as a checkpoint that sample, eval and export read; no "
+       "optimizer state (fine-tune with model.init_from: FILE)",
+       {{"--out FILE", "the checkpoint to write (required)"},
+        {"--tokenizer T", "gpt2 (default) or byte, for a model over 256 ids"},
+        {"--gpt2-dir DIR", "GPT-2's encoder.json and vocab.bpe (default datasets/gpt2)"},
+        {"--vocab-size N", "embedding rows, at least the file's token ids (default: the file's)"}}},
       {"plot",
        "plot [LABEL=]METRICS.csv ... --out FILE.svg [--title TEXT]",
        "validation and training loss of several train runs (their metrics.csv) in one SVG",

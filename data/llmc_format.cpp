@@ -32,7 +32,11 @@ std::vector<std::pair<std::string, Shape>> llmc_parameter_shapes(const LlmcHeade
           {"lnfb", {c}}};
 }
 
-LlmcCheckpoint read_llmc(const std::string& path) {
+namespace {
+
+// Opens `path` and checks its header, and the file's size against it: everything before the
+// parameters are read.
+std::ifstream open_llmc(const std::string& path, LlmcHeader* header) {
   uint64_t file_size = 0;
   std::ifstream f = open_binary_input(path, kOp, "llm.c checkpoint", &file_size);
   const int64_t size = int64_t(file_size), header_bytes = kLlmcHeaderInts * 4;
@@ -49,8 +53,7 @@ LlmcCheckpoint read_llmc(const std::string& path) {
            " (not a GPT-2 checkpoint of llm.c)");
   BG_CHECK(field(1) == 3 || field(1) == 5, kOp, path, ": version ", field(1),
            " (llm.c writes 3 for fp32 and 5 for bf16)");
-  LlmcCheckpoint ck;
-  LlmcHeader& h = ck.header;
+  LlmcHeader& h = *header;
   h.dtype = field(1) == 3 ? DType::f32 : DType::bf16;
   h.max_seq_len = field(2);
   h.vocab_size = field(3);
@@ -85,7 +88,23 @@ LlmcCheckpoint read_llmc(const std::string& path) {
            h.num_layers, " layers, ", h.channels, " channels, vocabulary ", h.padded_vocab_size,
            ", ", dtype_name(h.dtype), ") declares ", count, " parameters = ", want, " bytes",
            size < want ? " (truncated?)" : "");
-  for (const auto& [name, shape] : shapes) {
+  return f;
+}
+
+}  // namespace
+
+LlmcHeader read_llmc_header(const std::string& path) {
+  LlmcHeader h;
+  open_llmc(path, &h);
+  return h;
+}
+
+LlmcCheckpoint read_llmc(const std::string& path) {
+  LlmcCheckpoint ck;
+  std::ifstream f = open_llmc(path, &ck.header);
+  const LlmcHeader& h = ck.header;
+  const int64_t esize = int64_t(dtype_size(h.dtype));
+  for (const auto& [name, shape] : llmc_parameter_shapes(h)) {
     Tensor t = empty(shape, h.dtype);
     const std::streamsize bytes = std::streamsize(t.numel() * esize);
     f.read(static_cast<char*>(t.data_ptr()), bytes);

@@ -38,6 +38,9 @@ struct LlmcCheckpoint {
 
 // Reads and checks `path` (see above).
 LlmcCheckpoint read_llmc(const std::string& path);
+// The header of `path`, checked as read_llmc checks it (the file's size included), without
+// reading the parameters.
+LlmcHeader read_llmc_header(const std::string& path);
 // Writes `ckpt` atomically; every tensor must have its llmc_parameter_shapes shape (any dtype:
 // each is converted to the header's).
 void write_llmc(const std::string& path, const LlmcCheckpoint& ckpt);

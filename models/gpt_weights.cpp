@@ -250,8 +250,67 @@ LlmcCheckpoint llmc_from_gpt_params(const NamedTensors& params, const GPTConfig&
   return ck;  // kLlmcLayer lists the stacked tensors in llm.c's own order
 }
 
-NamedTensors load_pretrained_gpt2(const std::string& path, const GPTConfig& cfg) {
+namespace {
+
+// Where pretrained weights are: a Hugging Face folder or .safetensors file (with config.json
+// beside it), or else an llm.c file.
+struct PretrainedFiles {
+  bool safetensors = false;
+  std::string weights, config;
+};
+PretrainedFiles pretrained_files(const std::string& path) {
   namespace fs = std::filesystem;
+  std::error_code ec;
+  BG_CHECK(fs::exists(path, ec), kOp, path, ": no such file or folder (expected a Hugging Face "
+           "folder, a .safetensors file with config.json beside it, or an llm.c .bin)");
+  const bool folder = fs::is_directory(path, ec);
+  PretrainedFiles f;
+  f.safetensors =
+      folder || (path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0);
+  f.weights = folder ? (fs::path(path) / "model.safetensors").string() : path;
+  if (f.safetensors) f.config = (fs::path(f.weights).parent_path() / "config.json").string();
+  return f;
+}
+
+}  // namespace
+
+void load_pretrained_into(GPT& model, const std::string& path) {
+  const NamedTensors pretrained = load_pretrained_gpt2(path, model.config());
+  const auto named = model.named_parameters();
+  BG_CHECK(named.size() == pretrained.size(), kOp, path, ": GPT-2's ", pretrained.size(),
+           " parameters for a model of ", named.size());
+  for (size_t i = 0; i < named.size(); ++i) {
+    BG_CHECK(named[i].first == pretrained[i].first &&
+                 named[i].second.shape() == pretrained[i].second.shape(),
+             kOp, path, ": GPT-2's \"", pretrained[i].first, "\" does not fit the model's \"",
+             named[i].first, "\"");
+    named[i].second.detach().copy_(pretrained[i].second);
+  }
+}
+
+PretrainedGpt2 pretrained_gpt2_config(const std::string& path) {
+  const PretrainedFiles f = pretrained_files(path);
+  PretrainedGpt2 out;
+  if (f.safetensors) {
+    out.config = gpt_config_from_hf(
+        read_file_limited(f.config, kOp, "config.json", int64_t(1) << 20), f.config);
+    out.token_ids = out.config.vocab_size;
+    return out;
+  }
+  const LlmcHeader h = read_llmc_header(path);
+  out.config.n_layer = h.num_layers;
+  out.config.n_head = h.num_heads;
+  out.config.n_embd = h.channels;
+  out.config.block_size = h.max_seq_len;
+  out.config.vocab_size = h.padded_vocab_size;
+  out.config.bias = true;
+  out.config.dropout = 0.0;
+  out.config.gelu = GeluForm::tanh;  // llm.c's GELU
+  out.token_ids = h.vocab_size;
+  return out;
+}
+
+NamedTensors load_pretrained_gpt2(const std::string& path, const GPTConfig& cfg) {
   (void)gpt2_parameter_shapes(cfg);  // a GPT-2-shaped model first
   const std::string where = "model.init_from: " + path;
   // The file's own model: its architecture checked against cfg's, its sizes the file's.
@@ -265,13 +324,10 @@ NamedTensors load_pretrained_gpt2(const std::string& path, const GPTConfig& cfg)
     file.block_size = positions;
   };
   NamedTensors params;
-  std::error_code ec;
-  const bool folder = fs::is_directory(path, ec);
-  const bool safetensors = folder || (path.size() > 12 &&
-                                      path.compare(path.size() - 12, 12, ".safetensors") == 0);
-  if (safetensors) {
-    const std::string weights = folder ? (fs::path(path) / "model.safetensors").string() : path;
-    const std::string config = (fs::path(weights).parent_path() / "config.json").string();
+  const PretrainedFiles files = pretrained_files(path);
+  if (files.safetensors) {
+    const std::string& weights = files.weights;
+    const std::string& config = files.config;
     const GPTConfig hf = gpt_config_from_hf(
         read_file_limited(config, kOp, "config.json", int64_t(1) << 20), config);
     check_architecture(hf.n_layer, hf.n_head, hf.n_embd, hf.block_size);

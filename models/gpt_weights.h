@@ -49,6 +49,20 @@ NamedTensors hf_from_gpt_params(const NamedTensors& params, const GPTConfig& cfg
 // llm.c's padded vocabulary, smaller down to its ids.
 NamedTensors load_pretrained_gpt2(const std::string& path, const GPTConfig& cfg);
 
+// load_pretrained_gpt2(path, model's config) copied into `model`'s parameters (names and shapes
+// checked), its other state as it was.
+void load_pretrained_into(GPT& model, const std::string& path);
+
+// The model pretrained GPT-2 weights at `path` (as load_pretrained_gpt2 takes them) hold, read
+// from config.json or llm.c's header alone: its layers, heads, width, positions, GELU form and
+// vocabulary rows (llm.c's padded size), with biases and no dropout; and how many of those rows
+// are token ids (the tokenizer's vocabulary).
+struct PretrainedGpt2 {
+  GPTConfig config;
+  int64_t token_ids = 0;
+};
+PretrainedGpt2 pretrained_gpt2_config(const std::string& path);
+
 // bitgrad's parameters for `cfg` from an llm.c checkpoint (its sizes must be cfg's; its padded
 // vocabulary cfg.vocab_size).
 NamedTensors gpt_params_from_llmc(const LlmcCheckpoint& ck, const GPTConfig& cfg);

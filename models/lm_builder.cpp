@@ -102,19 +102,8 @@ std::unique_ptr<LanguageModel> build_language_model(const ModelSpec& spec, const
       GPTConfig g = resolve_gpt(spec.gpt, tok);
       g.fused_attention = choose_fused_attention(spec.attention, mode, device, g.n_embd / g.n_head);
       auto gpt = std::make_unique<GPT>(g, init);
-      if (!spec.init_from.empty()) {  // the drawn values replaced: init's stream stays the same
-        const NamedTensors pretrained = load_pretrained_gpt2(spec.init_from, gpt->config());
-        const auto named = gpt->named_parameters();
-        BG_CHECK(named.size() == pretrained.size(), "config", "model.init_from: GPT-2's ",
-                 pretrained.size(), " parameters for a model of ", named.size());
-        for (size_t i = 0; i < named.size(); ++i) {
-          BG_CHECK(named[i].first == pretrained[i].first &&
-                       named[i].second.shape() == pretrained[i].second.shape(),
-                   "config", "model.init_from: GPT-2's \"", pretrained[i].first,
-                   "\" does not fit the model's \"", named[i].first, "\"");
-          named[i].second.detach().copy_(pretrained[i].second);
-        }
-      }
+      // The drawn values replaced: init's stream stays the same.
+      if (!spec.init_from.empty()) load_pretrained_into(*gpt, spec.init_from);
       // A BIDE head's token code other than the id: ranked by the training tokens (resume loads
       // the saved one, and compares).
       if (g.head == HeadKind::bide && g.bide.code != BideTokenCode::id)

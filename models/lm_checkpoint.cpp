@@ -1,11 +1,13 @@
 #include "lm_checkpoint.h"
 
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "core/checkpoint.h"
 #include "core/error.h"
 #include "models/gpt_packed.h"
+#include "models/trainer.h"
 
 namespace bg {
 namespace {
@@ -125,6 +127,34 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   out->model->train(false);
   read_run_record(ck, out.get());
   return out;
+}
+
+void save_run_record(CheckpointWriter& ck, const LanguageModel& model, const Tokenizer& tok,
+                     const RunRecord& record) {
+  ck.attr("format", std::string(kTrainFormat));
+  ck.attr("model_type", std::string(model.type()));
+  ck.attr("config", record.config_yaml);
+  tok.save(ck);
+  // How the forward ran: resume compares it, and sample, eval and export reproduce it.
+  save_compute_mode(ck, model.compute_mode());
+  model.save_description(ck);
+  ck.attr("val_data", record.val_source);
+  ck.attr("val_fraction", record.val_fraction);
+  ck.attr("data_rng_offset", int64_t(record.data_offset));
+  ck.attr("dropout_rng_offset", int64_t(record.dropout_offset));
+}
+
+void save_imported_checkpoint(const std::string& path, const GPT& model, const Tokenizer& tok,
+                              const std::string& source, const std::string& config_yaml) {
+  CheckpointWriter ck(path);
+  for (const auto& [name, t] : model.named_parameters()) ck.tensor(name, t);
+  save_run_record(ck, model, tok, {config_yaml, "", 0.1, 0, 0});
+  ck.attr(kImportedFromAttr, source);
+  ck.attr("step", int64_t(0));
+  ck.attr("optimizer_steps", int64_t(0));
+  ck.attr("best_val_loss", std::numeric_limits<double>::infinity());
+  ck.attr("metrics_csv", std::string(kMetricsHeader));
+  ck.commit();
 }
 
 std::string checkpoint_model_type(const std::string& path) {

@@ -48,6 +48,24 @@ struct LoadedGPT : LoadedRun {
 };
 std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device);
 
+// What a train checkpoint says beside the weights about the model and its run, for sample, eval,
+// export and resume: the format, model type, effective config, tokenizer, compute mode, the
+// model's description, the validation source and the data and dropout streams' positions.
+// LanguageModelTask::save and `bitgrad import` write it; read_run_record and the loaders read it.
+struct RunRecord {
+  std::string config_yaml, val_source;
+  double val_fraction = 0.1;
+  uint64_t data_offset = 0, dropout_offset = 0;
+};
+void save_run_record(CheckpointWriter& ck, const LanguageModel& model, const Tokenizer& tok,
+                     const RunRecord& record);
+
+// `bitgrad import`: a train-format checkpoint of `model` at step 0, with no optimizer state (the
+// attribute imported_from names the source; resume refuses such a file), for sample, eval and
+// export: the parameters, the run record and the trainer's step attributes.
+void save_imported_checkpoint(const std::string& path, const GPT& model, const Tokenizer& tok,
+                              const std::string& source, const std::string& config_yaml);
+
 // The model_type attribute of a train checkpoint or packed export ("gpt", "char_mlp").
 std::string checkpoint_model_type(const std::string& path);
 

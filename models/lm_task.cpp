@@ -39,17 +39,9 @@ double LanguageModelTask::validation_loss() {
 // The tied LM head is also stored as lm_head.weight so PyTorch's load_state_dict finds every
 // key; then what sample, eval and resume need to rebuild and check the run.
 void LanguageModelTask::save(CheckpointWriter& ck) const {
-  ck.attr("format", std::string(kTrainFormat));
-  ck.attr("model_type", std::string(model_.type()));
-  ck.attr("config", cfg_.config_yaml);
-  tok_.save(ck);
-  // How the forward ran: resume compares it, and sample, eval and export reproduce it.
-  save_compute_mode(ck, model_.compute_mode());
-  model_.save_description(ck);
-  ck.attr("val_data", val_source);
-  ck.attr("val_fraction", cfg_.val_fraction);
-  ck.attr("data_rng_offset", int64_t(streams_.data.offset));
-  ck.attr("dropout_rng_offset", int64_t(streams_.dropout.offset));
+  save_run_record(ck, model_, tok_,
+                  {cfg_.config_yaml, val_source, cfg_.val_fraction, streams_.data.offset,
+                   streams_.dropout.offset});
 }
 void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path) {
   BG_CHECK(is_train_checkpoint(ck), "train", path, " is not a bitgrad train checkpoint");

@@ -107,7 +107,7 @@ Trainer::Trainer(TrainerConfig cfg, FlatParameters& params, TrainTask& task)
   cfg_.cuda_graph = cfg_.cuda_graph && device_.is_cuda();
   BG_CHECK(!cfg_.cuda_graph || (adamw_ && cfg_.grad_clip == 0 && cfg_.grad_accum == 1),
            cfg_.command.c_str(), "a CUDA-graph step runs AdamW without clipping or accumulation");
-  result_.metrics_csv = "step,train_loss,val_loss,lr,ms_per_step\n";
+  result_.metrics_csv = kMetricsHeader;
 }
 
 Trainer::~Trainer() = default;
@@ -135,6 +135,10 @@ void Trainer::resume() {
   const std::string path = cfg_.out_dir + "/last.h5";
   CheckpointReader ck(path);
   release_input(path);  // the run's own checkpoint: this run writes it again
+  BG_CHECK(!ck.has_attr(kImportedFromAttr), cfg_.command.c_str(), path,
+           " was written by bitgrad import from ", ck.str_attr(kImportedFromAttr),
+           ": it has no optimizer state to resume; start a run from the source with "
+           "model.init_from");
   task_.load(ck, path);
   load_parameters(ck, params_.named());
   // bitgrad-train-1 kept the optimizer state at the root as optimizer.*.

@@ -33,6 +33,12 @@
 
 namespace bg {
 
+// A checkpoint attribute naming the file a checkpoint was imported from (`bitgrad import`): such
+// a checkpoint has weights but no optimizer state, so resume refuses it.
+inline constexpr const char* kImportedFromAttr = "imported_from";
+// The header line of a run's metrics CSV (the metrics_csv attribute and metrics.csv).
+inline constexpr const char* kMetricsHeader = "step,train_loss,val_loss,lr,ms_per_step\n";
+
 // optimizer.type: AdamW (decoupled weight decay) or SGD with momentum.
 #define BG_OPTIMIZER_KINDS(X) X(adamw, "adamw") X(sgd, "sgd")
 BG_NAMED_ENUM(OptimizerKind, BG_OPTIMIZER_KINDS)

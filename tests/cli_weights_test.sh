@@ -3,7 +3,8 @@
 # tanh GELU) exported for transformers (a folder: model.safetensors, config.json) and for llm.c
 # (.bin, fp32 and bf16); runs started from each with model.init_from take the same first step
 # (the same fp32 weights, whichever file carried them); the bf16 file differs only by its
-# rounding; what another tool has no place for, and bad arguments, are refused in one line.
+# rounding; `bitgrad import` of each file evaluates to the source checkpoint's loss; what
+# another tool has no place for, and bad arguments, are refused in one line.
 set -uo pipefail
 bin=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,6 +38,38 @@ fresh=$("$bin" train gpt2ish.yaml --set run.out_dir="$dir/fresh" --set train.ste
 [ "$fresh" != "$a" ] || fail "a run from the pretrained weights starts where a fresh one does"
 d=$(first_step gpt_bf16.bin bf16)
 [ -n "$d" ] || fail "no step from the bf16 file"
+# Import: a byte-level model's exported files back as checkpoints that eval and sample read,
+# with the source checkpoint's loss to the last digit.
+"$bin" train gpt2ish.yaml --set data.tokenizer=byte --set run.out_dir="$dir/byte" > byte.log 2>&1 ||
+  fail "the byte-level run failed: $(tail -2 byte.log)"
+"$bin" export byte/last.h5 --format safetensors --out hfb > /dev/null 2>&1 || fail "export of the byte model failed"
+"$bin" export byte/last.h5 --format llmc --out byte.bin > /dev/null 2>&1 || fail "llmc export of the byte model failed"
+want=$("$bin" eval byte/last.h5 --data corpus.txt 2>&1 | grep -oE 'loss [0-9.]+ nats/token')
+[ -n "$want" ] || fail "no eval of the source checkpoint"
+for src in hfb hfb/model.safetensors byte.bin; do
+  out="imp_$(echo "$src" | tr '/.' '__').h5"
+  "$bin" import "$src" --tokenizer byte --out "$out" > imp.log 2>&1 || fail "import $src failed: $(cat imp.log)"
+  got=$("$bin" eval "$out" --data corpus.txt 2>&1 | grep -oE 'loss [0-9.]+ nats/token')
+  [ "$got" = "$want" ] || fail "import $src evaluates to '$got', its source to '$want'"
+done
+"$bin" sample imp_hfb.h5 --tokens 8 > /dev/null 2>&1 || fail "sample of an import failed"
+"$bin" import byte.bin --tokenizer byte --vocab-size 320 --out wide.h5 > /dev/null 2>&1 || fail "import --vocab-size failed"
+got=$("$bin" eval wide.h5 --data corpus.txt 2>&1 | grep -oE 'loss [0-9.]+ nats/token')
+[ -n "$got" ] || fail "no eval of the padded import"
+gpt2dir="$here/../../shared/data/gpt2"
+if [ -f "$gpt2dir/encoder.json" ] && [ -f "$gpt2dir/vocab.bpe" ]; then
+  one_line_error "has 256 token ids; the gpt2 tokenizer has 50257" "$bin" import hfb --gpt2-dir "$gpt2dir" --out no.h5
+fi
+one_line_error "vocab.bpe" "$bin" import hfb --gpt2-dir "$dir" --out no.h5
+one_line_error "--vocab-size" "$bin" import hfb --tokenizer byte --vocab-size 100 --out no.h5
+one_line_error "no such file or folder" "$bin" import missing_dir --tokenizer byte --out no.h5
+one_line_error "--gpt2-dir: not used with --tokenizer byte" "$bin" import hfb --tokenizer byte --gpt2-dir x --out no.h5
+[ ! -e no.h5 ] || fail "a refused import wrote its file"
+one_line_error "--out" "$bin" import byte.bin --tokenizer byte --out byte.bin  # never over its input
+[ "$(stat -c %s byte.bin)" -gt 1024 ] || fail "a refused import changed its input"
+mkdir -p imprun && cp imp_hfb.h5 imprun/last.h5
+one_line_error "was written by bitgrad import" "$bin" train gpt2ish.yaml --set data.tokenizer=byte \
+  --set run.out_dir="$dir/imprun" --set run.resume=true
 # Refusals.
 one_line_error "has no place for ternary weights" "$bin" export \
   "$( "$bin" train gpt2ish.yaml --set model.linear=bitlinear --set run.out_dir="$dir/bit" \
