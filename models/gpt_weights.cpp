@@ -275,17 +275,24 @@ PretrainedFiles pretrained_files(const std::string& path) {
 }  // namespace
 
 void load_pretrained_into(GPT& model, const std::string& path) {
-  const NamedTensors pretrained = load_pretrained_gpt2(path, model.config());
-  const auto named = model.named_parameters();
-  BG_CHECK(named.size() == pretrained.size(), kOp, path, ": GPT-2's ", pretrained.size(),
-           " parameters for a model of ", named.size());
-  for (size_t i = 0; i < named.size(); ++i) {
-    BG_CHECK(named[i].first == pretrained[i].first &&
-                 named[i].second.shape() == pretrained[i].second.shape(),
-             kOp, path, ": GPT-2's \"", pretrained[i].first, "\" does not fit the model's \"",
-             named[i].first, "\"");
-    named[i].second.detach().copy_(pretrained[i].second);
+  // The trunk is GPT-2's whatever the head: a BIDE or hybrid head's own parameters (lm_head.*)
+  // keep their drawn values; a hybrid head's softmax part ties to the pretrained wte.
+  GPTConfig trunk = model.config();
+  trunk.head = HeadKind::softmax;
+  const NamedTensors pretrained = load_pretrained_gpt2(path, trunk);
+  std::map<std::string, Tensor> named;
+  for (const auto& [name, t] : model.named_parameters()) named.emplace(name, t);
+  for (const auto& [name, t] : pretrained) {
+    const auto it = named.find(name);
+    BG_CHECK(it != named.end() && it->second.shape() == t.shape(), kOp, path, ": GPT-2's \"",
+             name, "\" ", shape_str(t.shape()), " has no place in the model",
+             it == named.end() ? std::string() : " (its " + shape_str(it->second.shape()) + ")");
+    it->second.detach().copy_(t);
+    named.erase(it);
   }
+  for (const auto& [name, t] : named)  // what GPT-2 does not have: the head's own
+    BG_CHECK(name.rfind("lm_head.", 0) == 0, kOp, path, ": the model's \"", name,
+             "\" has no GPT-2 weight");
 }
 
 PretrainedGpt2 pretrained_gpt2_config(const std::string& path) {

@@ -49,8 +49,9 @@ NamedTensors hf_from_gpt_params(const NamedTensors& params, const GPTConfig& cfg
 // llm.c's padded vocabulary, smaller down to its ids.
 NamedTensors load_pretrained_gpt2(const std::string& path, const GPTConfig& cfg);
 
-// load_pretrained_gpt2(path, model's config) copied into `model`'s parameters (names and shapes
-// checked), its other state as it was.
+// GPT-2's weights at `path` (as load_pretrained_gpt2 reads them for the model's trunk) copied
+// into `model`'s parameters, names and shapes checked. A BIDE or hybrid head (model.head: bide)
+// keeps its own drawn parameters (lm_head.*) on the pretrained trunk.
 void load_pretrained_into(GPT& model, const std::string& path);
 
 // The model pretrained GPT-2 weights at `path` (as load_pretrained_gpt2 takes them) hold, read

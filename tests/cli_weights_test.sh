@@ -3,7 +3,7 @@
 # tanh GELU) exported for transformers (a folder: model.safetensors, config.json) and for llm.c
 # (.bin, fp32 and bf16); runs started from each with model.init_from take the same first step
 # (the same fp32 weights, whichever file carried them); the bf16 file differs only by its
-# rounding; `bitgrad import` of each file evaluates to the source checkpoint's loss; what
+# rounding; a BIDE or hybrid head trains on the pretrained trunk; `bitgrad import` of each file evaluates to the source checkpoint's loss; what
 # another tool has no place for, and bad arguments, are refused in one line.
 set -uo pipefail
 bin=$(realpath "$1")
@@ -38,6 +38,13 @@ fresh=$("$bin" train gpt2ish.yaml --set run.out_dir="$dir/fresh" --set train.ste
 [ "$fresh" != "$a" ] || fail "a run from the pretrained weights starts where a fresh one does"
 d=$(first_step gpt_bf16.bin bf16)
 [ -n "$d" ] || fail "no step from the bf16 file"
+# A BIDE head and a tied hybrid one on the pretrained trunk (their own parameters drawn).
+for head in "" "--set head.bide.softmax_ids=8 --set head.bide.tie_softmax=true --set head.bide.code=frequency"; do
+  "$bin" train gpt2ish.yaml --set model.init_from=hf --set model.head=bide $head \
+    --set run.out_dir="$dir/bide_ft" --set train.steps=2 > bide_ft.log 2>&1 ||
+    fail "a BIDE head on the pretrained trunk failed ($head): $(tail -2 bide_ft.log)"
+  rm -rf "$dir/bide_ft"
+done
 # Import: a byte-level model's exported files back as checkpoints that eval and sample read,
 # with the source checkpoint's loss to the last digit.
 "$bin" train gpt2ish.yaml --set data.tokenizer=byte --set run.out_dir="$dir/byte" > byte.log 2>&1 ||

@@ -4,6 +4,7 @@
 // stacked tensors, both ways bit for bit; a model loaded from the exported weights computes the
 // original's logits bit for bit; config.json read and written; bad dicts refused in one line.
 #include <filesystem>
+#include <map>
 
 #include "core/files.h"
 #include "data/llmc_format.h"
@@ -245,6 +246,44 @@ TEST_CASE("cpu: model.init_from starts a GPT from Hugging Face or llm.c weights"
       CHECK(named[i].first == source[i].first);
       CHECK(bit_mismatches(named[i].second, source[i].second) == 0);
     }
+  }
+  // A BIDE head, and a hybrid one tied to wte, on the pretrained trunk: the trunk is the file's,
+  // the head's own parameters what the same seed draws without the file.
+  for (bool hybrid : {false, true}) {
+    CAPTURE(hybrid);
+    ModelSpec spec;
+    spec.type = ModelType::gpt;
+    spec.gpt = cfg;
+    spec.gpt.head = HeadKind::bide;
+    spec.gpt.bide.hidden = 8;
+    if (hybrid) {
+      spec.gpt.bide.softmax_ids = 4;
+      spec.gpt.bide.tie_softmax = true;
+    }
+    spec.attention = AttentionChoice::composed;
+    Generator g1(15), g2(15);
+    const auto fresh = build_language_model(spec, tok, {}, ComputeMode(), Device::cpu(), g1);
+    spec.init_from = dir.string();
+    const auto model = build_language_model(spec, tok, {}, ComputeMode(), Device::cpu(), g2);
+    std::map<std::string, Tensor> want;
+    for (const auto& [name, t] : source) want.emplace(name, t);
+    const auto named = model->named_parameters(), drawn = fresh->named_parameters();
+    REQUIRE(named.size() == drawn.size());
+    int64_t head = 0;
+    for (size_t i = 0; i < named.size(); ++i) {
+      CAPTURE(named[i].first);
+      const auto it = want.find(named[i].first);
+      if (it == want.end()) {
+        CHECK(named[i].first.rfind("lm_head.", 0) == 0);
+        CHECK(bit_mismatches(named[i].second, drawn[i].second) == 0);
+        ++head;
+      } else if (named[i].first == "transformer.wte.weight") {
+        CHECK(bit_mismatches(named[i].second.slice(0, 0, kVocab), it->second.slice(0, 0, kVocab)) == 0);
+      } else {
+        CHECK(bit_mismatches(named[i].second, it->second) == 0);
+      }
+    }
+    CHECK(head > 0);
   }
   ModelSpec wide;
   wide.type = ModelType::gpt;
