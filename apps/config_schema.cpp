@@ -32,7 +32,7 @@ const std::vector<Probe> kTrainProbes = {
       "data.tokenizer=gpt2", "run.resume=true", "schedule.type=cosine", "schedule.stage2_step=1"}},
     {"gpt",
      {"data.train_bin=a.bin", "data.val_bin=b.bin", "data.tokenizer=byte", "model.type=gpt",
-      "optimizer.type=sgd", "model.head=bide"}},
+      "optimizer.type=sgd", "model.head=bide", "model.init_from=w"}},
     {"gpt",
      {"data.path=x.txt", "data.tokenizer=byte_pair", "model.type=gpt", "model.head=bide",
       "model.input=bits"}},

@@ -38,6 +38,10 @@ LanguageModelRun read_train_config(ConfigReader& r) {
                 "output over");
     g.predict_tokens = byte_pair ? 2 : 1;
     if (const SettingProblem p = gpt_config_problem(g, false)) r.fail_at(p.key, p.message);
+    if (c.model.freeze_trunk_steps > 0 && g.head != HeadKind::bide)
+      r.fail_at("model.freeze_trunk_steps",
+                "the tied softmax head has no parameters of its own to train; freezing needs "
+                "model.head: bide");
     if (byte_pair && g.vocab_size != 0 && g.vocab_size != 256)
       r.fail_at("model.vocab_size",
                 "byte_pair pairs ids as first * 256 + second: leave model.vocab_size at 0 (256)");

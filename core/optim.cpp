@@ -46,6 +46,39 @@ void FlatParameters::zero_grad() {
   if (grads_.defined()) grads_.fill_(0.0);
 }
 
+FrozenRanges ranges_not_named(const FlatParameters& params, const std::string& trainable_prefix) {
+  FrozenRanges ranges;
+  for (const auto& [name, t] : params.named())
+    if (name.rfind(trainable_prefix, 0) != 0 && t.numel() > 0)
+      ranges.emplace_back(t.impl()->offset, t.impl()->offset + t.numel());
+  std::sort(ranges.begin(), ranges.end());
+  FrozenRanges merged;
+  for (const auto& r : ranges) {
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  return merged;
+}
+
+namespace {
+
+// [lo, hi) without the frozen ranges (sorted, disjoint): the pieces an optimizer updates.
+FrozenRanges open_pieces(int64_t lo, int64_t hi, const FrozenRanges& frozen) {
+  FrozenRanges pieces;
+  int64_t at = lo;
+  for (const auto& [b, e] : frozen) {
+    if (e <= at || b >= hi) continue;
+    if (b > at) pieces.emplace_back(at, b);
+    at = std::max(at, e);
+  }
+  if (at < hi) pieces.emplace_back(at, hi);
+  return pieces;
+}
+
+}  // namespace
+
 AdamW::AdamW(FlatParameters& params, AdamWConfig config) : params_(params), config_(config) {
   shard(0, params.numel());
 }
@@ -93,10 +126,12 @@ void AdamW::step(double lr, const Tensor& grad_scale) {
     const int64_t hi = std::min(group == 0 ? split : n, shard_end_);
     if (hi <= lo) continue;
     p.weight_decay = group == 0 ? float(config_.weight_decay) : 0.f;
-    const int64_t mlo = lo - shard_begin_, mhi = hi - shard_begin_;
-    BG_DISPATCH(dev, adamw_step, params_.values().slice(0, lo, hi).kview(),
-                params_.grads().slice(0, lo, hi).kview(), m_.slice(0, mlo, mhi).kview(),
-                v_.slice(0, mlo, mhi).kview(), p, scale, stream_for(dev));
+    for (const auto& [a, b] : open_pieces(lo, hi, frozen_)) {
+      const int64_t ma = a - shard_begin_, mb = b - shard_begin_;
+      BG_DISPATCH(dev, adamw_step, params_.values().slice(0, a, b).kview(),
+                  params_.grads().slice(0, a, b).kview(), m_.slice(0, ma, mb).kview(),
+                  v_.slice(0, ma, mb).kview(), p, scale, stream_for(dev));
+    }
   }
 }
 
@@ -112,10 +147,11 @@ void SGD::step(double lr, const Tensor& grad_scale) {
   const int64_t split = params_.decay_count(), n = params_.numel();
   for (int group = 0; group < 2; ++group) {
     const int64_t lo = group == 0 ? 0 : split, hi = group == 0 ? split : n;
-    if (hi == lo) continue;
-    BG_DISPATCH(dev, sgd_step, params_.values().slice(0, lo, hi).kview(),
-                params_.grads().slice(0, lo, hi).kview(), buf_.slice(0, lo, hi).kview(), float(lr),
-                float(momentum_), group == 0 ? float(weight_decay_) : 0.f, scale, stream_for(dev));
+    for (const auto& [a, b] : open_pieces(lo, hi, frozen_))
+      BG_DISPATCH(dev, sgd_step, params_.values().slice(0, a, b).kview(),
+                  params_.grads().slice(0, a, b).kview(), buf_.slice(0, a, b).kview(), float(lr),
+                  float(momentum_), group == 0 ? float(weight_decay_) : 0.f, scale,
+                  stream_for(dev));
   }
 }
 

@@ -38,6 +38,11 @@ struct AdamWConfig {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
 };
 
+// Flat-buffer element ranges [begin, end) an optimizer leaves alone (values and state).
+using FrozenRanges = std::vector<std::pair<int64_t, int64_t>>;
+// The ranges of `params` whose names do not start with `trainable_prefix`, merged and sorted.
+FrozenRanges ranges_not_named(const FlatParameters& params, const std::string& trainable_prefix);
+
 class AdamW {
  public:
   AdamW(FlatParameters& params, AdamWConfig config);
@@ -53,6 +58,9 @@ class AdamW {
   Tensor& exp_avg_sq() { return v_; }
   void set_steps(int64_t s) { steps_ = s; }
   void set_weight_decay(double wd) { config_.weight_decay = wd; }
+  // Until set again, steps leave these ranges' parameters and moments as they are (the step
+  // count still advances).
+  void set_frozen(FrozenRanges ranges) { frozen_ = std::move(ranges); }
   // ZeRO-1: keep the moments of the parameters [begin, end) of the flat buffer only, and update
   // only those (the other ranks update the rest); exp_avg()/exp_avg_sq() then hold that range.
   void shard(int64_t begin, int64_t end);
@@ -66,6 +74,7 @@ class AdamW {
   int64_t shard_begin_ = 0, shard_end_ = 0;  // the range m_ and v_ cover
   Tensor hyper_;                             // set for the duration of step_device
   int64_t steps_ = 0;
+  FrozenRanges frozen_;
 };
 
 class SGD {
@@ -74,11 +83,13 @@ class SGD {
   void step(double lr, const Tensor& grad_scale = Tensor());
   Tensor& momentum_buffer() { return buf_; }
   void set_weight_decay(double wd) { weight_decay_ = wd; }
+  void set_frozen(FrozenRanges ranges) { frozen_ = std::move(ranges); }  // as AdamW's
 
  private:
   FlatParameters& params_;
   double momentum_, weight_decay_;
   Tensor buf_;
+  FrozenRanges frozen_;
 };
 
 struct ClipResult {

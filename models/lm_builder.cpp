@@ -66,6 +66,12 @@ const Settings<ModelSpec>& model_spec_settings() {
              "and config.json), a .safetensors file with config.json beside it, or an llm.c .bin; "
              "its layers, heads, width and model.gelu must be the config's (block_size may be "
              "smaller: wpe's first rows; vocab_size larger: zero rows)");
+    s.when([](const ModelSpec& m) { return m.type == ModelType::gpt && !m.init_from.empty(); },
+           [](const ModelSpec&) { return std::string("model.init_from is not set"); });
+    s.integer("model.freeze_trunk_steps", [](auto& m) -> auto& { return m.freeze_trunk_steps; },
+              0, int64_t(1) << 40,
+              "with model.init_from and model.head: bide: the first N steps train the head's own "
+              "parameters only, the pretrained trunk frozen (0: none)");
     s.when([](const ModelSpec& m) { return m.type == ModelType::forecaster; }, other);
     s.nested(forecaster_settings(), [](auto& m) -> auto& { return m.forecaster; });
     s.when([](const ModelSpec& m) { return m.type != ModelType::char_mlp; }, other);

@@ -30,6 +30,9 @@ struct ModelSpec {
   // model.init_from (gpt): pretrained GPT-2 weights the model starts from (gpt_weights.h's
   // load_pretrained_gpt2), "" for a fresh initialisation.
   std::string init_from;
+  // model.freeze_trunk_steps (with init_from): the first N steps train the head's own
+  // parameters only (a BIDE or hybrid head on the pretrained trunk).
+  int64_t freeze_trunk_steps = 0;
 };
 
 // Its declared fields (core/settings.h): model.type, then the chosen model's list (the other's

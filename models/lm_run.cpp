@@ -60,6 +60,8 @@ TrainerConfig trainer_config(const LanguageModelRun& run, const ComputeMode& mod
                              const TrainedModel& model, Device device, int world) {
   TrainerConfig tc = run.trainer;
   tc.tree_reduce = mode.deterministic;
+  tc.freeze_steps = run.model.freeze_trunk_steps;
+  tc.trainable_prefix = "lm_head.";  // a GPT's head: what GPT-2's weights do not hold
   if (const char* p = std::getenv("BITGRAD_PROFILE_STEPS"); p && *p) {
     const std::string text = p;
     const size_t colon = text.find(':');

@@ -107,6 +107,15 @@ Trainer::Trainer(TrainerConfig cfg, FlatParameters& params, TrainTask& task)
   cfg_.cuda_graph = cfg_.cuda_graph && device_.is_cuda();
   BG_CHECK(!cfg_.cuda_graph || (adamw_ && cfg_.grad_clip == 0 && cfg_.grad_accum == 1),
            cfg_.command.c_str(), "a CUDA-graph step runs AdamW without clipping or accumulation");
+  BG_CHECK(!cfg_.cuda_graph || cfg_.freeze_steps == 0, cfg_.command.c_str(),
+           "a CUDA-graph step cannot change which parameters it updates");
+  if (cfg_.freeze_steps > 0) {
+    frozen_ranges_ = ranges_not_named(params_, cfg_.trainable_prefix);
+    BG_CHECK(frozen_ranges_.size() != 1 || frozen_ranges_[0].first != 0 ||
+                 frozen_ranges_[0].second != params_.numel(),
+             cfg_.command.c_str(), "no parameter is named ", cfg_.trainable_prefix,
+             "...: freezing the others leaves nothing to train");
+  }
   result_.metrics_csv = kMetricsHeader;
 }
 
@@ -213,6 +222,11 @@ void Trainer::step_once(int64_t step, double lr) {
       backward_micro_batches(step, &loss);
   }
   if (hook_) hook_(params_);
+  const bool frozen = step < cfg_.freeze_steps;
+  if (frozen)
+    for (const auto& [b, e] : frozen_ranges_) params_.grads().slice(0, b, e).fill_(0.0);
+  if (adamw_) adamw_->set_frozen(frozen ? frozen_ranges_ : FrozenRanges());
+  if (sgd_) sgd_->set_frozen(frozen ? frozen_ranges_ : FrozenRanges());
   Tensor scale;
   if (cfg_.grad_clip > 0) {
     const ClipResult clip = clip_grad_norm(params_, cfg_.grad_clip);

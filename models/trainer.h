@@ -64,6 +64,12 @@ struct TrainerConfig {
   // parameters, then the parameters are gathered; checkpoints hold the whole state.
   bool shard_optimizer = false;
   double grad_clip = 0;       // 0: no clipping
+  // Steps [0, freeze_steps) change only the parameters named trainable_prefix...: the others'
+  // gradients are zeroed before the clip (so the norm is the trainable ones') and the optimizer
+  // leaves their values and state alone (model.freeze_trunk_steps: a new head on a pretrained
+  // trunk). Not with cuda_graph.
+  int64_t freeze_steps = 0;
+  std::string trainable_prefix;
   int64_t eval_interval = 0;  // 0: no evaluation
   int64_t log_interval = 100;
   OptimizerKind optimizer = OptimizerKind::adamw;
@@ -237,6 +243,7 @@ class Trainer {
   // record_every_loss / graphs: per-step losses on the device, folded into step_losses_.
   Tensor device_losses_, loss_buf_, hyper_, schedule_table_;
   bool in_stage2_ = false;  // the optimizer's weight decay is the second stage's
+  FrozenRanges frozen_ranges_;  // what steps [0, freeze_steps) leave alone
   std::vector<float> step_losses_;
   int64_t folded_ = 0;
 };

@@ -3,7 +3,7 @@
 # tanh GELU) exported for transformers (a folder: model.safetensors, config.json) and for llm.c
 # (.bin, fp32 and bf16); runs started from each with model.init_from take the same first step
 # (the same fp32 weights, whichever file carried them); the bf16 file differs only by its
-# rounding; a BIDE or hybrid head trains on the pretrained trunk; `bitgrad import` of each file evaluates to the source checkpoint's loss; what
+# rounding; a BIDE or hybrid head trains on the pretrained trunk, frozen for its first steps; `bitgrad import` of each file evaluates to the source checkpoint's loss; what
 # another tool has no place for, and bad arguments, are refused in one line.
 set -uo pipefail
 bin=$(realpath "$1")
@@ -74,6 +74,22 @@ one_line_error "--gpt2-dir: not used with --tokenizer byte" "$bin" import hfb --
 [ ! -e no.h5 ] || fail "a refused import wrote its file"
 one_line_error "--out" "$bin" import byte.bin --tokenizer byte --out byte.bin  # never over its input
 [ "$(stat -c %s byte.bin)" -gt 1024 ] || fail "a refused import changed its input"
+# model.freeze_trunk_steps: a BIDE head on the trunk, the trunk as the file holds it for the first
+# N steps (its datasets' digests equal the import's), moving after them.
+trunk() { "$bin" checksum "$1" | grep ' transformer\.' | sort; }
+frozen_run() {  # frozen_run STEPS OUT
+  "$bin" train gpt2ish.yaml --set data.tokenizer=byte --set model.init_from=hfb --set model.head=bide \
+    --set model.freeze_trunk_steps=2 --set train.steps="$1" --set run.out_dir="$dir/$2" > "$2.log" 2>&1 ||
+    fail "the frozen-trunk run failed: $(tail -2 "$2.log")"
+}
+frozen_run 2 frz2; frozen_run 3 frz3
+[ -n "$(trunk imp_hfb.h5)" ] && [ "$(trunk frz2/last.h5)" = "$(trunk imp_hfb.h5)" ] ||
+  fail "two frozen steps changed the trunk"
+[ "$(trunk frz3/last.h5)" != "$(trunk imp_hfb.h5)" ] || fail "the trunk did not move after the freeze"
+one_line_error "model.freeze_trunk_steps: not used when model.init_from is not set" "$bin" train gpt2ish.yaml \
+  --set model.freeze_trunk_steps=2 --set run.out_dir="$dir/nofile"
+one_line_error "the tied softmax head has no parameters of its own" "$bin" train gpt2ish.yaml \
+  --set model.init_from=hf --set model.freeze_trunk_steps=2 --set run.out_dir="$dir/nohead"
 mkdir -p imprun && cp imp_hfb.h5 imprun/last.h5
 one_line_error "was written by bitgrad import" "$bin" train gpt2ish.yaml --set data.tokenizer=byte \
   --set run.out_dir="$dir/imprun" --set run.resume=true

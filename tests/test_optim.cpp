@@ -49,6 +49,54 @@ TEST_CASE("cpu: AdamW matches the decoupled-weight-decay formula with decay only
   CHECK(tp.b.to_vector<float>()[1] == got[7]);
 }
 
+TEST_CASE("cpu: frozen ranges keep their values and state; the rest steps as without them") {
+  // Three parameters: w (2-D, decayed) and head.w first in the flat buffer, then b and head.b.
+  auto named = [](std::vector<Tensor>& t) {
+    return std::vector<std::pair<std::string, Tensor>>{
+        {"w", t[0]}, {"b", t[1]}, {"head.w", t[2]}, {"head.b", t[3]}};
+  };
+  const std::vector<float> g{0.3f, -0.1f, 0.2f, 0.05f, -0.4f, 0.6f, 1.0f, -2.0f, 0.7f, 0.1f};
+  std::vector<float> after[2][2];  // [optimizer][frozen]
+  for (int sgd = 0; sgd < 2; ++sgd)
+    for (int frozen = 0; frozen < 2; ++frozen) {
+      std::vector<Tensor> t{from_vector(std::vector<float>{0.5f, -1.f, 2.f, 0.25f}, {2, 2}),
+                            from_vector(std::vector<float>{0.1f, -0.2f}, {2}),
+                            from_vector(std::vector<float>{1.f, 2.f}, {1, 2}),
+                            from_vector(std::vector<float>{-0.5f, 0.3f}, {2})};
+      FlatParameters p(named(t), Device::cpu());
+      const FrozenRanges ranges = ranges_not_named(p, "head.");
+      // w [0, 4) and b [6, 8): the decayed group is w then head.w, the other b then head.b.
+      REQUIRE(ranges == FrozenRanges{{0, 4}, {6, 8}});
+      AdamW adam(p, {0.9, 0.95, 1e-8, 0.1});
+      SGD plain(p, 0.9, 0.1);
+      for (int s = 0; s < 2; ++s) {
+        p.grads().copy_(from_vector(g, {10}));
+        if (sgd) {
+          plain.set_frozen(frozen ? ranges : FrozenRanges());
+          plain.step(0.01);
+        } else {
+          adam.set_frozen(frozen ? ranges : FrozenRanges());
+          adam.step(0.01);
+        }
+      }
+      after[sgd][frozen] = p.values().to_vector<float>();
+      if (frozen) {  // untouched values, and untouched state
+        const std::vector<float> state =
+            (sgd ? plain.momentum_buffer() : adam.exp_avg()).to_vector<float>();
+        for (int64_t i : {0, 1, 2, 3, 6, 7}) CHECK(state[size_t(i)] == 0.f);
+      }
+    }
+  const std::vector<float> init{0.5f, -1.f, 2.f, 0.25f, 1.f, 2.f, 0.1f, -0.2f, -0.5f, 0.3f};
+  for (int sgd = 0; sgd < 2; ++sgd) {
+    CAPTURE(sgd);
+    for (size_t i = 0; i < 10; ++i) {
+      CAPTURE(i);
+      const bool head = (i >= 4 && i < 6) || i >= 8;
+      CHECK(after[sgd][1][i] == (head ? after[sgd][0][i] : init[i]));
+    }
+  }
+}
+
 TEST_CASE("cpu: SGD with momentum and clipping by global norm") {
   TwoParams tp;
   FlatParameters p(tp.named(), Device::cpu());
