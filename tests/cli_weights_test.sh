@@ -60,6 +60,12 @@ for src in hfb hfb/model.safetensors byte.bin; do
   [ "$got" = "$want" ] || fail "import $src evaluates to '$got', its source to '$want'"
 done
 "$bin" sample imp_hfb.h5 --tokens 8 > /dev/null 2>&1 || fail "sample of an import failed"
+# HDF5 -> safetensors -> HDF5 and HDF5 -> llm.c .bin -> HDF5: every weight bit for bit.
+weights() { "$bin" checksum "$1" | grep -E ' (transformer\.|lm_head\.weight)' | sort; }
+[ -n "$(weights byte/last.h5)" ] || fail "no weight digests"
+for f in imp_hfb.h5 imp_hfb_model_safetensors.h5 imp_byte_bin.h5; do
+  [ "$(weights "$f")" = "$(weights byte/last.h5)" ] || fail "$f's weights differ from the source checkpoint's"
+done
 "$bin" import byte.bin --tokenizer byte --vocab-size 320 --out wide.h5 > /dev/null 2>&1 || fail "import --vocab-size failed"
 got=$("$bin" eval wide.h5 --data corpus.txt 2>&1 | grep -oE 'loss [0-9.]+ nats/token')
 [ -n "$got" ] || fail "no eval of the padded import"
