@@ -1,8 +1,11 @@
 #include "harness.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 namespace bg::test {
@@ -229,6 +232,29 @@ void check_cuda_case(const OpCase& c) {
                     dtype_name(half), ", output ", i, ": ", rel_err(g16[i], c16[i]));
     }
   }
+}
+
+namespace {
+
+// This process's scratch folder, removed (with everything in it) at exit.
+struct ScratchFolder {
+  std::filesystem::path path;
+  ScratchFolder()
+      : path(std::filesystem::temp_directory_path() /
+             ("bitgrad_tests_" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+std::string scratch_path(const std::string& name) {
+  static const ScratchFolder folder;
+  return (folder.path / name).string();
 }
 
 }  // namespace bg::test

@@ -75,6 +75,10 @@ inline ComputeMode fused_attention_mode(Device device) {
 bool cuda_skip();
 // Counts the running case as skipped, saying why (a GPU feature the driver lacks).
 void skip_case(const std::string& why);
+// A path for a test's scratch file or folder NAME, in this process's own folder under the
+// system's temporary directory: made on first use, removed with all it holds when the process
+// exits. Two test processes (ctest -j) never share a file, and nothing is left behind.
+std::string scratch_path(const std::string& name);
 // The path of ../shared/data/NAME (or $BITGRAD_DATA_DIR/NAME); empty, and the case counted as
 // skipped, when the file is absent.
 std::string shared_data_file(const std::string& name);

@@ -51,7 +51,7 @@ TEST_CASE("cpu: train.activations is read, checked, saved, loaded and compared")
   ComputeMode det = ComputeMode::deterministic_mode(MatmulPrecision::bf16);
   det.activations = ActivationDtype::bf16;
   CHECK(inference_mode(det) == det);  // sampler = trainer
-  const std::string dir = (std::filesystem::temp_directory_path() / "bg_act_mode").string();
+  const std::string dir = scratch_path("act_mode");
   std::filesystem::create_directories(dir);
   {
     CheckpointWriter ck(dir + "/mode.h5");

@@ -17,7 +17,7 @@ namespace bg::test {
 namespace {
 
 std::string tmp_path(const std::string& name) {
-  return "/tmp/bitgrad_test_ck_" + std::to_string(::getpid()) + "_" + name;
+  return scratch_path("ck_" + name);
 }
 
 // Writes a scalar string attribute the way h5py does for each kind of Python value.

@@ -120,7 +120,7 @@ TEST_CASE("cuda: every matmul algorithm x precision runs or is refused by each o
 }
 
 TEST_CASE("cpu: the mode's keys, checkpoint attributes and comparison agree") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "bg_mode_test").string();
+  const std::string dir = test::scratch_path("mode_test");
   std::filesystem::create_directories(dir);
   ConfigReader r("", {"train.matmul=lmul", "lmul.mantissa_bits=4", "lmul.scope=mlp",
                       "lmul.backward=exact", "train.deterministic=true"});

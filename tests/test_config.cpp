@@ -11,8 +11,7 @@ namespace bg::test {
 namespace {
 std::string write_tmp(const std::string& text) {
   static int n = 0;
-  const std::string path = "/tmp/bitgrad_test_config_" + std::to_string(::getpid()) + "_" +
-                           std::to_string(n++) + ".yaml";
+  const std::string path = scratch_path("config_" + std::to_string(n++) + ".yaml");
   std::ofstream(path) << text;
   return path;
 }

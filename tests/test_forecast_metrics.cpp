@@ -135,7 +135,7 @@ TEST_CASE("cpu: a continuous law on the float16 grid sums to 1 and keeps its CRP
 
 TEST_CASE("cpu: a synthetic series' truth file reads into its laws") {
   const std::string path =
-      (std::filesystem::temp_directory_path() / "bitgrad_truth.csv").string();
+      bg::test::scratch_path("bitgrad_truth.csv");
   std::ofstream(path)
       << "unique_id,ds,zero_mass,w1,kind1,loc1,scale1,df1,w2,kind2,loc2,scale2,df2\n"
       << "a,1,0.0,0.5,normal,-3.0,1.0,0.0,0.5,normal,3.0,1.0,0.0\n"

@@ -111,7 +111,7 @@ TEST_CASE(
     "cuda: a simulated device changes the heuristic's choice that the algorithm table fixes") {
   BG_REQUIRE_CUDA();
   const std::string log =
-      (std::filesystem::temp_directory_path() / "bitgrad_gemm_algo_control.log").string();
+      scratch_path("gemm_algo_control.log");
   ScopedEnv no_table("BITGRAD_GEMM_TABLE", "0");
   ScopedEnv logged("BITGRAD_GEMM_ALGO_LOG", log);
   std::vector<std::vector<std::string>> choices;

@@ -274,7 +274,7 @@ TEST_CASE("cpu: a gpt saved and loaded gives identical logits") {
   GPT model(tiny_config(17, true, true), init);  // load_gpt_config's default: fused attention
   model.train(false);
   const std::string path =
-      (std::filesystem::temp_directory_path() / "bitgrad_gpt_roundtrip.h5").string();
+      scratch_path("gpt_roundtrip.h5");
   {
     CheckpointWriter ck(path);
     for (const auto& [name, t] : model.named_parameters()) ck.tensor(name, t);

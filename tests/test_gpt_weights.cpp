@@ -90,7 +90,7 @@ TEST_CASE("cpu: GPT-2 weights go to Hugging Face's layout and back, and the logi
   }
   // Through a safetensors file, as transformers would hand it over.
   const std::string path =
-      (std::filesystem::temp_directory_path() / "bitgrad_gpt2_weights.safetensors").string();
+      scratch_path("gpt2_weights.safetensors");
   write_safetensors(path, hf, {{"format", "pt"}});
   const SafetensorsReader r(path);
   std::map<std::string, Tensor> from_file;
@@ -133,7 +133,7 @@ TEST_CASE("cpu: GPT-2 weights go to llm.c's stacked layout and back through a fi
   Generator init(10);
   const GPTConfig cfg = tiny_gpt2();
   const NamedTensors ours = params_of(GPT(cfg, init));
-  const std::string path = (std::filesystem::temp_directory_path() / "bitgrad_gpt2.bin").string();
+  const std::string path = scratch_path("gpt2.bin");
   for (const DType dt : {DType::f32, DType::bf16}) {
     CAPTURE(dtype_name(dt));
     write_llmc(path, llmc_from_gpt_params(ours, cfg, kVocab, dt));
@@ -197,7 +197,7 @@ TEST_CASE("cpu: model.init_from starts a GPT from Hugging Face or llm.c weights"
   Generator init(11);
   const GPTConfig cfg = tiny_gpt2();
   const NamedTensors source = params_of(GPT(cfg, init));
-  const fs::path dir = fs::temp_directory_path() / "bitgrad_init_from";
+  const fs::path dir = fs::path(scratch_path("init_from"));
   fs::create_directories(dir);
   write_safetensors((dir / "model.safetensors").string(), hf_from_gpt_params(source, cfg, kVocab));
   write_file_atomic((dir / "config.json").string(), hf_config_json(cfg, kVocab));

@@ -12,7 +12,7 @@ namespace bg::test {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("bitgrad_llmc_" + name)).string();
+  return scratch_path("llmc_" + name);
 }
 
 // A header of 256 int32 with the given first fields, then `floats` fp32 values 0, 1, 2, ...

@@ -17,7 +17,7 @@ namespace bg::test {
 namespace {
 
 std::string tmp_file(const std::string& name) {
-  return "/tmp/bitgrad_test_packed_" + std::to_string(::getpid()) + "_" + name;
+  return scratch_path("packed_" + name);
 }
 
 GPTConfig tiny_config(bool lm_head) {

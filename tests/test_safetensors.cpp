@@ -15,7 +15,7 @@ namespace bg::test {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("bitgrad_st_" + name)).string();
+  return scratch_path("st_" + name);
 }
 
 // A safetensors file from a header and data bytes, the length field written by hand

@@ -13,7 +13,7 @@ namespace bg::test {
 namespace {
 
 std::string tmp_file(const std::string& name, const std::string& text) {
-  const std::string path = "/tmp/bitgrad_samples_" + std::to_string(::getpid()) + "_" + name;
+  const std::string path = scratch_path("samples_" + name);
   std::ofstream(path) << text;
   return path;
 }
@@ -33,7 +33,7 @@ TEST_CASE("cpu: sample files read text csv and hdf5") {
   spec.path = tmp_file("c.csv", "1,10\n2,20.5\n");
   CHECK(read_samples(spec, no_check).values == std::vector<double>{1, 2});
   // HDF5
-  const std::string h5 = "/tmp/bitgrad_samples_" + std::to_string(::getpid()) + ".h5";
+  const std::string h5 = scratch_path("samples.h5");
   const hid_t f = H5Fcreate(h5.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   const hsize_t dims[1] = {3};
   const double v[3] = {0.25, 0.5, 4};

@@ -21,7 +21,7 @@ const std::array<uint32_t, 4> kRanges = value_code(ValueFormat::float16).ranges(
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path =
-      (std::filesystem::temp_directory_path() / ("bitgrad_series_" + name)).string();
+      bg::test::scratch_path("series_" + name);
   std::ofstream(path) << text;
   return path;
 }

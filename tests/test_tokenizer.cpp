@@ -17,7 +17,7 @@ using namespace bg;
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("bitgrad_tok_" + name)).string();
+  return bg::test::scratch_path("tok_" + name);
 }
 
 std::unique_ptr<Gpt2Tokenizer> shared_gpt2() {

@@ -50,7 +50,7 @@ struct RegressionTask : TrainTask {
 };
 
 std::string scratch_dir(const std::string& name) {
-  const std::string d = "/tmp/bitgrad_test_trainer_" + std::to_string(::getpid()) + "_" + name;
+  const std::string d = scratch_path("trainer_" + name);
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
