@@ -66,6 +66,13 @@ weights() { "$bin" checksum "$1" | grep -E ' (transformer\.|lm_head\.weight)' | 
 for f in imp_hfb.h5 imp_hfb_model_safetensors.h5 imp_byte_bin.h5; do
   [ "$(weights "$f")" = "$(weights byte/last.h5)" ] || fail "$f's weights differ from the source checkpoint's"
 done
+# llm.c's bf16 file: its weights widened exactly; the loss within bf16's rounding of the source's.
+"$bin" export byte/last.h5 --format llmc --dtype bf16 --out byte16.bin > /dev/null 2>&1 || fail "bf16 llmc export failed"
+"$bin" import byte16.bin --tokenizer byte --out imp16.h5 > /dev/null 2>&1 || fail "import of the bf16 file failed"
+got16=$("$bin" eval imp16.h5 --data corpus.txt 2>&1 | grep -oE 'loss [0-9.]+' | cut -d' ' -f2)
+ref=$(echo "$want" | cut -d' ' -f2)
+awk -v a="$got16" -v b="$ref" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d < 0.01 * b) }' ||
+  fail "the bf16 import evaluates to $got16, its source to $ref"
 "$bin" import byte.bin --tokenizer byte --vocab-size 320 --out wide.h5 > /dev/null 2>&1 || fail "import --vocab-size failed"
 got=$("$bin" eval wide.h5 --data corpus.txt 2>&1 | grep -oE 'loss [0-9.]+ nats/token')
 [ -n "$got" ] || fail "no eval of the padded import"
