@@ -49,10 +49,11 @@ int export_weights(const std::string& format, const std::string& src, const std:
   BG_CHECK(dtype_text == "fp32" || dtype_text == "bf16", "export", "--dtype ", dtype_text,
            " (llm.c's files hold fp32 or bf16)");
   const DType dtype = dtype_text == "fp32" ? DType::f32 : DType::bf16;
-  write_llmc(dst, llmc_from_gpt_params(params, cfg, vocab, dtype));
+  const LlmcCheckpoint ck = llmc_from_gpt_params(params, cfg, vocab, dtype);
+  write_llmc(dst, ck);
   std::printf("%s: llm.c GPT-2 checkpoint, %s, %lld layers, vocabulary %lld padded to %lld\n",
               dst.c_str(), dtype_text.c_str(), (long long)cfg.n_layer, (long long)vocab,
-              (long long)cfg.vocab_size);
+              (long long)ck.header.padded_vocab_size);
   return 0;
 }
 

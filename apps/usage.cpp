@@ -97,7 +97,8 @@ const std::vector<Command> kCommands = {
        "--packed: a BitLinear GPT's inference file, ternary weights at 2 bits, which sample and "
        "eval run on the packed kernels with the checkpoint's logits; --format safetensors: a "
        "folder in transformers' GPT2LMHeadModel layout (model.safetensors, config.json); --format "
-       "llmc: a .bin in llm.c's GPT-2 checkpoint layout (dense GPT-2-shaped models with biases)",
+       "llmc: a .bin in llm.c's GPT-2 checkpoint layout (dense GPT-2-shaped models with biases; "
+       "the vocabulary padded to a multiple of 128 with zero rows, as llm.c pads it)",
        {{"--packed", "2-bit BitLinear weights"},
         {"--format F", "safetensors or llmc: the weights for another tool"},
         {"--dtype D", "llmc: fp32 (default) or bf16"},
@@ -110,7 +111,9 @@ const std::vector<Command> kCommands = {
        {{"--out FILE", "the checkpoint to write (required)"},
         {"--tokenizer T", "gpt2 (default) or byte, for a model over 256 ids"},
         {"--gpt2-dir DIR", "GPT-2's encoder.json and vocab.bpe (default datasets/gpt2)"},
-        {"--vocab-size N", "embedding rows, at least the file's token ids (default: the file's)"}}},
+        {"--vocab-size N", "embedding rows, at least the file's token ids (default: the token "
+                           "ids; an llm.c file's padded rows are dropped, as its softmax "
+                           "ignores them)"}}},
       {"plot",
        "plot [LABEL=]METRICS.csv ... --out FILE.svg [--title TEXT]",
        "validation and training loss of several train runs (their metrics.csv) in one SVG",

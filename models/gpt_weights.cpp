@@ -232,8 +232,12 @@ LlmcCheckpoint llmc_from_gpt_params(const NamedTensors& params, const GPTConfig&
     ours[params[i].first] = params[i].second.detach().to(Device::cpu(), DType::f32);
   }
   LlmcCheckpoint ck;
-  ck.header = {cfg.block_size, vocab, cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.vocab_size, dtype};
-  ck.tensors = {{"wte", ours.at("transformer.wte.weight")},
+  // llm.c reads logit rows with 16-byte loads and needs cuBLASLt-aligned leading dimensions: its
+  // own exporter (train_gpt2.py) pads the vocabulary to a multiple of 128 with zero rows, and so
+  // does this one. llm.c's softmax covers the first `vocab` rows only, padded or trained.
+  const int64_t padded = (cfg.vocab_size + 127) / 128 * 128;
+  ck.header = {cfg.block_size, vocab, cfg.n_layer, cfg.n_head, cfg.n_embd, padded, dtype};
+  ck.tensors = {{"wte", vocabulary_rows(ours.at("transformer.wte.weight"), padded)},
                 {"wpe", ours.at("transformer.wpe.weight")}};
   for (const auto& [mine, theirs] : kLlmcLayer) {
     std::vector<Tensor> layers;
@@ -309,7 +313,9 @@ PretrainedGpt2 pretrained_gpt2_config(const std::string& path) {
   out.config.n_head = h.num_heads;
   out.config.n_embd = h.channels;
   out.config.block_size = h.max_seq_len;
-  out.config.vocab_size = h.padded_vocab_size;
+  // llm.c's softmax ignores the padded rows; a model over the token ids alone computes its loss
+  // (import --vocab-size pads again).
+  out.config.vocab_size = h.vocab_size;
   out.config.bias = true;
   out.config.dropout = 0.0;
   out.config.gelu = GeluForm::tanh;  // llm.c's GELU

@@ -56,8 +56,8 @@ void load_pretrained_into(GPT& model, const std::string& path);
 
 // The model pretrained GPT-2 weights at `path` (as load_pretrained_gpt2 takes them) hold, read
 // from config.json or llm.c's header alone: its layers, heads, width, positions, GELU form and
-// vocabulary rows (llm.c's padded size), with biases and no dropout; and how many of those rows
-// are token ids (the tokenizer's vocabulary).
+// vocabulary rows (the token ids: llm.c's softmax ignores its padded rows, so the model that
+// computes llm.c's loss has none), with biases and no dropout; and how many token ids it has.
 struct PretrainedGpt2 {
   GPTConfig config;
   int64_t token_ids = 0;
@@ -68,7 +68,8 @@ PretrainedGpt2 pretrained_gpt2_config(const std::string& path);
 // vocabulary cfg.vocab_size).
 NamedTensors gpt_params_from_llmc(const LlmcCheckpoint& ck, const GPTConfig& cfg);
 // An llm.c checkpoint of bitgrad's parameters: vocab_size is the tokenizer's, the padded
-// vocabulary cfg's; `dtype` f32 or bf16.
+// vocabulary cfg's rounded up to a multiple of 128 (llm.c's own rule; zero rows); `dtype` f32
+// or bf16.
 LlmcCheckpoint llmc_from_gpt_params(const NamedTensors& params, const GPTConfig& cfg,
                                     int64_t vocab, DType dtype);
 

@@ -4,8 +4,14 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu_out}
 mkdir -p "$out"
-for bundle in .bundle.tgz .bundle.txz; do  # always the bundle that travelled with this call
-  [ -f $bundle ] && { rm -rf .bundle && mkdir -p .bundle && tar xf $bundle -C .bundle; break; }
+# Always the bundle that travelled with this call, unpacked once: a script sourced while another
+# runs (in the background) finds it unpacked and leaves it alone.
+for bundle in .bundle.tgz .bundle.txz; do
+  [ -f $bundle ] || continue
+  stamp="$(stat -c '%s %Y' $bundle)"
+  [ "$(cat .bundle/.unpacked_from 2>/dev/null)" = "$stamp" ] ||
+    { rm -rf .bundle && mkdir -p .bundle && tar xf $bundle -C .bundle && echo "$stamp" > .bundle/.unpacked_from; }
+  break
 done
 export LD_LIBRARY_PATH=$PWD/.bundle/lib:${LD_LIBRARY_PATH:-}
 # Multi-GPU runs: never NVLink multicast (the machines' rule), and NCCL from PyTorch's wheel

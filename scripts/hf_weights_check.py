@@ -73,13 +73,20 @@ def main():
               f"{np.mean([x[2] for x in a]):.6f} and {np.mean([y[2] for y in b]):.6f}")
         sys.exit(0 if diff <= 1e-4 else 1)
     elif cmd == "greedy":
-        from transformers import GPT2TokenizerFast
-        tok = GPT2TokenizerFast(vocab_file=f"{args[1]}/encoder.json", merges_file=f"{args[1]}/vocab.bpe")
-        model, ids = load(args[0]), tok(args[2], return_tensors="pt").input_ids
+        # GPT-2's byte-level BPE from the same two files bitgrad reads (the tokenizers library,
+        # which transformers' fast tokenizer wraps), and greedy decoding by hand: argmax of the
+        # last position's logits, N times. Prints the prompt and the continuation, as
+        # `bitgrad sample` does.
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+        tok = Tokenizer(models.BPE.from_file(f"{args[1]}/encoder.json", f"{args[1]}/vocab.bpe"))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        model, ids = load(args[0]), tok.encode(args[2]).ids
         with torch.no_grad():
-            out = model.generate(ids, max_new_tokens=int(args[3]), do_sample=False,
-                                 pad_token_id=tok.eos_token_id)
-        sys.stdout.write(tok.decode(out[0]))
+            for _ in range(int(args[3])):
+                logits = model(torch.tensor([ids[-model.config.n_positions:]])).logits[0, -1]
+                ids.append(int(torch.argmax(logits)))
+        sys.stdout.write(tok.decode(ids))
     elif cmd == "same":
         a, b = load(args[0]).state_dict(), load(args[1]).state_dict()
         keys = [k for k in a if not k.endswith(("attn.bias", "attn.masked_bias"))]

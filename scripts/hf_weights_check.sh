@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hf_weights_check.sh: pretrained weights against transformers itself, on the GPU machine
 # (transformers and PyTorch there; scripts/hf_weights_check.py is its side). Under $OUT:
-# weights_check.txt, one line per check, and the per-token files.
+# weights_check.txt, one line per check, and the per-token files; then scripts/llmc_weights_check.sh
+# (llm.c itself, from the sources in .llmc/) on the trained model of (3).
 # (1) A random GPT2LMHeadModel saved by transformers, imported by `bitgrad import`: bitgrad eval's
 #     per-token nats over the Shakespeare validation shard against transformers' (|diff| <= 1e-4).
 # (2) That checkpoint exported again (`bitgrad export --format safetensors`): transformers loads
@@ -37,8 +38,14 @@ $bin eval $w/run/last.h5 --data $w/shards/val.bin --per-token $out/bitgrad_train
 $py score $w/trained $w/shards/val.bin $out/transformers_trained.csv | tee -a $sum
 check "trained model, per-token nats" "$($py compare $out/bitgrad_trained.csv $out/transformers_trained.csv; echo rc=$?)"
 # Greedy text (a random model's logits are nearly flat, so ties make its argmax fragile: the
-# trained one's). `sample` ends each sample with a line of dashes.
-prompt="First Citizen:"
-a=$($bin sample $w/run/last.h5 --prompt "$prompt" --tokens 24 --temperature 0 --device cpu 2>/dev/null | sed '$d')
-b=$($py greedy $w/trained datasets/gpt2 "$prompt" 24)
-[ "$a" = "$b" ] && check "trained model, greedy text" "equal" || check "trained model, greedy text" "DIFFER: bitgrad '$a' transformers '$b'"
+# trained one's), compared byte for byte. `sample` ends each sample with a line of dashes.
+prompt="First Citizen:
+Before we proceed any further, hear me"
+$bin sample $w/run/last.h5 --prompt "$prompt" --tokens 24 --temperature 0 --device cpu 2>/dev/null |
+  head -c -17 > $out/greedy_bitgrad.txt
+$py greedy $w/trained datasets/gpt2 "$prompt" 24 > $out/greedy_transformers.txt
+cmp -s $out/greedy_bitgrad.txt $out/greedy_transformers.txt &&
+  check "trained model, greedy text (24 tokens)" "equal: $(tr '\n' '/' < $out/greedy_bitgrad.txt)" ||
+  check "trained model, greedy text" "DIFFER: bitgrad '$(cat $out/greedy_bitgrad.txt)' transformers '$(cat $out/greedy_transformers.txt)'"
+# (4), (5): the same trained model exported for llm.c and evaluated by llm.c itself.
+bash scripts/llmc_weights_check.sh $w
