@@ -888,6 +888,39 @@ TEST_CASE("cuda: dropout_add equals x + dropout(y) bit for bit") {
   check_dropout_add_matches_two_ops(Device::cuda(0), DType::bf16);
 }
 
+// A binary op whose operand is a transposed view (an (in, out) weight gradient added into an
+// (out, in) slot) takes the tiled kernel: its bits must be the generic kernel's (the operand
+// made contiguous first), in place and not, either operand transposed, odd sizes.
+TEST_CASE("cuda: a binary op over a transposed operand gives the contiguous operand's bits") {
+  BG_REQUIRE_CUDA();
+  Generator init(21);
+  for (const DType dt : {DType::f32, DType::bf16, DType::f16})
+    for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+             {70, 45}, {33, 97}, {1, 5}, {64, 32}, {129, 1}}) {
+      CAPTURE(dtype_name(dt));
+      CAPTURE(rows);
+      CAPTURE(cols);
+      const Device gpu = Device::cuda(0);
+      const Tensor s = randn({rows, cols}, init, 0, 1, dt, gpu);
+      const Tensor t = randn({cols, rows}, init, 1, 1, dt, gpu).transpose(0, 1);
+      const Tensor tc = t.contiguous();
+      using BinaryFn = Tensor (*)(const Tensor&, const Tensor&);
+      for (const BinaryFn op : {BinaryFn(bg::add), BinaryFn(bg::sub), BinaryFn(bg::mul),
+                                BinaryFn(bg::div), BinaryFn(bg::maximum)}) {
+        CHECK(bit_mismatches(op(s, t), op(s, tc)) == 0);
+        CHECK(bit_mismatches(op(t, s), op(tc, s)) == 0);
+      }
+      const Tensor into = s.clone(), want = s.clone();
+      add_(into, t);
+      add_(want, tc);
+      CHECK(bit_mismatches(into, want) == 0);
+      if (dt == DType::f32) {  // and the CPU's f32 sum
+        const Tensor cpu = s.to(Device::cpu()) + t.to(Device::cpu());
+        CHECK(bit_mismatches(into.to(Device::cpu()), cpu) == 0);
+      }
+    }
+}
+
 // x feeds a layernorm and a second consumer (a pre-norm residual stream): the layernorm's backward
 // folds the other consumer's pending gradient into dx in its kernel. x's gradient must equal the
 // sum of the two taken separately, bit for bit, whichever backward runs first; rows of odd width,
