@@ -20,6 +20,9 @@ skip='linux-vdso|ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libpthread|libd
 ldd .bundle/bitgrad .bundle/bitgrad_tests | awk '/=> \//{print $3}' | sort -u | grep -Ev "$skip" |
   while read -r lib; do cp -L "$lib" .bundle/lib/; done
 strip --strip-unneeded .bundle/lib/* 2>/dev/null || true
+# BASE_BINARY=FILE: an earlier bitgrad packed beside this one as .bundle/bitgrad_base (the base of
+# a before/after comparison: trunk_speed_check.sh BASE=.bundle/bitgrad_base).
+[ -n "${BASE_BINARY:-}" ] && cp "$BASE_BINARY" .bundle/bitgrad_base
 du -sh .bundle
 rm -f .bundle.tgz .bundle.txz
 if [ -n "${BUNDLE_XZ:-}" ]; then

@@ -41,7 +41,8 @@ for which in base new; do
   $bin train "${baby[@]}" --set run.out_dir=/tmp/b_$which > $logs/baby_$which.log 2>&1
   echo "baby $which: rc=$? $(median_step_ms $logs/baby_$which.log 1) ms/step" | tee -a $summary
 done
-BINS="base=$base:$ms_base new=$new:$ms_new" scripts/gpt2_breakdown.sh 2>&1 | tail -60
+# SKIP_BREAKDOWN=1: step times only (a short call)
+[ -z "${SKIP_BREAKDOWN:-}" ] && BINS="base=$base:$ms_base new=$new:$ms_new" scripts/gpt2_breakdown.sh 2>&1 | tail -60
 if [ -z "${SKIP_ATTENTION:-}" ]; then  # SKIP_ATTENTION=1: a change that leaves attention alone
   $new bench attention --out $out/attention_bitgrad.json > $logs/attention_bitgrad.log 2>&1; tail -8 $logs/attention_bitgrad.log
   python3 scripts/torch_sdpa_baseline.py $out/attention_torch_sdpa.json 30 2>&1 | tail -8
