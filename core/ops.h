@@ -118,9 +118,12 @@ bool gelu_in_epilogue(const ComputeMode& mode, const Tensor& x, const Tensor& we
 // into += gradient_product(a, b, mode, k_over_rows) (its operands and precision; into f32, or
 // the operands' dtype where they stay as they are), added in the GEMM's epilogue in place where
 // the algorithm has one (cuBLASLt's C = D): a weight gradient summed over chunks of rows without
-// a separate add per chunk.
+// a separate add per chunk. A defined a_row_sums (M contiguous f32 values) receives the sums of
+// a's rows over K: for a weight-gradient product g^T x, the bias gradient, summed by cuBLASLt as
+// it loads g (BGRADB: CUDA's standard algorithm), else column_sums of a^T, its bits as before.
 void gradient_product_into(const Tensor& into, const Tensor& a, const Tensor& b,
-                           const ComputeMode& mode, bool k_over_rows);
+                           const ComputeMode& mode, bool k_over_rows,
+                           const Tensor& a_row_sums = Tensor());
 Tensor softmax(const Tensor& x, int dim = -1);
 Tensor log_softmax(const Tensor& x, int dim = -1);
 // softmax(scale * x) over the last dim of attention scores x (..., T, S), S >= T: query row i

@@ -146,6 +146,11 @@ struct MatmulEpilogue {
   // gelu_tanh(a @ b + bias) and gelu_input (out's shape, dtype and contiguous strides, 16-byte
   // aligned, N a multiple of 8) = a @ b + bias, the GELU's input its backward reads.
   KView gelu_input;
+  // When set (CUDA's standard algorithm only, one matrix, K > 0, no bias and no GELU): receives
+  // the sums of a's rows over K, M f32 values, contiguous and 16-byte aligned (cuBLASLt's
+  // BGRADB: a weight-gradient product g^T x sums g's columns, the bias gradient, as it loads
+  // them; written, never added to).
+  KView a_row_sums;
 };
 
 // Temporary memory on the launch's device for a kernel launcher. It stays valid until the

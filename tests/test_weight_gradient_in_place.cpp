@@ -3,6 +3,8 @@
 // on CUDA's standard algorithm: the same gradient as the returned one (up to the product's
 // summation order), accumulating over backward passes, and the returned gradient wherever the
 // buffer is not a plain leaf's (a LeafReadyScope, the deterministic mode, the CPU).
+#include <cmath>
+
 #include "core/optim.h"
 #include "harness.h"
 
@@ -11,7 +13,15 @@ namespace {
 
 struct LinearGrads {
   std::vector<float> w, b, x;
+  std::vector<double> b_from_bf16;  // without GELU: the bias gradient as f64 sums of bf16(up)
 };
+
+// The mode with the linear's output stored in bf16 (train.activations: bf16): its gradient
+// arrives in bf16.
+ComputeMode bf16_outputs(ComputeMode mode) {
+  mode.activations = ActivationDtype::bf16;
+  return mode;
+}
 
 // One or two backward passes of sum(linear(x, W, b) * up) in `mode`; W and b in a FlatParameters
 // buffer when `flat` (else plain leaves), under a LeafReadyScope when `scoped`.
@@ -37,8 +47,13 @@ LinearGrads linear_grads(Device device, const ComputeMode& mode, bool flat, bool
     const Tensor y = gelu ? linear_gelu(x, w, b, mode) : linear(x, w, b, mode);
     sum(y.to(DType::f32) * up).backward();
   }
+  // Without GELU the output's gradient is `up` itself: the bias gradient summed from its bf16
+  // rounding (what both products read), exactly in f64, once per pass.
+  const std::vector<float> up16 = up.to(DType::bf16).to(DType::f32).to_vector<float>();
+  std::vector<double> b_from_bf16(24, 0.0);
+  for (size_t i = 0; i < up16.size(); ++i) b_from_bf16[i % 24] += double(up16[i]) * passes;
   return {w.grad().to(DType::f32).to_vector<float>(), b.grad().to(DType::f32).to_vector<float>(),
-          x.grad().to(DType::f32).to_vector<float>()};
+          x.grad().to(DType::f32).to_vector<float>(), b_from_bf16};
 }
 
 double rel(const std::vector<float>& got, const std::vector<float>& want) {
@@ -67,8 +82,20 @@ TEST_CASE("cuda: a linear adds its weight gradient into the parameter's buffer i
     const LinearGrads plain = linear_grads(gpu, bf16, false, false, 1, gelu);
     const LinearGrads flat = linear_grads(gpu, bf16, true, false, 1, gelu);
     CHECK(rel(flat.w, plain.w) < 1e-5);  // the same bf16 products, summed in another order
-    CHECK(flat.b == plain.b);
+    CHECK(flat.b == plain.b);  // an f32 output's gradient: the bias keeps its own sums
     CHECK(flat.x == plain.x);
+    // A bf16 output's gradient: the bias gradient rides on the weight-gradient GEMM (cuBLASLt's
+    // BGRADB), f32 sums of the same bf16 values in cuBLASLt's order.
+    const LinearGrads plain16 = linear_grads(gpu, bf16_outputs(bf16), false, false, 1, gelu);
+    const LinearGrads flat16 = linear_grads(gpu, bf16_outputs(bf16), true, false, 1, gelu);
+    CHECK(rel(flat16.b, plain16.b) < 1e-5);
+    if (!gelu)
+      for (size_t j = 0; j < flat16.b.size(); ++j) {
+        CAPTURE(j);
+        CHECK(std::abs(double(flat16.b[j]) - flat16.b_from_bf16[j]) <=
+              1e-5 * (1 + std::abs(flat16.b_from_bf16[j])));
+      }
+    CHECK(rel(flat16.w, plain16.w) < 1e-5);
     // Two passes accumulate: twice one pass's gradient.
     const LinearGrads twice = linear_grads(gpu, bf16, true, false, 2, gelu);
     std::vector<float> doubled = flat.w;

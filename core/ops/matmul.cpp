@@ -165,11 +165,13 @@ KView aligned_copy(const Tensor& t, const Shape& batch_shape, Tensor* keep) {
 // the result's shape and dtype, 16-byte aligned) is written instead of a new tensor; it may be
 // the residual itself (cuBLASLt's C = D: an accumulation in place). A defined `gelu_input`
 // (contiguous, the result's 2-D shape and dtype) takes the product plus bias, and the result is
-// its tanh GELU (the standard algorithm on CUDA: kernel_list.h's GELU epilogue).
+// its tanh GELU (the standard algorithm on CUDA: kernel_list.h's GELU epilogue). A defined
+// `a_row_sums` (M contiguous f32 values, 2-D operands) receives a's sums over K (kernel_list.h's
+// row-sum epilogue).
 Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType operand, DType out_dtype,
                const ComputeMode& mode, Rows rows, const Tensor& bias = Tensor(),
                const Tensor& residual = Tensor(), const Tensor& dest = Tensor(),
-               const Tensor& gelu_input = Tensor()) {
+               const Tensor& gelu_input = Tensor(), const Tensor& a_row_sums = Tensor()) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});
@@ -216,6 +218,12 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
              "matmul", "a GELU input needs 2-D operands and the product's contiguous shape");
     epilogue.gelu_input = gelu_input.kview();
     collapse_batch(gelu_input, batch, &epilogue.gelu_input);
+  }
+  if (a_row_sums.defined()) {
+    BG_CHECK(batch.empty() && a_row_sums.shape() == Shape{m} && a_row_sums.dtype() == DType::f32 &&
+                 a_row_sums.is_contiguous(),
+             "matmul", "row sums need 2-D operands and M contiguous f32 values");
+    epilogue.a_row_sums = a_row_sums.kview();
   }
   if (residual.defined()) {
     BG_CHECK(batch.empty() && residual.shape() == out.shape(), "matmul",
@@ -345,14 +353,21 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
                  sum_to(product(g16, bt, gb, DType::bf16, da, run, Rows::kept_apart), a_shape),
                  Tensor()};
              const Tensor buffer = weight_in_place ? leaf_gradient_buffer(weight) : Tensor();
-             if (buffer.defined())  // (N, K) += g^T a, the sum over rows in the epilogue
-               gradient_product_into(buffer, g16.transpose(0, 1), a16, run, true);
-             else
+             // The bias gradient: the incoming gradient as it came (bf16 for a bf16 output),
+             // summed in f32 and kept f32. A bf16 one is what the weight-gradient product reads,
+             // so with that product in place cuBLASLt sums it there (BGRADB; the order of the
+             // sums is its own). An f32 gradient keeps its own sums (bf16's rounding would
+             // move them).
+             Tensor bias_grad;
+             if (buffer.defined()) {  // (N, K) += g^T a, the sum over rows in the epilogue
+               if (has_bias && g.dtype() == DType::bf16)
+                 bias_grad = empty({g16.size(1)}, DType::f32, g16.device());
+               gradient_product_into(buffer, g16.transpose(0, 1), a16, run, true, bias_grad);
+             } else {
                grads[1] =
                    sum_to(product(at, g16, gb, DType::bf16, db, run, Rows::summed_over), b_shape);
-             // The bias gradient from the incoming gradient as it came (bf16 for a bf16
-             // output), summed in f32 and kept f32.
-             if (has_bias) grads.push_back(column_sums(g));
+             }
+             if (has_bias) grads.push_back(bias_grad.defined() ? bias_grad : column_sums(g));
              if (has_residual) grads.push_back(g);  // out = residual + ...: passed through
              return grads;
            });
@@ -441,7 +456,7 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
 }
 
 void gradient_product_into(const Tensor& into, const Tensor& a, const Tensor& b,
-                           const ComputeMode& mode, bool k_over_rows) {
+                           const ComputeMode& mode, bool k_over_rows, const Tensor& a_row_sums) {
   check_float(a, "gradient_product_into", "a");
   check_float(b, "gradient_product_into", "b");
   check_same_device(a, b, "gradient_product_into");
@@ -460,12 +475,24 @@ void gradient_product_into(const Tensor& into, const Tensor& a, const Tensor& b,
   // In cuBLASLt's epilogue (C = D = into, beta = 1): f32 accumulators plus into, rounded once,
   // the bits of an f32 product added separately. Elsewhere the separate add (the CPU kernel adds
   // its residual after writing the product, so it cannot alias them).
-  if (a.is_cuda() && bias_in_epilogue(run) && a.size(1) > 0 && into.dtype() == out_dtype &&
-      into.is_contiguous() && reinterpret_cast<uintptr_t>(into.data_ptr()) % 16 == 0) {
-    product(a, b, {}, operand, out_dtype, run, rows, Tensor(), into, into);
-    return;
-  }
-  add_(into, product(a, b, {}, operand, out_dtype, run, rows).to(into.dtype()));
+  if (a_row_sums.defined())
+    BG_CHECK(a_row_sums.shape() == Shape{a.size(0)} && a_row_sums.dtype() == DType::f32 &&
+                 a_row_sums.is_contiguous() && a_row_sums.device() == a.device(),
+             "gradient_product_into", "row sums must be ", a.size(0), " contiguous f32 values");
+  const bool in_place = a.is_cuda() && bias_in_epilogue(run) && a.size(1) > 0 &&
+                        into.dtype() == out_dtype && into.is_contiguous() &&
+                        reinterpret_cast<uintptr_t>(into.data_ptr()) % 16 == 0;
+  // The row sums ride along on the standard algorithm's epilogue (aligned as fresh memory is).
+  const bool sums_in_epilogue = in_place && a_row_sums.defined() &&
+                                run.algo == MatmulAlgo::standard &&
+                                reinterpret_cast<uintptr_t>(a_row_sums.data_ptr()) % 16 == 0;
+  if (in_place)
+    product(a, b, {}, operand, out_dtype, run, rows, Tensor(), into, into, Tensor(),
+            sums_in_epilogue ? a_row_sums : Tensor());
+  else
+    add_(into, product(a, b, {}, operand, out_dtype, run, rows).to(into.dtype()));
+  if (a_row_sums.defined() && !sums_in_epilogue)
+    a_row_sums.copy_(column_sums(a.transpose(0, 1)));
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const ComputeMode& mode,

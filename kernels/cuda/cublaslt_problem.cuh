@@ -47,6 +47,7 @@ struct LtProblem {
   const void* bias = nullptr;      // of type_c (cuBLASLt takes no f32 bias for a bf16 output)
   const void* residual = nullptr;  // laid out as the output
   void* gelu_input = nullptr;      // laid out as the output: out = gelu(this)
+  void* b_sums = nullptr;          // f32, one per column of D: B's sums over k (BGRADB)
   float beta() const { return residual ? 1.f : 0.f; }
   const void* c(const KView& out) const { return residual ? residual : out.data; }
 };
@@ -90,6 +91,7 @@ inline bool lt_problem(const KView& out, const KView& a, const KView& b, const M
   p->bias = ep.bias.data;
   p->residual = ep.residual.data;
   p->gelu_input = ep.gelu_input.data;
+  p->b_sums = ep.a_row_sums.data;  // our a is cuBLASLt's B; its rows, D's columns
   return true;
 }
 
@@ -115,6 +117,13 @@ inline void check_epilogue(const MatmulEpilogue& ep, const KView& out, int64_t k
                   "the GELU input must have the contiguous output's shape, dtype and strides, "
                   "16-byte aligned, N a multiple of 8, one matrix, K > 0 and no residual");
   }
+  const KView& rs = ep.a_row_sums;
+  if (rs.data &&
+      (rs.dtype != DType::f32 || rs.ndim != 1 || rs.shape[0] != out.shape[1] ||
+       rs.strides[0] != 1 || out.shape[0] != 1 || k <= 0 || ep.bias.data || gi.data ||
+       reinterpret_cast<uintptr_t>(rs.data) % 16))
+    kernel_fail(op, "the row sums must be M aligned f32 values, for one matrix, K > 0, with no "
+                    "bias and no GELU");
   const KView& res = ep.residual;
   if (!res.data) return;
   bool same = res.dtype == out.dtype && res.ndim == out.ndim && k > 0 &&
@@ -153,6 +162,12 @@ struct LtDescriptors {
                uint32_t(p.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX));
     else if (p.bias)
       set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_BIAS));
+    else if (p.b_sums)
+      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_BGRADB));
+    if (p.b_sums) {
+      set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(p.b_sums));
+      set_desc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, int32_t(CUDA_R_32F));
+    }
     if (p.bias) {
       set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias);
       set_desc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, int32_t(p.type_c));

@@ -24,13 +24,13 @@ cublasHandle_t handle_for_current_device() {
 }
 
 // cuBLASLt's heuristic choice for a product with an epilogue, made once per shape, layout and
-// epilogue.
-cublasLtMatmulAlgo_t epilogue_algo(cublasLtHandle_t handle, const LtProblem& p,
-                                   const LtDescriptors& d) {
+// epilogue; false when it offers none (remembered too).
+bool epilogue_algo(cublasLtHandle_t handle, const LtProblem& p, const LtDescriptors& d,
+                   cublasLtMatmulAlgo_t* algo) {
   using Key = std::tuple<cublasLtHandle_t, int, int, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, int, int, int, int, bool, bool, bool>;
+                         int64_t, int, int, int, int, bool, bool, bool, bool>;
   static std::mutex mu;
-  static std::map<Key, cublasLtMatmulAlgo_t> chosen;
+  static std::map<Key, std::pair<bool, cublasLtMatmulAlgo_t>> chosen;
   const Key key{handle,
                 int(p.op_a),
                 int(p.op_b),
@@ -46,10 +46,14 @@ cublasLtMatmulAlgo_t epilogue_algo(cublasLtHandle_t handle, const LtProblem& p,
                 int(p.compute),
                 p.bias != nullptr,
                 p.residual != nullptr,
-                p.gelu_input != nullptr};
+                p.gelu_input != nullptr,
+                p.b_sums != nullptr};
   std::lock_guard<std::mutex> lock(mu);
   auto it = chosen.find(key);
-  if (it != chosen.end()) return it->second;
+  if (it != chosen.end()) {
+    *algo = it->second.second;
+    return it->second.first;
+  }
   cublasLtMatmulPreference_t pref = nullptr;
   check_cublas(cublasLtMatmulPreferenceCreate(&pref), "matmul", "MatmulPreferenceCreate");
   const uint64_t workspace = kCublasLtWorkspaceBytes;
@@ -61,12 +65,22 @@ cublasLtMatmulAlgo_t epilogue_algo(cublasLtHandle_t handle, const LtProblem& p,
   const cublasStatus_t st =
       cublasLtMatmulAlgoGetHeuristic(handle, d.desc, d.a, d.b, d.c, d.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
-    kernel_fail("matmul",
-                "cuBLASLt offers no algorithm with this epilogue for M=" + std::to_string(p.m) +
-                    " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k) + " (status " +
-                    std::to_string(int(st)) + ")");
-  return chosen.emplace(key, result.algo).first->second;
+  const bool ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
+  *algo = result.algo;
+  chosen.emplace(key, std::make_pair(ok, result.algo));
+  return ok;
+}
+
+// sums[i] = the sum of a's row i over K, in f32 in order: the row-sum epilogue where cuBLASLt
+// offers no algorithm for it.
+template <typename T>
+__global__ void row_sums_kernel(float* sums, const T* a, int64_t m, int64_t k, int64_t s1,
+                                int64_t s2) {
+  BG_GRID_LOOP(i, m) {
+    float acc = 0.f;
+    for (int64_t j = 0; j < k; ++j) acc += to_float(a[i * s1 + j * s2]);
+    sums[i] = acc;
+  }
 }
 
 void epilogue_matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilogue& ep,
@@ -76,7 +90,25 @@ void epilogue_matmul(const KView& out, const KView& a, const KView& b, const Mat
     kernel_fail("matmul", "operands need one unit-stride dimension (core makes them contiguous)");
   CublasLtState& s = cublaslt_state();
   const LtDescriptors d(p, 0);
-  const cublasLtMatmulAlgo_t algo = epilogue_algo(s.handle, p, d);
+  cublasLtMatmulAlgo_t algo;
+  if (!epilogue_algo(s.handle, p, d, &algo)) {
+    if (!p.b_sums)
+      kernel_fail("matmul",
+                  "cuBLASLt offers no algorithm with this epilogue for M=" + std::to_string(p.m) +
+                      " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k));
+    MatmulEpilogue plain = ep;  // the product without the row sums, then the sums alone
+    plain.a_row_sums = KView();
+    epilogue_matmul(out, a, b, plain, precision, stream);
+    dispatch_float(a.dtype, "matmul", [&](auto zero) {
+      using T = decltype(zero);
+      const int64_t m = a.shape[1];
+      row_sums_kernel<T><<<grid_for(m, 256), 256, 0, as_stream(stream)>>>(
+          static_cast<float*>(ep.a_row_sums.data), static_cast<const T*>(a.data), m, a.shape[2],
+          a.strides[1], a.strides[2]);
+    });
+    BG_CUDA_LAUNCH_CHECK();
+    return;
+  }
   const float alpha = 1.f, beta = p.beta();
   check_cublas(
       cublasLtMatmul(s.handle, d.desc, &alpha, b.data, d.a, a.data, d.b, &beta, p.c(out), d.c,
@@ -93,7 +125,7 @@ void matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilog
   check_epilogue(epilogue, out, k, "matmul");
   const KView& bias = epilogue.bias;
   if (k == 0) return bias.data ? copy(out, bias_rows(bias, out), stream) : fill(out, 0.0, stream);
-  if (bias.data || epilogue.residual.data || epilogue.gelu_input.data)
+  if (bias.data || epilogue.residual.data || epilogue.gelu_input.data || epilogue.a_row_sums.data)
     return epilogue_matmul(out, a, b, epilogue, precision, stream);
   cublasOperation_t op_b, op_a, op_c;
   int64_t ld_b, ld_a, ld_c;

@@ -338,9 +338,9 @@ void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   if (batch * m * n == 0) return;
   check_epilogue(epilogue, out, k, kOp);
-  if (epilogue.gelu_input.data)
-    kernel_fail(kOp, "the batch-invariant algorithm has no GELU epilogue (its pinned table's "
-                     "algorithms are chosen without one)");
+  if (epilogue.gelu_input.data || epilogue.a_row_sums.data)
+    kernel_fail(kOp, "the batch-invariant algorithm has no GELU or row-sum epilogue (its pinned "
+                     "table's algorithms are chosen without one)");
   const KView& bias = epilogue.bias;
   if (k == 0) {
     if (bias.data) return copy(out, bias_rows(bias, out), stream);
