@@ -1,22 +1,18 @@
-// matmul.cpp: batched matmul with broadcast batch dims, and linear (PyTorch's (out, in) weight
-// layout). Batch dims are collapsed to one strided dim when the strides allow it, so a
-// transposed or broadcast operand reaches the kernel with no copy.
+// matmul.cpp: batched matmul with broadcast batch dims (matmul_rows, which linear.cpp shares),
+// and the gradient products the backward passes run. Batch dims are collapsed to one strided dim
+// when the strides allow it, so a transposed or broadcast operand reaches the kernel with no copy.
 #include "../dispatch.h"
 #include "../ops.h"
+#include "matmul_rows.h"
 
 namespace bg {
-namespace {
 
-// What a product's rows are. matmul keeps the rows of a apart (row i of a @ b depends on row i
-// of a alone), and so does the gradient of a; the gradient of b (a^T g) sums over them: its K
-// runs over the rows, and the batch-invariant algorithm may split it (in a fixed order).
-enum class Rows : uint8_t { kept_apart, summed_over };
-
-// The algorithms whose kernels add a bias in the GEMM's epilogue (kernel_list.h); the others
-// (the reference algorithms) leave it to a separate add.
 bool bias_in_epilogue(const ComputeMode& mode) {
   return mode.algo == MatmulAlgo::standard || mode.algo == MatmulAlgo::batch_invariant;
 }
+
+namespace {
+
 
 // The one place a matmul algorithm picks its kernels: (batch, M, K) @ (batch, K, N) views.
 // An epilogue (a bias, a residual) only for the algorithms bias_in_epilogue names.
@@ -259,19 +255,11 @@ Tensor to_bf16(const Tensor& t) {
   return t.detach().to(DType::bf16);
 }
 
-// a @ b (+ bias) (+ residual), both added in the product's epilogue (2-D operands, an algorithm
-// that bias_in_epilogue names): the bias N values, the residual of the product's shape. A
-// residual whose dtype is not the product's is refused.
-// With gelu_out (the bf16 precision's products on CUDA's standard algorithm, 2-D, no residual:
-// what linear_gelu checks), the GEMM's epilogue also applies GELU: *gelu_out receives
-// gelu(a @ b + bias) with no autograd record, and the returned product keeps matmul's.
-// weight (linear's): the (N, K) leaf whose transpose b is. Under bf16 precision on CUDA's
-// standard algorithm, when the weight's gradient lives in a buffer (leaf_gradient_buffer), the
-// backward adds g^T a into it in the GEMM's epilogue instead of returning b's gradient: no
-// separate add of a transposed (K, N) product into the (N, K) buffer.
+}  // namespace
+
 Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer,
-                   Rows rows, const Tensor& bias = Tensor(), const Tensor& residual = Tensor(),
-                   Tensor* gelu_out = nullptr, const Tensor& weight = Tensor()) {
+                   Rows rows, const Tensor& bias, const Tensor& residual, Tensor* gelu_out,
+                   const Tensor& weight) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
@@ -402,8 +390,6 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
   return out;
 }
 
-}  // namespace
-
 Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer) {
   return matmul_rows(a, b, mode, consumer, Rows::kept_apart);
 }
@@ -423,36 +409,6 @@ Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mod
   const DType out_dtype = bf16 && !narrow_output ? DType::f32 : operand;
   return product(a, b, {}, operand, out_dtype, run,
                  k_over_rows ? Rows::summed_over : Rows::kept_apart);
-}
-
-bool gelu_in_epilogue(const ComputeMode& mode, const Tensor& x, const Tensor& weight,
-                      const Tensor& bias) {
-  const bool operands = (x.dtype() == DType::f32 || x.dtype() == DType::bf16) &&
-                        (weight.dtype() == DType::f32 || weight.dtype() == DType::bf16) &&
-                        (!bias.defined() || bias.dtype() == weight.dtype());
-  return x.is_cuda() && mode.algo == MatmulAlgo::standard &&
-         mode.precision == MatmulPrecision::bf16 && operands && weight.ndim() == 2 &&
-         weight.size(1) > 0 && weight.size(0) % 8 == 0 &&
-         stored_dtype(mode, Consumer::matmul, DType::f32, x.device()) == DType::bf16;
-}
-
-Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                   const ComputeMode& mode) {
-  if (!gelu_in_epilogue(mode, x, weight, bias))
-    return gelu(linear(x, weight, bias, mode, Consumer::matmul), mode);
-  BG_CHECK(x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.shape()),
-           " does not match weight ", shape_str(weight.shape()));
-  if (bias.defined())
-    BG_CHECK(bias.ndim() == 1 && bias.size(0) == weight.size(0) && bias.device() == weight.device(),
-             "linear", "bias ", shape_str(bias.shape()), " does not match weight ",
-             shape_str(weight.shape()));
-  check_same_device(x, weight, "linear");
-  Shape out_shape = x.shape();
-  out_shape.back() = weight.size(0);
-  Tensor act;
-  const Tensor pre = matmul_rows(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1), mode,
-                                 Consumer::matmul, Rows::kept_apart, bias, Tensor(), &act, weight);
-  return attach_gelu_backward(pre, act).reshape(out_shape);
 }
 
 void gradient_product_into(const Tensor& into, const Tensor& a, const Tensor& b,
@@ -493,44 +449,6 @@ void gradient_product_into(const Tensor& into, const Tensor& a, const Tensor& b,
     add_(into, product(a, b, {}, operand, out_dtype, run, rows).to(into.dtype()));
   if (a_row_sums.defined() && !sums_in_epilogue)
     a_row_sums.copy_(column_sums(a.transpose(0, 1)));
-}
-
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const ComputeMode& mode,
-              Consumer consumer, const Tensor& residual) {
-  BG_CHECK(weight.ndim() == 2, "linear", "weight must be (out, in), got ",
-           shape_str(weight.shape()));
-  BG_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.shape()),
-           " does not match weight ", shape_str(weight.shape()));
-  Shape out_shape = x.shape();
-  out_shape.back() = weight.size(0);
-  if (bias.defined()) {
-    BG_CHECK(bias.ndim() == 1 && bias.size(0) == weight.size(0), "linear", "bias ",
-             shape_str(bias.shape()), " does not match weight ", shape_str(weight.shape()));
-    check_same_device(bias, weight, "linear");
-  }
-  if (residual.defined()) {
-    BG_CHECK(residual.shape() == out_shape, "linear", "residual ", shape_str(residual.shape()),
-             " does not match the output ", shape_str(out_shape));
-    check_same_device(residual, weight, "linear");
-  }
-  // Flatten to 2-D so the weight gradient is one GEMM, not a batched GEMM plus a reduction.
-  const Tensor x2 = x.reshape({-1, weight.size(1)}), wt = weight.transpose(0, 1);
-  // The bias and the residual in the GEMM's epilogue where the algorithm has one: one pass over
-  // the output, and a narrowed output rounded once, after the bias. The reference algorithms add
-  // them separately (their output then stays in its natural dtype: rounding first would round
-  // twice); so does a product with K = 0 its residual.
-  const bool epilogue = bias_in_epilogue(mode);
-  const Tensor fused_bias =
-      epilogue && bias.defined() && bias.dtype() == weight.dtype() ? bias : Tensor();
-  const Tensor fused_residual = epilogue && residual.defined() && x2.size(1) > 0
-                                    ? residual.reshape({-1, weight.size(0)})
-                                    : Tensor();
-  Tensor out =
-      matmul_rows(x2, wt, mode, bias.defined() && !fused_bias.defined() ? Consumer::any : consumer,
-                  Rows::kept_apart, fused_bias, fused_residual, nullptr, weight);
-  if (bias.defined() && !fused_bias.defined()) out = out + bias;
-  out = out.reshape(out_shape);
-  return residual.defined() && !fused_residual.defined() ? residual + out : out;
 }
 
 }  // namespace bg
