@@ -18,7 +18,6 @@ summary=$out/bf16_stream.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee -a $summary
 [ -f /tmp/shards/train.bin ] || $bin prepare datasets/tinyshakespeare.txt --out /tmp/shards --gpt2-dir datasets/gpt2 > /dev/null
 declare -A stream=([f32]="" [bf16]="--set train.activations=bf16")
-losses() { grep -E "^step +($1)/" "$2" | grep -oE 'loss [0-9.]+' | awk '{printf "%s ", $2}'; }
 peak() { grep -oE "peak [0-9.]+ MiB allocated" "$1" | tail -1; }
 gpt2=(configs/gpt2_124m.yaml --set data.train_bin=/tmp/shards/train.bin --set data.val_bin=/tmp/shards/val.bin
       --set train.eval_iters=1 --set train.eval_interval=100000 --set schedule.warmup_steps=10)

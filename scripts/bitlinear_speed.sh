@@ -21,7 +21,6 @@ logs=/tmp/bitlinear_speed_logs && rm -rf $logs && mkdir -p $logs
 summary=$out/bitlinear_speed.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $summary
 $new prepare datasets/tinyshakespeare.txt --out /tmp/shards --gpt2-dir datasets/gpt2 > /dev/null
-losses() { grep -E "^step +($1)/" "$2" | grep -oE 'loss [0-9.]+' | awk '{printf "%s ", $2}'; }
 memory() { grep -oE 'peak [0-9.]+ MiB allocated' "$1"; }
 quiet=(--set train.eval_iters=1 --set train.eval_interval=100000)
 gpt2=(--set data.train_bin=/tmp/shards/train.bin --set data.val_bin=/tmp/shards/val.bin

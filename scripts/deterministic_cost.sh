@@ -12,15 +12,11 @@ sum=$out/deterministic_cost.txt
 logs=$out/deterministic_logs && mkdir -p $logs
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a $sum
 $bin prepare datasets/tinyshakespeare.txt --out /tmp/shards --gpt2-dir datasets/gpt2 > /dev/null
-losses() { grep -E '^step +(10|20|40)/' "$1" | grep -oE 'loss [0-9.]+' | awk '{printf "%s ", $2}'; }
-gpt2=(configs/gpt2_124m.yaml --set data.train_bin=/tmp/shards/train.bin --set data.val_bin=/tmp/shards/val.bin
-      --set train.eval_iters=1 --set train.eval_interval=100000 --set schedule.warmup_steps=10
-      --set train.log_interval=10 --set run.stop_after_steps=40)
 for rep in 1 2; do
   for det in false true; do
     log=$logs/gpt2_det_${det}_$rep.log
-    $bin train "${gpt2[@]}" --set train.deterministic=$det --set run.out_dir=/tmp/dc_$det > $log 2>&1
-    echo "gpt2 deterministic=$det rep $rep: rc=$? $(median_step_ms $log 1) ms/step; loss@10/20/40 $(losses $log)" | tee -a $sum
+    $bin train "${gpt2_40[@]}" --set train.deterministic=$det --set run.out_dir=/tmp/dc_$det > $log 2>&1
+    echo "gpt2 deterministic=$det rep $rep: rc=$? $(median_step_ms $log 1) ms/step; loss@10/20/40 $(losses '10|20|40' $log)" | tee -a $sum
     rm -rf /tmp/dc_$det
   done
 done

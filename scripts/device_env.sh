@@ -25,6 +25,13 @@ fi
 # checkpoint (bitgrad checksum's lines, hashed). median_step_ms LOG [SKIP]: the median ms/step of a
 # run's progress lines after the first SKIP (default 2: warm-up); "nan" without any.
 digest() { "${bin:-.bundle/bitgrad}" checksum "$1" 2>&1 | grep -v '^#' | sha256sum | cut -c1-16; }
+# losses PATTERN LOG: the losses a run's progress lines print at the steps PATTERN names ('10|20|40').
+losses() { grep -E "^step +($1)/" "$2" | grep -oE 'loss [0-9.]+' | awk '{printf "%s ", $2}'; }
+# GPT-2 124M's 40-step measuring run (the shards scripts prepare in /tmp/shards): warm-up 10, one
+# eval batch at the end only, a progress line every 10 steps.
+gpt2_40=(configs/gpt2_124m.yaml --set data.train_bin=/tmp/shards/train.bin --set data.val_bin=/tmp/shards/val.bin
+         --set train.eval_iters=1 --set train.eval_interval=100000 --set schedule.warmup_steps=10
+         --set train.log_interval=10 --set run.stop_after_steps=40)
 median_step_ms() {
   grep -oE '[0-9.]+ ms/step' "$1" | awk -v skip="${2:-2}" 'NR>skip{print $1}' | sort -n |
     awk '{a[NR]=$1} END{print (NR? a[int((NR+1)/2)] : "nan")}'

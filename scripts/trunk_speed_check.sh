@@ -17,22 +17,18 @@ logs=$out/trunk_logs && mkdir -p $logs
 summary=$out/trunk_summary.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $summary
 $new prepare datasets/tinyshakespeare.txt --out /tmp/shards --gpt2-dir datasets/gpt2 > /dev/null
-losses() { grep -E '^step +(10|20|40)/' "$1" | grep -oE 'loss [0-9.]+' | awk '{printf "%s ", $2}'; }
-gpt2=(configs/gpt2_124m.yaml --set data.train_bin=/tmp/shards/train.bin --set data.val_bin=/tmp/shards/val.bin
-      --set train.eval_iters=1 --set train.eval_interval=100000 --set schedule.warmup_steps=10
-      --set train.log_interval=10 --set run.stop_after_steps=40)
 for rep in 1 2; do
   for which in base new; do
     bin=$base; [ $which = new ] && bin=$new
-    $bin train "${gpt2[@]}" --set run.out_dir=/tmp/g_$which > $logs/gpt2_${which}_$rep.log 2>&1
-    echo "gpt2 $which rep $rep: rc=$? $(median_step_ms $logs/gpt2_${which}_$rep.log 1) ms/step; loss@10/20/40 $(losses $logs/gpt2_${which}_$rep.log)" | tee -a $summary
+    $bin train "${gpt2_40[@]}" --set run.out_dir=/tmp/g_$which > $logs/gpt2_${which}_$rep.log 2>&1
+    echo "gpt2 $which rep $rep: rc=$? $(median_step_ms $logs/gpt2_${which}_$rep.log 1) ms/step; loss@10/20/40 $(losses '10|20|40' $logs/gpt2_${which}_$rep.log)" | tee -a $summary
     declare "ms_$which=$(median_step_ms $logs/gpt2_${which}_$rep.log 1)"
   done
 done
 for which in base new; do
   bin=$base; [ $which = new ] && bin=$new
-  $bin train "${gpt2[@]}" --set train.deterministic=true --set run.out_dir=/tmp/gd_$which > $logs/gpt2_det_$which.log 2>&1
-  echo "gpt2 deterministic $which: rc=$? $(median_step_ms $logs/gpt2_det_$which.log 1) ms/step; loss@10/20/40 $(losses $logs/gpt2_det_$which.log)" | tee -a $summary
+  $bin train "${gpt2_40[@]}" --set train.deterministic=true --set run.out_dir=/tmp/gd_$which > $logs/gpt2_det_$which.log 2>&1
+  echo "gpt2 deterministic $which: rc=$? $(median_step_ms $logs/gpt2_det_$which.log 1) ms/step; loss@10/20/40 $(losses '10|20|40' $logs/gpt2_det_$which.log)" | tee -a $summary
 done
 baby=(configs/shakespeare_char.yaml --set train.eval_iters=1 --set train.eval_interval=100000
       --set schedule.warmup_steps=10 --set train.log_interval=50 --set run.stop_after_steps=300)
