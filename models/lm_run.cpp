@@ -150,6 +150,10 @@ const Settings<LanguageModelRun>& run_settings() {
               int64_t(1) << 40, "steps between progress lines");
     s.number("train.grad_clip", [](auto& c) -> auto& { return c.trainer.grad_clip; }, 0.0, 1e9,
              "global gradient-norm clip (0: off)");
+    s.boolean("train.cuda_graph", [](auto& c) -> auto& { return c.trainer.cuda_graph; },
+              "CUDA: capture the training step as a CUDA graph after two eager steps and replay "
+              "it, one launch per step (the eager step's bits); a GPT without dropout, AdamW, "
+              "train.grad_accum 1, one rank");
     return s;
   }();
   return s;
@@ -197,6 +201,14 @@ int train_language_model(const LanguageModelRun& run, const RunContext& context)
       dist, device, sha256_hex(context.effective_yaml.data(), context.effective_yaml.size()));
   print_group(dist, *group, run.trainer);
   const RunPlace place{dist, *group, device, mode};
+  // A replayed step reads its inputs from fixed buffers and repeats the random numbers drawn at
+  // capture: the GPT's task fills the buffers; a dropout mask would repeat.
+  BG_CHECK(!run.trainer.cuda_graph || run.model.type == ModelType::gpt, "train",
+           "train.cuda_graph captures a GPT's step only (model.type is ",
+           enum_name(run.model.type), "); set train.cuda_graph: false");
+  BG_CHECK(!run.trainer.cuda_graph || run.model.gpt.dropout == 0.0, "train",
+           "train.cuda_graph would replay one dropout mask every step: set model.dropout: 0 or "
+           "train.cuda_graph: false");
   if (run.model.type == ModelType::forecaster) return train_forecaster(run, context, place);
 
   TokenStreams data = load_token_streams(run.data, model_context(run.model));
@@ -210,9 +222,13 @@ int train_language_model(const LanguageModelRun& run, const RunContext& context)
       data.train.size(), data.val.size(), (long long)data.tokenizer->vocab_size(), model->type(),
       (long long)params.numel(), device.str().c_str(), mode.str().c_str());
 
-  const LanguageModelTaskConfig task_cfg{run.batch, run.eval_iters, run.seed,
-                                         run.data.val_fraction, context.effective_yaml,
-                                         run.resume_mode_change};
+  const LanguageModelTaskConfig task_cfg{run.batch,
+                                         run.eval_iters,
+                                         run.seed,
+                                         run.data.val_fraction,
+                                         context.effective_yaml,
+                                         run.resume_mode_change,
+                                         run.trainer.cuda_graph && device.is_cuda()};
   LanguageModelTask task(task_cfg, *data.tokenizer, *model, device);
   task.train_tokens = std::move(data.train);
   task.val_tokens = std::move(data.val);

@@ -23,7 +23,25 @@ Tensor LanguageModelTask::batch_loss(const std::vector<int32_t>& tokens, Generat
                  model_.tokens_per_target(), model_.vocab_size());
   return model_.loss(x, y, streams_.dropout);
 }
-Tensor LanguageModelTask::train_loss() { return batch_loss(train_tokens, streams_.data); }
+Tensor LanguageModelTask::train_loss() {
+  if (!cfg_.step_buffers) return batch_loss(train_tokens, streams_.data);
+  BG_CHECK(step_x_.defined(), "train", "a step's windows are drawn by before_step");
+  return model_.loss(step_x_, step_y_, streams_.dropout);
+}
+
+// The same draws as train_loss's own (one micro-batch per step), copied into the buffers.
+void LanguageModelTask::before_step(int64_t /*step*/) {
+  if (!cfg_.step_buffers) return;
+  Tensor x, y;
+  sample_windows(train_tokens, cfg_.batch, model_.context(), streams_.data, device_, &x, &y,
+                 model_.tokens_per_target(), model_.vocab_size());
+  if (!step_x_.defined()) {
+    step_x_ = empty(x.shape(), x.dtype(), device_);
+    step_y_ = empty(y.shape(), y.dtype(), device_);
+  }
+  step_x_.copy_(x);
+  step_y_.copy_(y);
+}
 
 void LanguageModelTask::seek_micro_batch(int64_t index) {
   streams_.seek(index, [&] { (void)batch_loss(train_tokens, streams_.data); });

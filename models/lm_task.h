@@ -20,6 +20,9 @@ struct LanguageModelTaskConfig {
   // run.resume_mode_change: resume even when the checkpoint's compute mode differs from the
   // config's (the run then holds two arithmetics; said once at resume).
   bool allow_mode_change = false;
+  // train.cuda_graph: before_step draws the step's windows into fixed device buffers, which
+  // train_loss reads (a replayed graph reads the same memory every step).
+  bool step_buffers = false;
 };
 
 class LanguageModelTask : public TrainTask {
@@ -30,6 +33,7 @@ class LanguageModelTask : public TrainTask {
   std::string val_source;
 
   Tensor train_loss() override;
+  void before_step(int64_t step) override;
   double validation_loss() override;
   void save(CheckpointWriter& ck) const override;
   void load(const CheckpointReader& ck, const std::string& path) override;
@@ -46,6 +50,7 @@ class LanguageModelTask : public TrainTask {
   LanguageModel& model_;
   Device device_;
   MicroBatchStreams streams_;
+  Tensor step_x_, step_y_;  // the step's windows under step_buffers
 };
 
 }  // namespace bg

@@ -105,8 +105,12 @@ Trainer::Trainer(TrainerConfig cfg, FlatParameters& params, TrainTask& task)
       break;
   }
   cfg_.cuda_graph = cfg_.cuda_graph && device_.is_cuda();
-  BG_CHECK(!cfg_.cuda_graph || (adamw_ && cfg_.grad_clip == 0 && cfg_.grad_accum == 1),
-           cfg_.command.c_str(), "a CUDA-graph step runs AdamW without clipping or accumulation");
+  BG_CHECK(!cfg_.cuda_graph || (adamw_ && cfg_.grad_accum == 1), cfg_.command.c_str(),
+           "a CUDA-graph step runs AdamW on one micro-batch (set train.grad_accum: 1 and the "
+           "adamw optimizer, or train.cuda_graph: false)");
+  // A captured step number never changes, so under a graph the non-finite watch reads the
+  // recorded losses (a non-finite gradient norm shows in the next step's loss).
+  if (cfg_.cuda_graph) cfg_.record_every_loss = true;
   BG_CHECK(!cfg_.cuda_graph || cfg_.freeze_steps == 0, cfg_.command.c_str(),
            "a CUDA-graph step cannot change which parameters it updates");
   if (cfg_.freeze_steps > 0) {
@@ -231,7 +235,7 @@ void Trainer::step_once(int64_t step, double lr) {
   if (cfg_.grad_clip > 0) {
     const ClipResult clip = clip_grad_norm(params_, cfg_.grad_clip);
     scale = clip.scale;
-    grad_watch_.check(clip.norm, step + 1);
+    if (!cfg_.cuda_graph) grad_watch_.check(clip.norm, step + 1);
   } else if (!cfg_.cuda_graph) {
     grad_watch_.check(grad_norm(params_), step + 1);
   }
