@@ -151,9 +151,9 @@ const Settings<LanguageModelRun>& run_settings() {
     s.number("train.grad_clip", [](auto& c) -> auto& { return c.trainer.grad_clip; }, 0.0, 1e9,
              "global gradient-norm clip (0: off)");
     s.boolean("train.cuda_graph", [](auto& c) -> auto& { return c.trainer.cuda_graph; },
-              "CUDA: capture the training step as a CUDA graph after two eager steps and replay "
-              "it, one launch per step (the eager step's bits); a GPT without dropout, AdamW, "
-              "train.grad_accum 1, one rank");
+              "train: capture a GPT's step as a CUDA graph after two eager steps and replay it, "
+              "one launch per step, the eager step's bits (no dropout, AdamW, train.grad_accum "
+              "1, one rank)");
     return s;
   }();
   return s;
