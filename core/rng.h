@@ -11,6 +11,10 @@ namespace bg {
 struct Generator {
   uint64_t seed = 0;
   uint64_t offset = 0;
+  // A device u64 the CUDA kernels add to the offsets they are given (nullptr: none): a step
+  // captured as a CUDA graph keeps its capture's offsets, and each replay shifts them by the
+  // counters taken since (train.cuda_graph with dropout).
+  const uint64_t* device_shift = nullptr;
   explicit Generator(uint64_t s = 0) : seed(s) {}
   // Reserves n counters and returns the first. Ranges are 4-aligned (one Philox block each).
   uint64_t take(uint64_t n) {

@@ -15,7 +15,16 @@ struct AttentionDropout {
   uint64_t counter_base = 0;        // first Philox counter (the Generator's offset / 4)
   uint32_t keep_threshold = 65536;  // a value survives when its uniform u16 < threshold
   double keep_scale = 1.0;          // 1 / keep probability (f32 in the CUDA kernels)
+  // A device u64 (Generator::device_shift) whose value / 4 the CUDA kernels add to counter_base
+  // when they start (resolve_shift); nullptr: none. The CPU takes none.
+  const uint64_t* counter_shift = nullptr;
   BG_HD bool active() const { return keep_threshold < 65536; }
+#if defined(__CUDACC__)
+  __device__ void resolve_shift() {
+    if (counter_shift) counter_base += *counter_shift / 4;
+    counter_shift = nullptr;
+  }
+#endif
 };
 
 // Philox counters the fused attention of (B*H) heads of T positions uses.

@@ -17,13 +17,15 @@ void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64
                  uint64_t offset, StreamHandle stream);
 // random: out = x * (uniform(seed, offset + i) < keep ? scale : 0), the mask of
 // bernoulli(keep, scale) regenerated from its counters (dropout's forward, and its backward on
-// dy); contiguous.
+// dy); contiguous. offset_shift: a device u64 added to offset (Generator::device_shift; CUDA
+// only, nullptr for none).
 void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
-                   uint64_t offset, StreamHandle stream);
+                   uint64_t offset, const uint64_t* offset_shift, StreamHandle stream);
 // random: out = x + dropout_apply(y): the residual add fused with the dropout before it (same
 // mask, and y's dropped value rounded to its dtype before the add, as the two ops would).
 void dropout_add_apply(const KView& out, const KView& x, const KView& y, double keep, double scale,
-                       uint64_t seed, uint64_t offset, StreamHandle stream);
+                       uint64_t seed, uint64_t offset, const uint64_t* offset_shift,
+                       StreamHandle stream);
 // unary: contiguous, same dtype; on CUDA an f32 x may also have a bf16 out (forward) or a bf16
 // dy (backward: the gradient of a bf16-stored output).
 void unary_forward(UnaryOp op, const KView& out, const KView& x, double a, double b,

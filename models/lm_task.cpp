@@ -32,6 +32,11 @@ Tensor LanguageModelTask::train_loss() {
 // The same draws as train_loss's own (one micro-batch per step), copied into the buffers.
 void LanguageModelTask::before_step(int64_t /*step*/) {
   if (!cfg_.step_buffers) return;
+  if (!dropout_shift_.defined()) {
+    dropout_shift_ = zeros({1}, DType::i64, device_);
+    streams_.dropout.device_shift = static_cast<const uint64_t*>(dropout_shift_.data_ptr());
+  }
+  step_start_ = streams_.dropout.offset;
   Tensor x, y;
   sample_windows(train_tokens, cfg_.batch, model_.context(), streams_.data, device_, &x, &y,
                  model_.tokens_per_target(), model_.vocab_size());
@@ -41,6 +46,22 @@ void LanguageModelTask::before_step(int64_t /*step*/) {
   }
   step_x_.copy_(x);
   step_y_.copy_(y);
+}
+
+// A replay runs the captured step's dropout kernels with the capture's counters plus the device
+// shift: this step's draws start where the capture's did plus the shift, and the host stream
+// moves past them as an eager step's draws would move it (checkpoints, resume).
+void LanguageModelTask::before_replay(bool captured) {
+  Generator& g = streams_.dropout;
+  uint64_t shift = 0;
+  if (captured) {
+    captured_start_ = step_start_;
+    counters_per_step_ = g.offset - step_start_;
+  } else {
+    shift = step_start_ - captured_start_;
+    g.offset += counters_per_step_;
+  }
+  dropout_shift_.copy_(from_vector(std::vector<int64_t>{int64_t(shift)}, {1}));
 }
 
 void LanguageModelTask::seek_micro_batch(int64_t index) {

@@ -34,6 +34,7 @@ class LanguageModelTask : public TrainTask {
 
   Tensor train_loss() override;
   void before_step(int64_t step) override;
+  void before_replay(bool captured) override;
   double validation_loss() override;
   void save(CheckpointWriter& ck) const override;
   void load(const CheckpointReader& ck, const std::string& path) override;
@@ -51,6 +52,11 @@ class LanguageModelTask : public TrainTask {
   Device device_;
   MicroBatchStreams streams_;
   Tensor step_x_, step_y_;  // the step's windows under step_buffers
+  // Under step_buffers, the dropout stream's counters: the device shift its kernels add (the
+  // dropout generator's device_shift), where the current step's and the captured step's draws
+  // start, and how many counters a step takes.
+  Tensor dropout_shift_;
+  uint64_t step_start_ = 0, captured_start_ = 0, counters_per_step_ = 0;
 };
 
 }  // namespace bg

@@ -310,7 +310,9 @@ TrainResult Trainer::run() {
     if (cfg_.profile_count > 0 && step == cfg_.profile_first) profiler_capture(device_, true);
     if (cfg_.cuda_graph) hyper_.copy_(schedule_table_.slice(0, step, step + 1).reshape({3}));
     if (cfg_.cuda_graph && step - first_step >= 2) {  // two eager steps warm caches first
-      if (!graph) graph = std::make_unique<CudaGraph>(device_, [&] { step_once(step, lr); });
+      const bool captured = !graph;
+      if (captured) graph = std::make_unique<CudaGraph>(device_, [&] { step_once(step, lr); });
+      task_.before_replay(captured);
       graph->replay();
     } else {
       try {

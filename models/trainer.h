@@ -99,6 +99,11 @@ class TrainTask {
   virtual double validation_loss() { return NAN; }
   // Before step `step` (0-based): copy the step's inputs into fixed buffers (graph replay).
   virtual void before_step(int64_t /*step*/) {}
+  // Under cuda_graph, right before each replay; `captured`: the graph was captured this step,
+  // so the host drew this step's random numbers while capturing. A task whose step draws them
+  // (dropout) shifts later replays' counters on the device (Generator::device_shift) and
+  // advances its host streams as an eager step would.
+  virtual void before_replay(bool /*captured*/) {}
   // What a checkpoint holds besides the parameters, the optimizer state and the trainer's own
   // attributes (step, optimizer_steps, best_val_loss, metrics_csv): the model's description,
   // the tokenizer, the RNG positions.

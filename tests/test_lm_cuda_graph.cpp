@@ -1,7 +1,8 @@
 // test_lm_cuda_graph.cpp: a GPT's training step captured as a CUDA graph (train.cuda_graph)
 // against the eager step: the same losses and parameters, bit for bit, through the GPU paths a
 // GPT-2 step takes (bf16 products with the bias and GELU epilogues, the fused attention, the
-// softmax loss, the gradient clip, AdamW reading its step values from the device).
+// softmax loss, the gradient clip, AdamW reading its step values from the device), with dropout
+// (the replays' counters shifted on the device) and without.
 #include "harness.h"
 #include "models/lm_builder.h"
 #include "models/lm_task.h"
@@ -12,9 +13,10 @@ namespace {
 
 struct GraphRun {
   std::vector<float> params, losses;
+  std::vector<uint64_t> streams;  // the data and dropout streams' positions at the end
 };
 
-GraphRun train_small_gpt(bool graph, int64_t steps) {
+GraphRun train_small_gpt(bool graph, int64_t steps, double dropout, AttentionChoice attention) {
   const Device gpu = Device::cuda(0);
   const std::string text =
       "it was the best of times, it was the worst of times, it was the age of wisdom, it was "
@@ -31,7 +33,8 @@ GraphRun train_small_gpt(bool graph, int64_t steps) {
   spec.gpt.n_layer = 2;
   spec.gpt.n_head = 2;
   spec.gpt.n_embd = 128;  // head dim 64: the fused attention kernels
-  spec.attention = AttentionChoice::fused;
+  spec.gpt.dropout = dropout;  // the residual, attention and embedding dropouts
+  spec.attention = attention;
   ComputeMode mode;
   mode.precision = MatmulPrecision::bf16;
   Generator init(1);
@@ -55,19 +58,29 @@ GraphRun train_small_gpt(bool graph, int64_t steps) {
   Trainer trainer(c, params, task);
   const TrainResult r = trainer.run();
   CHECK(r.finished);
-  return {params.values().to_vector<float>(), trainer.step_losses()};
+  return {params.values().to_vector<float>(), trainer.step_losses(), task.stream_positions()};
 }
 
 }  // namespace
 
 TEST_CASE("cuda: a GPT's step replayed as a CUDA graph gives the eager step's bits") {
   BG_REQUIRE_CUDA();
-  // Two eager steps, the capture (a step of its own), then seven replays.
-  const GraphRun eager = train_small_gpt(false, 10), graph = train_small_gpt(true, 10);
-  REQUIRE(eager.losses.size() == 10);
-  CHECK(eager.losses.back() < eager.losses.front());
-  CHECK(graph.losses == eager.losses);
-  CHECK(graph.params == eager.params);
+  // Two eager steps, the capture (a step of its own), then seven replays. With dropout every
+  // replay draws the eager step's masks (fused attention: the kernels' own; composed: the
+  // dropout op on the probabilities), and the streams end where the eager run's do.
+  for (const auto& [dropout, attention] :
+       {std::pair{0.0, AttentionChoice::fused}, std::pair{0.1, AttentionChoice::fused},
+        std::pair{0.1, AttentionChoice::composed}}) {
+    CAPTURE(dropout);
+    CAPTURE(enum_name(attention));
+    const GraphRun eager = train_small_gpt(false, 10, dropout, attention);
+    const GraphRun graph = train_small_gpt(true, 10, dropout, attention);
+    REQUIRE(eager.losses.size() == 10);
+    CHECK(eager.losses.back() < eager.losses.front());
+    CHECK(graph.losses == eager.losses);
+    CHECK(graph.params == eager.params);
+    CHECK(graph.streams == eager.streams);
+  }
 }
 
 }  // namespace bg::test

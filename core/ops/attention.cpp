@@ -29,6 +29,7 @@ AttentionDropout attention_dropout(int64_t heads, int64_t t, double p, bool trai
   if (!training || p == 0.0) return drop;
   drop.seed = gen.seed;
   drop.counter_base = gen.take(4 * attention_dropout_counters(heads, t)) / 4;
+  drop.counter_shift = gen.device_shift;
   // 16-bit uniforms: the keep probability is threshold / 65536 (within 2^-17 of 1 - p), and
   // the survivors are scaled by its exact inverse so the expectation is unchanged.
   drop.keep_threshold = uint32_t(std::max(1.0, std::round((1.0 - p) * 65536.0)));

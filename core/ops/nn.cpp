@@ -44,10 +44,11 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   // forward and again in the backward.
   const double keep = 1.0 - p, scale = 1.0 / (1.0 - p);
   const uint64_t seed = gen.seed, offset = gen.take(uint64_t(x.numel()));
+  const uint64_t* shift = gen.device_shift;
   const Tensor xc = compute_input(x);
   Tensor y = empty(xc.shape(), xc.dtype(), xc.device());
   BG_DISPATCH(x.device(), dropout_apply, y.kview(), xc.kview(), keep, scale, seed, offset,
-              stream_for(x.device()));
+              shift, stream_for(x.device()));
   Tensor out = compute_output(y, x.dtype());
   const DType dt = x.dtype();
   const Device dev = x.device();
@@ -55,7 +56,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
     const Tensor gc = compute_input(g);
     Tensor dx = empty(gc.shape(), gc.dtype(), dev);
     BG_DISPATCH(dev, dropout_apply, dx.kview(), gc.kview(), keep, scale, seed, offset,
-                stream_for(dev));
+                shift, stream_for(dev));
     return std::vector<Tensor>{compute_output(dx, dt)};
   });
   return out;
@@ -72,10 +73,11 @@ Tensor dropout_add(const Tensor& x, const Tensor& y, double p, bool training, Ge
   // dropout(y)'s counters, so the fused op draws the very mask the two ops would.
   const double keep = 1.0 - p, scale = 1.0 / (1.0 - p);
   const uint64_t seed = gen.seed, offset = gen.take(uint64_t(y.numel()));
+  const uint64_t* shift = gen.device_shift;
   const Tensor xc = compute_input(x), yc = compute_input(y);
   Tensor out = empty(yc.shape(), yc.dtype(), yc.device());
   BG_DISPATCH(y.device(), dropout_add_apply, out.kview(), xc.kview(), yc.kview(), keep, scale, seed,
-              offset, stream_for(y.device()));
+              offset, shift, stream_for(y.device()));
   out = compute_output(out, y.dtype());
   const DType dt = y.dtype();
   const Device dev = y.device();
@@ -83,7 +85,7 @@ Tensor dropout_add(const Tensor& x, const Tensor& y, double p, bool training, Ge
     const Tensor gc = compute_input(g);
     Tensor dy = empty(gc.shape(), gc.dtype(), dev);
     BG_DISPATCH(dev, dropout_apply, dy.kview(), gc.kview(), keep, scale, seed, offset,
-                stream_for(dev));
+                shift, stream_for(dev));
     return std::vector<Tensor>{g, compute_output(dy, dt)};
   });
   return out;

@@ -45,6 +45,7 @@ T keep_factor(const AttentionDropout& drop, int64_t row, int64_t t, int64_t kv) 
 
 void attention_forward(const KView& y, const KView& lse, const KView& q, const KView& k,
                        const KView& v, double scale, const AttentionDropout& drop, StreamHandle) {
+  if (drop.counter_shift) kernel_fail("attention", "a device counter shift is CUDA's alone");
   for (const KView* x : {&y, &q, &k, &v}) check_heads(*x, "q, k, v and y");
   dispatch_float(q.dtype, "attention", [&](auto zero) {
     using T = decltype(zero);
@@ -80,6 +81,7 @@ void attention_backward(const KView& dq, const KView& dk, const KView& dv, const
                         const KView& q, const KView& k, const KView& v, const KView& y,
                         const KView& dy, const KView& lse, double scale,
                         const AttentionDropout& drop, StreamHandle) {
+  if (drop.counter_shift) kernel_fail("attention", "a device counter shift is CUDA's alone");
   for (const KView* x : {&dq, &dk, &dv, &q, &k, &v, &y, &dy}) check_heads(*x, "attention views");
   dispatch_float(q.dtype, "attention", [&](auto zero) {
     using T = decltype(zero);

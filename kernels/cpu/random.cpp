@@ -54,12 +54,15 @@ void apply_dropout(const char* op, const KView& out, const KView* residual, cons
 }  // namespace
 
 void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
-                   uint64_t offset, StreamHandle) {
+                   uint64_t offset, const uint64_t* offset_shift, StreamHandle) {
+  if (offset_shift) kernel_fail("dropout", "a device offset shift is CUDA's alone");
   apply_dropout("dropout", out, nullptr, x, keep, scale, seed, offset);
 }
 
 void dropout_add_apply(const KView& out, const KView& x, const KView& y, double keep, double scale,
-                       uint64_t seed, uint64_t offset, StreamHandle) {
+                       uint64_t seed, uint64_t offset, const uint64_t* offset_shift,
+                       StreamHandle) {
+  if (offset_shift) kernel_fail("dropout_add", "a device offset shift is CUDA's alone");
   apply_dropout("dropout_add", out, &x, y, keep, scale, seed, offset);
 }
 

@@ -178,6 +178,7 @@ template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_kernel(HeadsView<T> y, float* lse, HeadsView<const T> q, HeadsView<const T> k,
                              HeadsView<const T> v, AttnShape s) {
+  s.drop.resolve_shift();  // the graph replay's counters (Generator::device_shift)
   using Pipe = TilePipe<T, kAsync>;
   __shared__ __align__(16) bf16 sq[kTileElems], pipe_tiles[Pipe::kTiles * kTileElems];
   const int qt = gridDim.x - 1 - blockIdx.x;  // longest rows first
@@ -257,6 +258,7 @@ __global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
     attention_dq_kernel(HeadsView<T> dq, HeadsView<const T> q, HeadsView<const T> k,
                         HeadsView<const T> v, HeadsView<const T> dy, const float* lse,
                         const float* delta, AttnShape s) {
+  s.drop.resolve_shift();  // the graph replay's counters (Generator::device_shift)
   extern __shared__ __align__(16) bf16 smem[];
   bf16 *sq = smem, *sg = sq + kTileElems;
   const int qt = gridDim.x - 1 - blockIdx.x;
@@ -324,6 +326,7 @@ __global__ void __launch_bounds__(kThreads, kBackwardBlocksPerSm)
     attention_dkdv_kernel(HeadsView<T> dk, HeadsView<T> dv, HeadsView<const T> q,
                           HeadsView<const T> k, HeadsView<const T> v, HeadsView<const T> dy,
                           const float* lse, const float* delta, AttnShape s) {
+  s.drop.resolve_shift();  // the graph replay's counters (Generator::device_shift)
   extern __shared__ __align__(16) bf16 smem[];
   bf16 *sk = smem, *sv = sk + kTileElems, *sp = sv + kTileElems, *sds = sp + kTileElems;
   const int tiles = gridDim.x, kt = blockIdx.x;  // the shortest loops (late keys) last

@@ -116,6 +116,7 @@ __global__ void __launch_bounds__(kThreads)
     forward_kernel(HeadsView<bf16> y, float* lse, HeadsView<const bf16> q, HeadsView<const bf16> k,
                    HeadsView<const bf16> v, AttnShape s) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  s.drop.resolve_shift();
   extern __shared__ unsigned char smem_raw[];
   bf16* sq = aligned_tiles(smem_raw);
   bf16 *sk = sq + kTileElems, *sv = sk + 2 * kTileElems;  // two buffers each
@@ -163,6 +164,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
               HeadsView<const bf16> v, HeadsView<const bf16> dy, const float* lse,
               const float* delta, AttnShape s) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  s.drop.resolve_shift();
   extern __shared__ unsigned char smem_raw[];
   bf16* sq = aligned_tiles(smem_raw);
   bf16 *sg = sq + kTileElems, *sk = sg + kTileElems, *sv = sk + 2 * kTileElems;
@@ -262,6 +264,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
                 HeadsView<const bf16> k, HeadsView<const bf16> v, HeadsView<const bf16> dy,
                 const float* lse, const float* delta, AttnShape s) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  s.drop.resolve_shift();
   extern __shared__ unsigned char smem_raw[];
   bf16* sk = aligned_tiles(smem_raw);
   bf16 *sv = sk + kTileElems, *sq = sv + kTileElems, *sg = sq + 2 * kTileElems;

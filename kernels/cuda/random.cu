@@ -35,8 +35,10 @@ __global__ void random_kernel(T* out, int64_t n, RandomKind kind, double p0, dou
 // add, so dropout_add equals the two ops bit for bit. `vector`: every pointer Vec4-aligned.
 template <typename T>
 __global__ void dropout_kernel(T* out, const T* residual, const T* y, int64_t n, float keep,
-                               float scale, uint64_t seed, uint64_t offset, bool vector) {
+                               float scale, uint64_t seed, uint64_t offset,
+                               const uint64_t* offset_shift, bool vector) {
   const float s = to_float(from_float<T>(scale));
+  if (offset_shift) offset += *offset_shift;
   BG_GRID_LOOP(g, (n + 3) / 4) {
     const Philox4 r = philox4x32((offset >> 2) + uint64_t(g), seed);
     auto result = [&](int j, T yj, const T* res) {
@@ -62,7 +64,7 @@ __global__ void dropout_kernel(T* out, const T* residual, const T* y, int64_t n,
 
 void launch_dropout(const char* op, const KView& out, const KView* residual, const KView& y,
                     double keep, double scale, uint64_t seed, uint64_t offset,
-                    StreamHandle stream) {
+                    const uint64_t* offset_shift, StreamHandle stream) {
   if (!out.contiguous() || !y.contiguous() || (residual && !residual->contiguous()))
     kernel_fail(op, "views must be contiguous");
   if (offset % 4 != 0) kernel_fail(op, "offset must be 4-aligned (Generator::take)");
@@ -75,7 +77,7 @@ void launch_dropout(const char* op, const KView& out, const KView* residual, con
         vec4_aligned<T>(out.data) && vec4_aligned<T>(y.data) && vec4_aligned<T>(res);
     dropout_kernel<T><<<grid_for((n + 3) / 4, 256), 256, 0, as_stream(stream)>>>(
         static_cast<T*>(out.data), res, static_cast<const T*>(y.data), n, float(keep), float(scale),
-        seed, offset, vector);
+        seed, offset, offset_shift, vector);
   });
   BG_CUDA_LAUNCH_CHECK();
 }
@@ -83,13 +85,14 @@ void launch_dropout(const char* op, const KView& out, const KView* residual, con
 }  // namespace
 
 void dropout_add_apply(const KView& out, const KView& x, const KView& y, double keep, double scale,
-                       uint64_t seed, uint64_t offset, StreamHandle stream) {
-  launch_dropout("dropout_add", out, &x, y, keep, scale, seed, offset, stream);
+                       uint64_t seed, uint64_t offset, const uint64_t* offset_shift,
+                       StreamHandle stream) {
+  launch_dropout("dropout_add", out, &x, y, keep, scale, seed, offset, offset_shift, stream);
 }
 
 void dropout_apply(const KView& out, const KView& x, double keep, double scale, uint64_t seed,
-                   uint64_t offset, StreamHandle stream) {
-  launch_dropout("dropout", out, nullptr, x, keep, scale, seed, offset, stream);
+                   uint64_t offset, const uint64_t* offset_shift, StreamHandle stream) {
+  launch_dropout("dropout", out, nullptr, x, keep, scale, seed, offset, offset_shift, stream);
 }
 
 void random_fill(const KView& dst, RandomKind kind, double p0, double p1, uint64_t seed,
