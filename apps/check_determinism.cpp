@@ -258,7 +258,10 @@ int run_check_determinism(const Args& args) {
   const Device device = parse_device(checked.run.device);
   check_output_dir(out, "check-determinism");
   const std::vector<std::string> settings = determinism_settings(checked.context.effective_yaml);
-  if (!compare.empty()) check_same_settings(recorded, settings);
+  if (!compare.empty()) {
+    const ConfigReader given(args.positional[0], sets);  // which keys the file and --set name
+    check_same_settings(recorded, settings, [&](const std::string& key) { return given.has(key); });
+  }
   if (args.has("record")) {
     // Read later: the run's data, and each run's outputs (the comparison opens them).
     std::vector<std::string> later = data_inputs(checked.run.data);

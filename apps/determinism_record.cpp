@@ -96,16 +96,39 @@ DeterminismRecord read_determinism_record(const std::string& path) {
   return record;
 }
 
-void check_same_settings(const DeterminismRecord& record, const std::vector<std::string>& here) {
+namespace {
+
+// "key.path: value" lines as key -> the whole line.
+std::map<std::string, std::string> by_key(const std::vector<std::string>& lines) {
+  std::map<std::string, std::string> out;
+  for (const std::string& line : lines) out[line.substr(0, line.find(": "))] = line;
+  return out;
+}
+
+}  // namespace
+
+void check_same_settings(const DeterminismRecord& record, const std::vector<std::string>& here,
+                         const std::function<bool(const std::string&)>& given) {
   if (record.settings.empty()) return;  // a record from before settings were recorded
-  const std::vector<std::string>& there = record.settings;
-  for (size_t i = 0; i < std::max(here.size(), there.size()); ++i) {
-    const std::string a = i < here.size() ? here[i] : "(nothing)",
-                      b = i < there.size() ? there[i] : "(nothing)";
-    if (a != b)
-      fail("check-determinism", record.path, " records a run of other settings (here '", a,
-           "', in the record '", b, "'); compare the same config, --set and --steps");
+  const std::map<std::string, std::string> mine = by_key(here), theirs = by_key(record.settings);
+  for (const std::string& line : here) {
+    const std::string key = line.substr(0, line.find(": "));
+    const auto it = theirs.find(key);
+    // A key the record lacks came after it; left at its default it keeps the record's bits
+    // (a new setting's default is the behaviour before it).
+    if (it == theirs.end() && !given(key)) continue;
+    if (it == theirs.end())
+      fail("check-determinism", record.path, " records a run without '", key,
+           "' (made before the setting existed, at its default); here '", line,
+           "' is set: compare without it");
+    if (it->second != line)
+      fail("check-determinism", record.path, " records a run of other settings (here '", line,
+           "', in the record '", it->second, "'); compare the same config, --set and --steps");
   }
+  for (const auto& [key, line] : theirs)
+    if (!mine.count(key))
+      fail("check-determinism", record.path, " records '", line,
+           "', a setting this build does not read; compare with the build that made it");
 }
 
 DeterminismRow compare_determinism_record(const DeterminismRecord& record,

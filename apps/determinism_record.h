@@ -2,6 +2,7 @@
 // `--record FILE` writes the SHA-256 of every dataset of a run's checkpoint (and where it ran);
 // `--compare FILE` checks another machine's run against it, one line per differing dataset.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,8 +28,11 @@ struct DeterminismRecord {
   std::vector<std::string> settings;  // empty in records made before settings were recorded
   std::map<std::string, std::string> digests;
 };
-// Refuses a record of other settings, naming the first that differs.
-void check_same_settings(const DeterminismRecord& record, const std::vector<std::string>& here);
+// Refuses a record of other settings, naming the first that differs. A key the record lacks is
+// accepted when this run did not set it (`given` says which keys the config or a --set gave):
+// a setting newer than the record, at its default, runs as the build before it did.
+void check_same_settings(const DeterminismRecord& record, const std::vector<std::string>& here,
+                         const std::function<bool(const std::string&)>& given);
 // Reads a record, refusing a file that is not one (before any run starts).
 DeterminismRecord read_determinism_record(const std::string& path);
 // Compares `checkpoint` with a record: one row, "equal" or "DIFFER"; every differing dataset is

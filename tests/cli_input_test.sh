@@ -157,6 +157,16 @@ head -1 "$dir/record.txt" | grep -q "check-determinism record" || fail "--record
 "$bin" check-determinism "$ok" --runs 2 --steps 2 --out "$dir/rec" --compare "$dir/record.txt" > "$dir/rec.log" 2>&1 || fail "check-determinism --compare of an equal run: $(tail -3 "$dir/rec.log")"
 grep -q "against record     equal" "$dir/rec.log" || fail "--compare printed no equal row: $(cat "$dir/rec.log")"
 one_line_error "records a run of other settings (here 'run.stop_after_steps: 1', in the record 'run.stop_after_steps: 2')" "$bin" check-determinism "$ok" --runs 2 --steps 1 --out "$dir/rec" --compare "$dir/record.txt"
+# A record made before a setting existed (no line for it) compares while the run leaves the
+# setting at its default, and is refused, naming it, when the run sets it; a setting this build
+# does not read is refused.
+grep -v '^#| model.dropout:' "$dir/record.txt" > "$dir/older.txt"
+! cmp -s "$dir/record.txt" "$dir/older.txt" || fail "the record lists no model.dropout"
+"$bin" check-determinism "$ok" --runs 2 --steps 2 --out "$dir/rec" --compare "$dir/older.txt" > "$dir/rec.log" 2>&1 || fail "--compare of a record older than a setting: $(tail -3 "$dir/rec.log")"
+grep -q "against record     equal" "$dir/rec.log" || fail "--compare of an older record printed no equal row: $(cat "$dir/rec.log")"
+one_line_error "records a run without 'model.dropout' (made before the setting existed, at its default); here 'model.dropout: 0.1' is set" "$bin" check-determinism "$ok" --runs 2 --steps 2 --out "$dir/rec" --compare "$dir/older.txt" --set model.dropout=0.1
+{ head -2 "$dir/record.txt"; echo '#| model.flux: 3'; tail -n +3 "$dir/record.txt"; } > "$dir/newer.txt"
+one_line_error "records 'model.flux: 3', a setting this build does not read" "$bin" check-determinism "$ok" --runs 2 --steps 2 --out "$dir/rec" --compare "$dir/newer.txt"
 # The first digest with its first hex digit changed (0 <-> 1, anything else -> 0).
 perl -pe 'if (!$done && /^[0-9a-f]{64}  /) { s/^(.)/$1 eq "0" ? "1" : "0"/e; $done = 1 }' \
   "$dir/record.txt" > "$dir/tampered.txt"
