@@ -94,9 +94,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode = Comput
 // consumer == matmul may narrow a biased product (the bias rounded to bf16 first, as cuBLASLt
 // and PyTorch's autocast do) and a projection onto the residual stream writes the stream in one
 // pass; the reference algorithms add them separately and keep the output's natural dtype.
+// A defined gelu_input says x = gelu(gelu_input) (tanh form), as linear_gelu made it: where
+// the product's mode has the dGELU epilogue (CUDA, gelu_in_epilogue's algorithms, bf16
+// precision, bf16 x and gelu_input of x's shape, contiguous, x's width a multiple of 8), the
+// backward hands gelu_input its gradient, computed in the input-gradient GEMM's epilogue
+// (bf16(g W) * gelu'(gelu_input), cuBLASLt's DGELU: GELU's backward without a pass of its own;
+// the derivative's arithmetic is cuBLASLt's), and x none; elsewhere it is ignored and x gets its
+// gradient.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               const ComputeMode& mode = ComputeMode(), Consumer consumer = Consumer::any,
-              const Tensor& residual = Tensor());
+              const Tensor& residual = Tensor(), const Tensor& gelu_input = Tensor());
 
 // a @ b for a backward's own products, with no autograd record: 2-D operands rounded to bf16
 // under bf16 precision on CUDA (left as they are otherwise), the result f32 (f64 for f64
@@ -109,10 +116,14 @@ Tensor gradient_product(const Tensor& a, const Tensor& b, const ComputeMode& mod
 // stored for the next matmul. Where gelu_in_epilogue says so the GEMM's epilogue applies it
 // (cuBLASLt's GELU_AUX: from the f32 sums plus the bias, before the one rounding; the
 // pre-activation kept for the backward, which is gelu's and linear's); elsewhere the two ops.
+// A given pre receives the pre-activation (x's shape but the weight's rows, with the product's
+// record) where the epilogue ran, for the linear that reads the GELU (its gelu_input), and is
+// left undefined elsewhere.
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                   const ComputeMode& mode);
-// Whether linear_gelu takes the epilogue: CUDA, the standard algorithm, bf16 precision (a bf16
-// product), f32/bf16 operands, N a multiple of 8, a bias of the weight's dtype if any.
+                   const ComputeMode& mode, Tensor* pre = nullptr);
+// Whether linear_gelu takes the epilogue: CUDA, cuBLASLt's algorithms (the standard one or the
+// deterministic mode's pinned ones), bf16 precision (a bf16 product), f32/bf16 operands, N a
+// multiple of 8, a bias of the weight's dtype if any.
 bool gelu_in_epilogue(const ComputeMode& mode, const Tensor& x, const Tensor& weight,
                       const Tensor& bias);
 // into += gradient_product(a, b, mode, k_over_rows) (its operands and precision; into f32, or

@@ -54,7 +54,9 @@ void reduce(ReduceOp op, const KView& out, const KView& in, int64_t outer, int64
 // adds anything), `precision` tf32 for f32 operands on tensor cores; CPU: Eigen, exactly in the
 // operands' dtype (core never hands it a precision other than fp32). The GELU epilogue
 // (gelu_input) is CUDA's alone (cuBLASLt's GELU_AUX, the tanh form, computed from the f32 sums
-// before the rounding); the CPU refuses it (core composes gelu there).
+// before the rounding); so is the dGELU epilogue (dgelu_input: cuBLASLt's DGELU, the product
+// rounded to out's dtype times the tanh form's derivative, one pass); the CPU refuses both (core
+// composes gelu and its backward there).
 void matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilogue& epilogue,
             MatmulPrecision precision, StreamHandle stream);
 // matmul: MatmulAlgo::naive, the reference algorithm: each output one fused multiply-add chain
@@ -73,7 +75,8 @@ void matmul_lmul(const KView& out, const KView& a, const KView& b, const LmulPar
 // algorithm's fused multiply-add chain over k in order (the same bits as matmul_naive), run a
 // row at a time across the columns. The epilogue as for matmul (the pinned algorithm with the
 // bias and residual in its epilogue: a row still depends on its own rows of a and the residual).
-// No GELU epilogue (the pinned table's algorithms are chosen without it).
+// The GELU and dGELU epilogues too, on algorithms of their own table rows (elementwise on a
+// row's own sums, so rows stay apart).
 void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
                             const MatmulEpilogue& epilogue, const BatchInvariantGemm& opt,
                             StreamHandle stream);

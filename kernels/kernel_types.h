@@ -151,6 +151,12 @@ struct MatmulEpilogue {
   // BGRADB: a weight-gradient product g^T x sums g's columns, the bias gradient, as it loads
   // them; written, never added to).
   KView a_row_sums;
+  // When set (CUDA's cuBLASLt algorithms only, no bias, residual, GELU or row sums, one
+  // matrix, K > 0): out = (a @ b) * gelu_tanh'(dgelu_input) (cuBLASLt's DGELU: an input
+  // gradient g W for a GELU's output, turned into the gradient of the GELU's input in the same
+  // pass; it rounds the product to out's dtype before the multiply, as a separate GELU backward
+  // reads it). out's shape, dtype and contiguous strides, 16-byte aligned, N a multiple of 8.
+  KView dgelu_input;
 };
 
 // Temporary memory on the launch's device for a kernel launcher. It stays valid until the

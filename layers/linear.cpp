@@ -44,12 +44,18 @@ Tensor Linear::forward(const Tensor& x, Consumer consumer) const {
   return linear(x, weight, bias, compute_mode().at(site()), consumer);
 }
 
-Tensor Linear::forward_gelu(const Tensor& x) const {
+GeluOutput Linear::forward_gelu(const Tensor& x) const {
   const ComputeMode mode = compute_mode().at(site());
   // The epilogue's product and GELU run in the site's mode; elsewhere the two layers' ops as
   // the base class runs them (the GELU stored for the module's mode).
-  if (gelu_in_epilogue(mode, x, weight, bias)) return linear_gelu(x, weight, bias, mode);
-  return LinearLayer::forward_gelu(x);
+  if (!gelu_in_epilogue(mode, x, weight, bias)) return LinearLayer::forward_gelu(x);
+  GeluOutput h;
+  h.act = linear_gelu(x, weight, bias, mode, &h.pre);
+  return h;
+}
+
+Tensor Linear::forward_after_gelu(const GeluOutput& h, const Tensor& residual) const {
+  return linear(h.act, weight, bias, compute_mode().at(site()), Consumer::any, residual, h.pre);
 }
 
 Tensor Linear::forward_onto(const Tensor& x, const Tensor& residual) const {

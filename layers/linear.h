@@ -25,6 +25,13 @@ struct LinearSpec {
 const Settings<BitLinearOptions>& bitlinear_settings();
 const Settings<LinearSpec>& linear_settings();
 
+// A GELU's output as forward_gelu made it: act = gelu(pre), tanh form. pre is defined where the
+// dense layer's epilogue made act (with the product's record): the projection that reads act
+// may then hand pre its gradient itself (forward_after_gelu).
+struct GeluOutput {
+  Tensor act, pre;
+};
+
 // y = x W^T (+ b) for x (..., in), in the module's compute mode. Parameters follow PyTorch's
 // layout and names (weight (out, in), bias (out)) so checkpoints map onto nanoGPT's state_dict.
 class LinearLayer : public Module {
@@ -39,9 +46,15 @@ class LinearLayer : public Module {
     return residual + forward(x);
   }
   // gelu(forward(x)) (tanh form), stored for the matmul that reads it. The dense layer applies
-  // the GELU in its GEMM's epilogue where linear_gelu can.
-  virtual Tensor forward_gelu(const Tensor& x) const {
-    return gelu(forward(x, Consumer::matmul), compute_mode());
+  // the GELU in its GEMM's epilogue where linear_gelu can (and then returns its input too).
+  virtual GeluOutput forward_gelu(const Tensor& x) const {
+    return {gelu(forward(x, Consumer::matmul), compute_mode()), Tensor()};
+  }
+  // forward_onto(h.act, residual), or forward(h.act) without a residual. The dense layer's
+  // backward turns its input gradient into h.pre's in the GEMM's epilogue where linear can
+  // (its gelu_input: GELU's backward without a pass of its own).
+  virtual Tensor forward_after_gelu(const GeluOutput& h, const Tensor& residual) const {
+    return residual.defined() ? forward_onto(h.act, residual) : forward(h.act);
   }
   virtual LinearKind kind() const = 0;
   // The quantiser this layer runs on its input, where it has one (BitLinear's). The kernel that
@@ -64,7 +77,8 @@ class Linear : public LinearLayer {
   Linear(int64_t in, int64_t out, bool bias, Generator& gen, double init_std = 0.02);
   Tensor forward(const Tensor& x, Consumer consumer = Consumer::any) const override;
   Tensor forward_onto(const Tensor& x, const Tensor& residual) const override;
-  Tensor forward_gelu(const Tensor& x) const override;
+  GeluOutput forward_gelu(const Tensor& x) const override;
+  Tensor forward_after_gelu(const GeluOutput& h, const Tensor& residual) const override;
   LinearKind kind() const override { return LinearKind::dense; }
   Tensor weight, bias;
 };

@@ -15,11 +15,13 @@ MLP::MLP(int64_t n_embd, bool bias, double dropout, Generator& init, double proj
 
 Tensor MLP::forward(const Tensor& x, Generator& gen, const Tensor& residual) const {
   // GELU's input and output each feed one matmul: stored in the dtype those matmuls read. The
-  // tanh form may run in c_fc's GEMM epilogue (forward_gelu); cuBLASLt has no erf form.
-  const Tensor act = gelu_ == GeluForm::erf
-                         ? gelu_erf(c_fc->forward(x, Consumer::matmul), compute_mode())
-                         : c_fc->forward_gelu(x);
-  return project_then_add(*c_proj, act, dropout_, training(), gen, residual);
+  // tanh form may run in c_fc's GEMM epilogue (forward_gelu) and its backward in c_proj's
+  // (forward_after_gelu); cuBLASLt has no erf form.
+  const GeluOutput h =
+      gelu_ == GeluForm::erf
+          ? GeluOutput{gelu_erf(c_fc->forward(x, Consumer::matmul), compute_mode()), Tensor()}
+          : c_fc->forward_gelu(x);
+  return project_then_add(*c_proj, h, dropout_, training(), gen, residual);
 }
 
 }  // namespace bg

@@ -15,11 +15,16 @@ inline Tensor dropout_then_add(const Tensor& y, double p, bool training, Generat
 }
 
 // residual + dropout(proj(y)) (dropout(proj(y)) without a residual). Where no dropout applies,
-// the projection adds the residual in its GEMM's epilogue instead of a pass of its own.
+// the projection adds the residual in its GEMM's epilogue instead of a pass of its own. y as a
+// GELU's output: the projection may run GELU's backward in its own (forward_after_gelu).
+inline Tensor project_then_add(const LinearLayer& proj, const GeluOutput& y, double p,
+                               bool training, Generator& gen, const Tensor& residual) {
+  if (residual.defined() && (p == 0.0 || !training)) return proj.forward_after_gelu(y, residual);
+  return dropout_then_add(proj.forward_after_gelu(y, Tensor()), p, training, gen, residual);
+}
 inline Tensor project_then_add(const LinearLayer& proj, const Tensor& y, double p, bool training,
                                Generator& gen, const Tensor& residual) {
-  if (residual.defined() && (p == 0.0 || !training)) return proj.forward_onto(y, residual);
-  return dropout_then_add(proj.forward(y), p, training, gen, residual);
+  return project_then_add(proj, GeluOutput{y, Tensor()}, p, training, gen, residual);
 }
 
 }  // namespace bg

@@ -2,8 +2,9 @@
 // GELU_AUX epilogue under bf16 precision on CUDA's standard algorithm). The CPU composes the two
 // ops, bit for bit; CUDA against the composed ops on the same bf16 operands (the epilogue takes
 // GELU of the f32 sums plus the bias, the composed ops of the rounded product), forward and every
-// gradient, with and without a bias, 3-D input, run to run; where the epilogue is not taken
-// (the deterministic mode, N not a multiple of 8) linear_gelu is the composition, bit for bit.
+// gradient, with and without a bias, 3-D input, run to run, in the default and the deterministic
+// mode (its pinned algorithms); where the epilogue is not taken (fp32, N not a multiple of 8)
+// linear_gelu is the composition, bit for bit.
 #include <cmath>
 
 #include "harness.h"
@@ -60,8 +61,11 @@ TEST_CASE("cuda: linear_gelu's GELU epilogue matches gelu over linear under bf16
   BG_REQUIRE_CUDA();
   const Device gpu = Device::cuda(0);
   Generator gen(test_seed() + 23);
-  const ComputeMode bf16 = precision_mode(MatmulPrecision::bf16);
-  for (const bool biased : {true, false}) {
+  for (const auto& [bf16, biased] :
+       {std::pair{precision_mode(MatmulPrecision::bf16), true},
+        {precision_mode(MatmulPrecision::bf16), false},
+        {ComputeMode::deterministic_mode(MatmulPrecision::bf16), true}}) {
+    CAPTURE(bf16.str());
     CAPTURE(biased);
     // 3-D input (rows 2 x 301), K 200, N 264 (a multiple of 8); x bf16 as layernorm stores it.
     const Tensor x = randn({2, 301, 200}, gen, 0, 1, DType::f32, gpu).to(DType::bf16);
@@ -98,14 +102,16 @@ TEST_CASE("cuda: linear_gelu composes the two ops where the epilogue is not take
   const Tensor probe60 = randn({33, 60}, gen, 0, 1, DType::f32, gpu),
                probe62 = randn({33, 62}, gen, 0, 1, DType::f32, gpu);
   const Tensor w60 = randn({60, 40}, gen, 0, 0.1, DType::f32, gpu),
-               w62 = randn({62, 40}, gen, 0, 0.1, DType::f32, gpu);
+               w62 = randn({62, 40}, gen, 0, 0.1, DType::f32, gpu),
+               w64 = randn({64, 40}, gen, 0, 0.1, DType::f32, gpu);
   const ComputeMode det = ComputeMode::deterministic_mode(MatmulPrecision::bf16),
                     bf16 = precision_mode(MatmulPrecision::bf16);
-  CHECK_FALSE(gelu_in_epilogue(det, x, w60, Tensor()));   // the pinned algorithms have none
-  CHECK_FALSE(gelu_in_epilogue(bf16, x, w62, Tensor()));  // N = 62: cuBLASLt needs 8 | N
+  CHECK(gelu_in_epilogue(det, x, w64, Tensor()));         // the pinned algorithms have it
+  CHECK_FALSE(gelu_in_epilogue(det, x, w62, Tensor()));   // N = 62: cuBLASLt needs 8 | N
+  CHECK_FALSE(gelu_in_epilogue(bf16, x, w62, Tensor()));
   CHECK_FALSE(gelu_in_epilogue(ComputeMode(), x, w60, Tensor()));  // fp32: no bf16 product
   for (const auto& [mode, w, probe] :
-       {std::tuple{det, w60, probe60}, {bf16, w62, probe62}, {ComputeMode(), w60, probe60}}) {
+       {std::tuple{det, w62, probe62}, {bf16, w62, probe62}, {ComputeMode(), w60, probe60}}) {
     const Grads fused = run(x, w, Tensor(), probe, mode, true),
                 composed = run(x, w, Tensor(), probe, mode, false);
     CHECK(bit_mismatches(fused.y, composed.y) == 0);

@@ -12,14 +12,15 @@ bool gelu_in_epilogue(const ComputeMode& mode, const Tensor& x, const Tensor& we
   const bool operands = (x.dtype() == DType::f32 || x.dtype() == DType::bf16) &&
                         (weight.dtype() == DType::f32 || weight.dtype() == DType::bf16) &&
                         (!bias.defined() || bias.dtype() == weight.dtype());
-  return x.is_cuda() && mode.algo == MatmulAlgo::standard &&
-         mode.precision == MatmulPrecision::bf16 && operands && weight.ndim() == 2 &&
+  return x.is_cuda() && gelu_epilogues(mode) && mode.precision == MatmulPrecision::bf16 &&
+         operands && weight.ndim() == 2 &&
          weight.size(1) > 0 && weight.size(0) % 8 == 0 &&
          stored_dtype(mode, Consumer::matmul, DType::f32, x.device()) == DType::bf16;
 }
 
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                   const ComputeMode& mode) {
+                   const ComputeMode& mode, Tensor* pre_out) {
+  if (pre_out) *pre_out = Tensor();
   if (!gelu_in_epilogue(mode, x, weight, bias))
     return gelu(linear(x, weight, bias, mode, Consumer::matmul), mode);
   BG_CHECK(x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.shape()),
@@ -34,11 +35,12 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
   Tensor act;
   const Tensor pre = matmul_rows(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1), mode,
                                  Consumer::matmul, Rows::kept_apart, bias, Tensor(), &act, weight);
+  if (pre_out) *pre_out = pre.reshape(out_shape);
   return attach_gelu_backward(pre, act).reshape(out_shape);
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const ComputeMode& mode,
-              Consumer consumer, const Tensor& residual) {
+              Consumer consumer, const Tensor& residual, const Tensor& gelu_input) {
   BG_CHECK(weight.ndim() == 2, "linear", "weight must be (out, in), got ",
            shape_str(weight.shape()));
   BG_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.shape()),
@@ -67,9 +69,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   const Tensor fused_residual = epilogue && residual.defined() && x2.size(1) > 0
                                     ? residual.reshape({-1, weight.size(0)})
                                     : Tensor();
+  // GELU's input as the product's a is laid out (matmul_rows checks the rest).
+  const Tensor gelu_input2 = gelu_input.defined() && gelu_input.shape() == x.shape()
+                                 ? gelu_input.reshape({-1, weight.size(1)})
+                                 : Tensor();
   Tensor out =
       matmul_rows(x2, wt, mode, bias.defined() && !fused_bias.defined() ? Consumer::any : consumer,
-                  Rows::kept_apart, fused_bias, fused_residual, nullptr, weight);
+                  Rows::kept_apart, fused_bias, fused_residual, nullptr, weight, gelu_input2);
   if (bias.defined() && !fused_bias.defined()) out = out + bias;
   out = out.reshape(out_shape);
   return residual.defined() && !fused_residual.defined() ? residual + out : out;

@@ -11,6 +11,8 @@ bool bias_in_epilogue(const ComputeMode& mode) {
   return mode.algo == MatmulAlgo::standard || mode.algo == MatmulAlgo::batch_invariant;
 }
 
+bool gelu_epilogues(const ComputeMode& mode) { return bias_in_epilogue(mode); }
+
 namespace {
 
 
@@ -163,11 +165,13 @@ KView aligned_copy(const Tensor& t, const Shape& batch_shape, Tensor* keep) {
 // (contiguous, the result's 2-D shape and dtype) takes the product plus bias, and the result is
 // its tanh GELU (the standard algorithm on CUDA: kernel_list.h's GELU epilogue). A defined
 // `a_row_sums` (M contiguous f32 values, 2-D operands) receives a's sums over K (kernel_list.h's
-// row-sum epilogue).
+// row-sum epilogue). A defined `dgelu_input` (contiguous, the result's 2-D shape and dtype)
+// makes the result the product times GELU's derivative at it (kernel_list.h's dGELU epilogue).
 Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType operand, DType out_dtype,
                const ComputeMode& mode, Rows rows, const Tensor& bias = Tensor(),
                const Tensor& residual = Tensor(), const Tensor& dest = Tensor(),
-               const Tensor& gelu_input = Tensor(), const Tensor& a_row_sums = Tensor()) {
+               const Tensor& gelu_input = Tensor(), const Tensor& a_row_sums = Tensor(),
+               const Tensor& dgelu_input = Tensor()) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});
@@ -215,6 +219,13 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& batch, DType opera
     epilogue.gelu_input = gelu_input.kview();
     collapse_batch(gelu_input, batch, &epilogue.gelu_input);
   }
+  if (dgelu_input.defined()) {
+    BG_CHECK(batch.empty() && dgelu_input.shape() == out.shape() &&
+                 dgelu_input.dtype() == out_dtype && dgelu_input.is_contiguous(),
+             "matmul", "a dGELU input needs 2-D operands and the product's contiguous shape");
+    epilogue.dgelu_input = dgelu_input.kview();
+    collapse_batch(dgelu_input, batch, &epilogue.dgelu_input);
+  }
   if (a_row_sums.defined()) {
     BG_CHECK(batch.empty() && a_row_sums.shape() == Shape{m} && a_row_sums.dtype() == DType::f32 &&
                  a_row_sums.is_contiguous(),
@@ -259,7 +270,7 @@ Tensor to_bf16(const Tensor& t) {
 
 Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer,
                    Rows rows, const Tensor& bias, const Tensor& residual, Tensor* gelu_out,
-                   const Tensor& weight) {
+                   const Tensor& weight, const Tensor& a_gelu_input) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
@@ -328,17 +339,31 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
                                  run.algo == MatmulAlgo::standard && weight.dtype() == DType::f32 &&
                                  weight.ndim() == 2 && weight.size(0) == b.size(1) &&
                                  weight.size(1) == b.size(0);
-    std::vector<Tensor> inputs{a, b};
+    // a = gelu(pre): the input-gradient product applies GELU's backward in its epilogue and
+    // hands pre its gradient, so a's own GELU record is passed by (the gradient of pre through
+    // a's other readers, if any, still reaches pre through it: the sum is the same).
+    const bool through_gelu =
+        a_gelu_input.defined() && batch.empty() && a.is_cuda() && gelu_epilogues(run) &&
+        a.dtype() == DType::bf16 &&
+        a_gelu_input.dtype() == DType::bf16 && a_gelu_input.shape() == a_shape &&
+        a_gelu_input.is_contiguous() && a_gelu_input.device() == a.device() &&
+        a_shape[1] % 8 == 0 && reinterpret_cast<uintptr_t>(a_gelu_input.data_ptr()) % 16 == 0;
+    const Tensor gelu_pre = through_gelu ? a_gelu_input.detach() : Tensor();
+    std::vector<Tensor> inputs{through_gelu ? a_gelu_input : a, b};
     if (has_bias) inputs.push_back(bias);
     if (has_residual) inputs.push_back(residual);
     record(out, "matmul", inputs,
            [a16, b16, a_shape, b_shape, da, db, run, has_bias, has_residual, weight_in_place,
-            weight](const Tensor& g) {
+            weight, gelu_pre](const Tensor& g) {
              const Tensor g16 = g.detach().to(DType::bf16);
              const Tensor bt = b16.transpose(-1, -2), at = a16.transpose(-1, -2);
              const Shape gb = batch_of(g16);
              std::vector<Tensor> grads{
-                 sum_to(product(g16, bt, gb, DType::bf16, da, run, Rows::kept_apart), a_shape),
+                 gelu_pre.defined()
+                     ? product(g16, bt, gb, DType::bf16, da, run, Rows::kept_apart, Tensor(),
+                               Tensor(), Tensor(), Tensor(), Tensor(), gelu_pre)
+                     : sum_to(product(g16, bt, gb, DType::bf16, da, run, Rows::kept_apart),
+                              a_shape),
                  Tensor()};
              const Tensor buffer = weight_in_place ? leaf_gradient_buffer(weight) : Tensor();
              // The bias gradient: the incoming gradient as it came (bf16 for a bf16 output),

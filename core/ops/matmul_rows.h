@@ -15,6 +15,9 @@ enum class Rows : uint8_t { kept_apart, summed_over };
 // The algorithms whose kernels add a bias in the GEMM's epilogue (kernel_list.h); the others
 // (the reference algorithms) leave it to a separate add.
 bool bias_in_epilogue(const ComputeMode& mode);
+// The algorithms whose CUDA kernels have the GELU and dGELU epilogues (the same: cuBLASLt's,
+// standard or pinned).
+bool gelu_epilogues(const ComputeMode& mode);
 
 // a @ b (+ bias) (+ residual), both added in the product's epilogue (2-D operands, an algorithm
 // that bias_in_epilogue names): the bias N values, the residual of the product's shape. A
@@ -26,8 +29,12 @@ bool bias_in_epilogue(const ComputeMode& mode);
 // standard algorithm, when the weight's gradient lives in a buffer (leaf_gradient_buffer), the
 // backward adds g^T a into it in the GEMM's epilogue instead of returning b's gradient: no
 // separate add of a transposed (K, N) product into the (N, K) buffer.
+// a_gelu_input (linear's gelu_input): a = gelu(a_gelu_input), tanh form. Where the dGELU
+// epilogue applies (dgelu_applies), the record's input is a_gelu_input instead of a, and the
+// backward's input-gradient product applies GELU's backward in its epilogue.
 Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer,
                    Rows rows, const Tensor& bias = Tensor(), const Tensor& residual = Tensor(),
-                   Tensor* gelu_out = nullptr, const Tensor& weight = Tensor());
+                   Tensor* gelu_out = nullptr, const Tensor& weight = Tensor(),
+                   const Tensor& a_gelu_input = Tensor());
 
 }  // namespace bg

@@ -14,6 +14,8 @@ namespace {
 void check_epilogue(const MatmulEpilogue& ep, const KView& out, int64_t k, const char* op) {
   if (ep.gelu_input.data)
     kernel_fail(op, "the CPU has no GELU epilogue (core composes gelu after the product)");
+  if (ep.dgelu_input.data)
+    kernel_fail(op, "the CPU has no dGELU epilogue (core runs GELU's backward after the product)");
   if (ep.a_row_sums.data)
     kernel_fail(op, "the CPU has no row-sum epilogue (core sums the gradient's columns itself)");
   const KView& bias = ep.bias;

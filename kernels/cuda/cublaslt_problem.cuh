@@ -1,7 +1,8 @@
 // cublaslt_problem.cuh: one cuBLASLt product described once, for matmul.cu (the standard
 // algorithm's biased products) and matmul_batch_invariant.cu (every pinned product): the
 // per-device handle and workspace, the problem in cuBLASLt's column-major terms
-// (blas_layout.cuh), and the descriptors built from it, the bias and GELU epilogues included; a
+// (blas_layout.cuh), and the descriptors built from it, the bias, GELU and dGELU epilogues
+// included; a
 // residual is cuBLASLt's C (beta = 1), laid out as the output D.
 #pragma once
 #include <cublasLt.h>
@@ -48,6 +49,7 @@ struct LtProblem {
   const void* residual = nullptr;  // laid out as the output
   void* gelu_input = nullptr;      // laid out as the output: out = gelu(this)
   void* b_sums = nullptr;          // f32, one per column of D: B's sums over k (BGRADB)
+  const void* dgelu_input = nullptr;  // laid out as the output: out = (A B) * gelu'(this)
   float beta() const { return residual ? 1.f : 0.f; }
   const void* c(const KView& out) const { return residual ? residual : out.data; }
 };
@@ -92,6 +94,7 @@ inline bool lt_problem(const KView& out, const KView& a, const KView& b, const M
   p->residual = ep.residual.data;
   p->gelu_input = ep.gelu_input.data;
   p->b_sums = ep.a_row_sums.data;  // our a is cuBLASLt's B; its rows, D's columns
+  p->dgelu_input = ep.dgelu_input.data;
   return true;
 }
 
@@ -104,19 +107,27 @@ inline void check_epilogue(const MatmulEpilogue& ep, const KView& out, int64_t k
       (bias.dtype != out.dtype || bias.ndim != 1 || bias.shape[0] != out.shape[2] ||
        bias.strides[0] != 1 || out.shape[0] != 1 || reinterpret_cast<uintptr_t>(bias.data) % 16))
     kernel_fail(op, "the bias must be N aligned values of the output's dtype, for one matrix");
-  const KView& gi = ep.gelu_input;
-  if (gi.data) {
-    bool fits = gi.dtype == out.dtype && gi.ndim == out.ndim && k > 0 && out.shape[0] == 1 &&
-                !ep.residual.data && out.shape[2] % 8 == 0 &&
-                reinterpret_cast<uintptr_t>(gi.data) % 16 == 0 &&
+  // An auxiliary matrix (GELU's input, written or read) laid out as the contiguous output of one
+  // matrix, N a multiple of 8 (cuBLASLt's rule for the epilogue's auxiliary ld), K > 0.
+  auto as_output = [&](const KView& v) {
+    bool fits = v.dtype == out.dtype && v.ndim == out.ndim && k > 0 && out.shape[0] == 1 &&
+                out.shape[2] % 8 == 0 && reinterpret_cast<uintptr_t>(v.data) % 16 == 0 &&
                 out.strides[2] == 1 && out.strides[1] == out.shape[2];
     for (int d = 0; fits && d < out.ndim; ++d)
-      fits = gi.shape[d] == out.shape[d] && gi.strides[d] == out.strides[d];
-    if (!fits)
-      kernel_fail(op,
-                  "the GELU input must have the contiguous output's shape, dtype and strides, "
-                  "16-byte aligned, N a multiple of 8, one matrix, K > 0 and no residual");
-  }
+      fits = v.shape[d] == out.shape[d] && v.strides[d] == out.strides[d];
+    return fits;
+  };
+  const KView& gi = ep.gelu_input;
+  if (gi.data && (!as_output(gi) || ep.residual.data))
+    kernel_fail(op,
+                "the GELU input must have the contiguous output's shape, dtype and strides, "
+                "16-byte aligned, N a multiple of 8, one matrix, K > 0 and no residual");
+  const KView& dg = ep.dgelu_input;
+  if (dg.data &&
+      (!as_output(dg) || ep.residual.data || ep.bias.data || gi.data || ep.a_row_sums.data))
+    kernel_fail(op,
+                "the dGELU input must have the contiguous output's shape, dtype and strides, "
+                "16-byte aligned, N a multiple of 8, one matrix, K > 0, and no other epilogue");
   const KView& rs = ep.a_row_sums;
   if (rs.data &&
       (rs.dtype != DType::f32 || rs.ndim != 1 || rs.shape[0] != out.shape[1] ||
@@ -157,7 +168,9 @@ struct LtDescriptors {
     set_desc(CUBLASLT_MATMUL_DESC_TRANSA, p.op_a);
     set_desc(CUBLASLT_MATMUL_DESC_TRANSB, p.op_b);
     if (sm_count > 0) set_desc(CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, sm_count);
-    if (p.gelu_input)
+    if (p.dgelu_input)
+      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_DGELU));
+    else if (p.gelu_input)
       set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE,
                uint32_t(p.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX));
     else if (p.bias)
@@ -174,6 +187,10 @@ struct LtDescriptors {
     }
     if (p.gelu_input) {  // the pre-activation in D's type, laid out as D (n x m, ld_c)
       set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, p.gelu_input);
+      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(p.ld_c));
+    }
+    if (p.dgelu_input) {  // GELU's input in D's type, laid out as D: read, not written
+      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, const_cast<void*>(p.dgelu_input));
       set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(p.ld_c));
     }
     a = layout(p.type_a, p.op_a == CUBLAS_OP_N ? p.n : p.k, p.op_a == CUBLAS_OP_N ? p.k : p.n,

@@ -28,7 +28,7 @@ cublasHandle_t handle_for_current_device() {
 bool epilogue_algo(cublasLtHandle_t handle, const LtProblem& p, const LtDescriptors& d,
                    cublasLtMatmulAlgo_t* algo) {
   using Key = std::tuple<cublasLtHandle_t, int, int, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, int, int, int, int, bool, bool, bool, bool>;
+                         int64_t, int, int, int, int, bool, bool, bool, bool, bool>;
   static std::mutex mu;
   static std::map<Key, std::pair<bool, cublasLtMatmulAlgo_t>> chosen;
   const Key key{handle,
@@ -47,7 +47,8 @@ bool epilogue_algo(cublasLtHandle_t handle, const LtProblem& p, const LtDescript
                 p.bias != nullptr,
                 p.residual != nullptr,
                 p.gelu_input != nullptr,
-                p.b_sums != nullptr};
+                p.b_sums != nullptr,
+                p.dgelu_input != nullptr};
   std::lock_guard<std::mutex> lock(mu);
   auto it = chosen.find(key);
   if (it != chosen.end()) {
@@ -92,6 +93,12 @@ void epilogue_matmul(const KView& out, const KView& a, const KView& b, const Mat
   const LtDescriptors d(p, 0);
   cublasLtMatmulAlgo_t algo;
   if (!epilogue_algo(s.handle, p, d, &algo)) {
+    if (p.dgelu_input) {  // the product, then GELU's backward over it: the composition's bits
+      MatmulEpilogue plain = ep;
+      plain.dgelu_input = KView();
+      matmul(out, a, b, plain, precision, stream);
+      return unary_backward(UnaryOp::gelu, out, ep.dgelu_input, KView(), out, 0.0, stream);
+    }
     if (!p.b_sums)
       kernel_fail("matmul",
                   "cuBLASLt offers no algorithm with this epilogue for M=" + std::to_string(p.m) +
@@ -125,7 +132,8 @@ void matmul(const KView& out, const KView& a, const KView& b, const MatmulEpilog
   check_epilogue(epilogue, out, k, "matmul");
   const KView& bias = epilogue.bias;
   if (k == 0) return bias.data ? copy(out, bias_rows(bias, out), stream) : fill(out, 0.0, stream);
-  if (bias.data || epilogue.residual.data || epilogue.gelu_input.data || epilogue.a_row_sums.data)
+  if (bias.data || epilogue.residual.data || epilogue.gelu_input.data || epilogue.a_row_sums.data ||
+      epilogue.dgelu_input.data)
     return epilogue_matmul(out, a, b, epilogue, precision, stream);
   cublasOperation_t op_b, op_a, op_c;
   int64_t ld_b, ld_a, ld_c;

@@ -57,8 +57,12 @@ using Descriptors = LtDescriptors;
 constexpr size_t kWorkspaceBytes = kCublasLtWorkspaceBytes;
 
 // What an algorithm is chosen from: everything but M (and the batch count and the M-dependent
-// batch strides) for products over rows; the whole problem for a K over rows.
-using Key = std::array<int64_t, 18>;
+// batch strides) for products over rows; the whole problem for a K over rows. The last field
+// names an epilogue cuBLASLt supports on fewer algorithms, chosen with it (EpilogueKind; rows
+// made before it have none, and a row of 18 values leaves it 0).
+using Key = std::array<int64_t, 19>;
+
+enum class EpilogueKind : int64_t { plain = 0, gelu = 1, dgelu = 2 };
 
 Key key_of(const Problem& p, bool k_over_rows) {
   Key key{int64_t(p.op_a),
@@ -79,6 +83,9 @@ Key key_of(const Problem& p, bool k_over_rows) {
           0,
           0,
           0};
+  key[18] = int64_t(p.gelu_input    ? EpilogueKind::gelu
+                    : p.dgelu_input ? EpilogueKind::dgelu
+                                    : EpilogueKind::plain);
   if (k_over_rows) {
     key[14] = p.m;
     key[15] = p.batch;
@@ -175,9 +182,9 @@ bool algo_from_config(cublasLtHandle_t handle, const Problem& p, const Descripto
 }
 
 // Key fields that must match for a row to serve another shape: the operations, batching, the
-// types, the compute type and whether K runs over the rows.
+// types, the compute type, whether K runs over the rows and the epilogue kind.
 bool same_kind(const Key& a, const Key& b) {
-  for (int i : {0, 1, 7, 9, 10, 11, 12, 13})
+  for (int i : {0, 1, 7, 9, 10, 11, 12, 13, 18})
     if (a[size_t(i)] != b[size_t(i)]) return false;
   return true;
 }
@@ -314,7 +321,9 @@ cublasLtMatmulAlgo_t heuristic_algo(cublasLtHandle_t handle, const Problem& q, c
 cublasLtMatmulAlgo_t pinned_algo(cublasLtHandle_t handle, const Problem& p, bool k_over_rows) {
   static std::mutex mu;
   // The table switch and the heuristic's SM count are part of the key: tests change both. So is
-  // the epilogue, which an algorithm must support (the same table row serves every epilogue).
+  // the epilogue, which an algorithm must support (a table row serves a bias and a residual as
+  // it is; the GELU and dGELU epilogues have rows of their own, key_of's last field). Both are
+  // elementwise on a row's own sums, so a row's bits still follow from its own inputs.
   static std::map<std::tuple<cublasLtHandle_t, Key, bool, int32_t, bool, bool>,
                   cublasLtMatmulAlgo_t>
       chosen;
@@ -338,9 +347,9 @@ void matmul_batch_invariant(const KView& out, const KView& a, const KView& b,
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   if (batch * m * n == 0) return;
   check_epilogue(epilogue, out, k, kOp);
-  if (epilogue.gelu_input.data || epilogue.a_row_sums.data)
-    kernel_fail(kOp, "the batch-invariant algorithm has no GELU or row-sum epilogue (its pinned "
-                     "table's algorithms are chosen without one)");
+  if (epilogue.a_row_sums.data)
+    kernel_fail(kOp, "the batch-invariant algorithm has no row-sum epilogue (cuBLASLt's BGRADB "
+                     "sums in an order of its own)");
   const KView& bias = epilogue.bias;
   if (k == 0) {
     if (bias.data) return copy(out, bias_rows(bias, out), stream);
