@@ -163,7 +163,7 @@ KView aligned_copy(const Tensor& t, const Shape& batch_shape, Tensor* keep) {
 // the result's shape and dtype, 16-byte aligned) is written instead of a new tensor; it may be
 // the residual itself (cuBLASLt's C = D: an accumulation in place). A defined `gelu_input`
 // (contiguous, the result's 2-D shape and dtype) takes the product plus bias, and the result is
-// its tanh GELU (the standard algorithm on CUDA: kernel_list.h's GELU epilogue). A defined
+// its tanh GELU (CUDA's cuBLASLt algorithms: kernel_list.h's GELU epilogue). A defined
 // `a_row_sums` (M contiguous f32 values, 2-D operands) receives a's sums over K (kernel_list.h's
 // row-sum epilogue). A defined `dgelu_input` (contiguous, the result's 2-D shape and dtype)
 // makes the result the product times GELU's derivative at it (kernel_list.h's dGELU epilogue).
