@@ -25,6 +25,7 @@
 #include "core/checkpoint.h"
 #include "core/config.h"
 #include "core/files.h"
+#include "check_determinism_checks.h"
 #include "determinism_record.h"
 #include "kernels/cuda/device_runtime.h"
 #include "models/lm_builder.h"
@@ -260,7 +261,9 @@ int run_check_determinism(const Args& args) {
   const std::vector<std::string> settings = determinism_settings(checked.context.effective_yaml);
   if (!compare.empty()) {
     const ConfigReader given(args.positional[0], sets);  // which keys the file and --set name
-    check_same_settings(recorded, settings, [&](const std::string& key) { return given.has(key); });
+    check_same_settings(
+        recorded, settings, [&](const std::string& key) { return given.has(key); },
+        [](const std::string& key) { return config_key_meanings().count(key) > 0; });
   }
   if (args.has("record")) {
     // Read later: the run's data, and each run's outputs (the comparison opens them).
@@ -291,14 +294,23 @@ int run_check_determinism(const Args& args) {
   std::vector<Row> rows = {compare_runs(paths, steps)};
   const std::string mode_text = checked.run.mode.on(device).str();
   if (!compare.empty()) rows.push_back(compare_determinism_record(recorded, paths[0]));
-  if (!record.empty())
+  if (checked.run.model.type == ModelType::forecaster)
+    forecaster_checks(paths[0], device, &rows);
+  else
+    model_checks(paths[0], device, checked.run.batch, &rows);
+  if (device.is_cuda()) rows.push_back(gemm_sources_row(sources_before));
+  // A record only of a check that passed: a record of runs that differ would make the next
+  // machine's comparison against it meaningless.
+  const bool passed = std::none_of(rows.begin(), rows.end(),
+                                   [](const Row& row) { return row.result == "DIFFER"; });
+  if (!record.empty() && passed)
     write_determinism_record(
         record, paths[0], args.positional[0], steps,
         device.is_cuda() ? cuda::describe(cuda::device_info(device.index)) : "cpu", mode_text,
         settings);
-  model_checks(paths[0], device, checked.run.batch, &rows);
-  if (device.is_cuda()) rows.push_back(gemm_sources_row(sources_before));
-  return report(args.positional[0], device, mode_text, rows, record);
+  if (!record.empty() && !passed)
+    std::printf("check-determinism: no record written to %s (a check differs)\n", record.c_str());
+  return report(args.positional[0], device, mode_text, rows, passed ? record : "");
 }
 
 }  // namespace bg::cli

@@ -5,11 +5,10 @@
 #include <sstream>
 
 #include "core/checkpoint.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sha256.h"
-
-#include <yaml-cpp/yaml.h>
 
 namespace bg::cli {
 namespace {
@@ -17,29 +16,16 @@ namespace {
 constexpr const char* kHeader = "# bitgrad check-determinism record";
 constexpr const char* kSettingPrefix = "#| ";  // one line a setting of the recorded run
 
-// The settings as "key.path: value" lines, in the config's order. What does not change a run's
-// bits is left out: where it writes (run.name, run.out_dir), and train.cuda_graph (a replayed
-// step is the eager step's work, tests/test_lm_cuda_graph.cpp), so records made with either
-// compare.
-void flatten(const YAML::Node& node, const std::string& key, std::vector<std::string>* out) {
-  if (node.IsMap()) {
-    for (const auto& kv : node) {
-      const std::string k = (key.empty() ? "" : key + ".") + kv.first.as<std::string>();
-      if (k == "run.name" || k == "run.out_dir" || k == "train.cuda_graph") continue;
-      flatten(kv.second, k, out);
-    }
-    return;
-  }
-  YAML::Emitter e;
-  e << YAML::Flow << node;
-  out->push_back(key + ": " + e.c_str());
-}
-
 }  // namespace
 
 std::vector<std::string> determinism_settings(const std::string& effective_yaml) {
+  // What does not change a run's bits is left out: where it writes (run.name, run.out_dir), and
+  // train.cuda_graph (a replayed step is the eager step's work, tests/test_lm_cuda_graph.cpp),
+  // so records made with either compare.
   std::vector<std::string> lines;
-  flatten(YAML::Load(effective_yaml), "", &lines);
+  for (const auto& [key, value] : flat_settings(effective_yaml))
+    if (key != "run.name" && key != "run.out_dir" && key != "train.cuda_graph")
+      lines.push_back(key + ": " + value);
   return lines;
 }
 
@@ -108,7 +94,8 @@ std::map<std::string, std::string> by_key(const std::vector<std::string>& lines)
 }  // namespace
 
 void check_same_settings(const DeterminismRecord& record, const std::vector<std::string>& here,
-                         const std::function<bool(const std::string&)>& given) {
+                         const std::function<bool(const std::string&)>& given,
+                         const std::function<bool(const std::string&)>& known) {
   if (record.settings.empty()) return;  // a record from before settings were recorded
   const std::map<std::string, std::string> mine = by_key(here), theirs = by_key(record.settings);
   for (const std::string& line : here) {
@@ -126,9 +113,16 @@ void check_same_settings(const DeterminismRecord& record, const std::vector<std:
            "', in the record '", it->second, "'); compare the same config, --set and --steps");
   }
   for (const auto& [key, line] : theirs)
-    if (!mine.count(key))
+    if (!mine.count(key)) {
+      // A key this build reads, absent here, belongs to another kind of run (bitlinear.* with
+      // model.linear: dense, a forecaster's keys for a GPT): the configs differ, not the builds.
+      if (known(key))
+        fail("check-determinism", record.path, " records '", line,
+             "', a setting this run does not use (its config makes another kind of run); "
+             "compare the same config, --set and --steps");
       fail("check-determinism", record.path, " records '", line,
            "', a setting this build does not read; compare with the build that made it");
+    }
 }
 
 DeterminismRow compare_determinism_record(const DeterminismRecord& record,

@@ -31,8 +31,11 @@ struct DeterminismRecord {
 // Refuses a record of other settings, naming the first that differs. A key the record lacks is
 // accepted when this run did not set it (`given` says which keys the config or a --set gave):
 // a setting newer than the record, at its default, runs as the build before it did.
+// A key the record holds and this run lacks is refused as another kind of run when `known` says
+// this build reads the key, and as another build's setting when it does not.
 void check_same_settings(const DeterminismRecord& record, const std::vector<std::string>& here,
-                         const std::function<bool(const std::string&)>& given);
+                         const std::function<bool(const std::string&)>& given,
+                         const std::function<bool(const std::string&)>& known);
 // Reads a record, refusing a file that is not one (before any run starts).
 DeterminismRecord read_determinism_record(const std::string& path);
 // Compares `checkpoint` with a record: one row, "equal" or "DIFFER"; every differing dataset is

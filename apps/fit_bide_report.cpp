@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "core/checkpoint.h"
 #include "core/config.h"
+#include "data/csv.h"
 #include "fit_bide.h"
 #include "models/bide_fit_eval.h"
 #include "plot.h"
@@ -33,7 +34,7 @@ std::string curves_csv(const FitEvaluation& ev, std::vector<plot::Panel>* panels
     const std::string& name = ev.rows[d].name;
     const FitCurve& c = ev.curves[d];
     for (size_t b = 0; b < c.x.size(); ++b)
-      curves << name << "," << c.x[b] << "," << c.cdf_fit[b] << "," << c.cdf_ref[b] << ","
+      curves << csv_field(name) << "," << c.x[b] << "," << c.cdf_fit[b] << "," << c.cdf_ref[b] << ","
              << c.density_fit[b] << "," << c.density_ref[b] << "\n";
     const std::string ref_label = c.reference_is_law ? "true" : "held-out samples";
     panels->push_back({name + ": CDF",
@@ -67,7 +68,7 @@ std::string print_summary(const FitConfig& cfg, const std::vector<DistData>& dat
                 r.name.c_str(), r.nll, r.ks, fmt(r.fit[0]).c_str(), fmt(r.ref[0]).c_str(),
                 fmt(r.fit[1]).c_str(), fmt(r.ref[1]).c_str(), fmt(r.fit[2]).c_str(),
                 fmt(r.ref[2]).c_str(), r.nonfinite, (long long)r.skipped, (long long)r.outside);
-    summary << r.name << "," << r.range_lo << "," << r.range_hi << "," << r.nll << "," << r.ks;
+    summary << csv_field(r.name) << "," << r.range_lo << "," << r.range_hi << "," << r.nll << "," << r.ks;
     for (int j = 0; j < 5; ++j) summary << "," << r.fit[j] << "," << r.ref[j];
     summary << "," << r.nonfinite << "," << r.skipped << "," << r.outside << "\n";
     if (!data[d].skip_note.empty())

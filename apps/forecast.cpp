@@ -3,11 +3,13 @@
 // (models/forecast_eval.h): its scores on each series' test window against seasonal naive.
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 
 #include "cli.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "data/csv.h"
 #include "models/forecast.h"
 #include "models/forecast_eval.h"
 #include "models/forecast_run.h"
@@ -15,13 +17,16 @@
 namespace bg::cli {
 namespace {
 
-// --quantiles 0.1,0.5,0.9: levels in (0, 1), ascending, none twice.
+// --quantiles 0.1,0.5,0.9: levels strictly between 0 and 1, ascending, none twice.
 std::vector<double> parse_levels(const std::string& text) {
   std::vector<double> levels;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    levels.push_back(parse_number(item, "--quantiles", 1e-9, 1 - 1e-9));
+    const double q = parse_number(item, "--quantiles", -HUGE_VAL, HUGE_VAL);
+    BG_CHECK(q > 0 && q < 1, "forecast", "--quantiles: ", item,
+             " is not a level strictly between 0 and 1");
+    levels.push_back(q);
     BG_CHECK(levels.size() == 1 || levels.back() > levels[levels.size() - 2], "forecast",
              "--quantiles: levels must ascend, none twice (", text, ")");
   }
@@ -30,17 +35,9 @@ std::vector<double> parse_levels(const std::string& text) {
   return levels;
 }
 
-std::string level_name(double q) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "q%g", q);
-  return buf;
-}
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
+// A level's column: "q" and the level in the fewest digits that read back to it, so distinct
+// levels (0.5 and 0.5000001) never share a name.
+std::string level_name(double q) { return "q" + csv_number(q); }
 
 void print_forecast_scores(const ForecastEvaluation& e, const std::string& what, int64_t step,
                            const std::string& data, const ForecastEvalSettings& s) {
@@ -50,11 +47,12 @@ void print_forecast_scores(const ForecastEvaluation& e, const std::string& what,
       "%s: %lld series, %lld test points (horizon %lld, season %lld) | ", data.c_str(),
       (long long)e.series, (long long)e.points, (long long)s.horizon, (long long)s.season);
   if (std::isfinite(e.nll)) std::printf("NLL %.4f nats/point | ", e.nll);
-  std::printf(
-      "CRPS %.5g (naive %.5g, ratio %.4f) | MASE %.4f (naive %.4f, ratio %.4f) | wQL %.4f "
-      "(naive %.4f) | 80%% coverage %.3f",
-      e.crps, e.naive_crps, e.crps_ratio, e.mase, e.naive_mase,
-      e.mase_ratio, e.wql, e.naive_wql, e.coverage80);
+  std::printf("CRPS %.5g (naive %.5g, ratio %.4f) | ", e.crps, e.naive_crps, e.crps_ratio);
+  if (std::isfinite(e.mase))
+    std::printf("MASE %.4f (naive %.4f, ratio %.4f) | ", e.mase, e.naive_mase, e.mase_ratio);
+  else  // every series is constant at its season's lag: no scale to divide by
+    std::printf("MASE n/a (no series varies at lag %lld) | ", (long long)s.season);
+  std::printf("wQL %.4f (naive %.4f) | 80%% coverage %.3f", e.wql, e.naive_wql, e.coverage80);
   if (!s.truth_path.empty())
     std::printf(" | truth: CRPS %.5g (forecast/truth %.4f), NLL %.4f", e.truth_crps,
                 e.crps / e.truth_crps, e.truth_nll);
@@ -92,28 +90,41 @@ int run_forecast(const Args& args) {
   check_output_file(out, "forecast", "--out", {data});
   if (args.has("paths")) check_output_file(paths_out, "forecast", "--paths", {data, out});
   const SeriesSet set = read_series(data);
-  const std::vector<SeriesForecast> f = forecast_series(*ck->model, set.series, s, device);
-  std::ostringstream csv, paths;
-  csv << "unique_id,ds,mean";
-  for (const double q : s.levels) csv << ',' << level_name(q);
-  csv << '\n';
-  paths << "unique_id,ds,path,y\n";
-  for (size_t i = 0; i < f.size(); ++i) {
-    const Series& series = set.series[i];
-    const std::vector<std::string> ds = future_stamps(series, set.stamps, s.horizon);
+  const std::vector<Cadence> cadences = series_cadences(set);
+  std::vector<std::vector<std::string>> stamps;  // checked before any forecast is drawn
+  for (size_t i = 0; i < set.series.size(); ++i)
+    stamps.push_back(future_stamps(set.series[i], cadences[i], s.horizon));
+  // Both files stream out as each series is done (memory stays one group's), each to its
+  // temporary, renamed into place only when every series is written.
+  AtomicFileWriter csv(out, "forecast");
+  std::unique_ptr<AtomicFileWriter> paths;
+  if (args.has("paths")) paths = std::make_unique<AtomicFileWriter>(paths_out, "forecast");
+  std::string header = "unique_id,ds,mean";
+  for (const double q : s.levels) header += ',' + level_name(q);
+  csv.write(header + '\n');
+  if (paths) paths->write("unique_id,ds,path,y\n");
+  forecast_series(*ck->model, set.series, s, device, [&](size_t i, SeriesForecast&& f) {
+    const std::string id = csv_field(set.series[i].id);
+    std::string rows, path_rows;
     for (int64_t t = 0; t < s.horizon; ++t) {
-      csv << series.id << ',' << ds[size_t(t)] << ',' << number(f[i].mean[size_t(t)]);
-      for (const auto& q : f[i].quantiles) csv << ',' << number(q[size_t(t)]);
-      csv << '\n';
-      for (int64_t j = 0; j < s.samples; ++j)
-        paths << series.id << ',' << ds[size_t(t)] << ',' << j << ','
-              << number(f[i].paths[size_t(j)][size_t(t)]) << '\n';
+      const std::string& ds = stamps[i][size_t(t)];
+      rows += id + ',' + ds + ',' + csv_number(f.mean[size_t(t)]);
+      for (const auto& q : f.quantiles) rows += ',' + csv_number(q[size_t(t)]);
+      rows += '\n';
+      if (!paths) continue;
+      for (int64_t j = 0; j < s.samples; ++j) {
+        path_rows += id + ',' + ds + ',' + std::to_string(j) + ',' +
+                     csv_number(f.paths[size_t(j)][size_t(t)]) + '\n';
+        if (path_rows.size() > (size_t(1) << 20)) paths->write(path_rows), path_rows.clear();
+      }
     }
-  }
-  write_file_atomic(out, csv.str(), "forecast");
-  if (args.has("paths")) write_file_atomic(paths_out, paths.str(), "forecast");
-  std::printf("%s: %zu series x %lld steps, %lld paths each%s -> %s\n", path.c_str(), f.size(),
-              (long long)s.horizon, (long long)s.samples,
+    csv.write(rows);
+    if (paths) paths->write(path_rows);
+  });
+  csv.commit();
+  if (paths) paths->commit();
+  std::printf("%s: %zu series x %lld steps, %lld paths each%s -> %s\n", path.c_str(),
+              set.series.size(), (long long)s.horizon, (long long)s.samples,
               s.horizon == 1 ? " (quantiles exact off the one-step law)" : "", out.c_str());
   return 0;
 }

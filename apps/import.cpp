@@ -5,9 +5,11 @@
 // for a model over 256 ids). The checkpoint has no optimizer state: fine-tuning starts from the
 // source file (model.init_from), and resume refuses the import. Written to CKPT.tmp and renamed.
 #include <cstdio>
+#include <filesystem>
 
 #include "cli.h"
 #include "core/error.h"
+#include "data/gpt2_bpe.h"
 #include "data/lm_data.h"
 #include "data/tokenizer.h"
 #include "models/gpt_weights.h"
@@ -30,7 +32,11 @@ int run_import(const Args& args) {
   TokenizerKind kind = TokenizerKind::gpt2;
   BG_CHECK(parse_enum(name, &kind) && (kind == TokenizerKind::gpt2 || kind == TokenizerKind::byte),
            "import", "--tokenizer must be gpt2 or byte, got '", name, "'");
-  const std::string gpt2_dir = args.option("gpt2-dir", "datasets/gpt2");
+  // A Hugging Face folder's own tokenizer (vocab.json, merges.txt) unless --gpt2-dir names one.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool own = fs::is_directory(src, ec) && has_gpt2_vocab(src);
+  const std::string gpt2_dir = args.option("gpt2-dir", own ? src : "datasets/gpt2");
   BG_CHECK(kind == TokenizerKind::gpt2 || !args.has("gpt2-dir"), "import",
            "--gpt2-dir: not used with --tokenizer byte");
   if (kind == TokenizerKind::gpt2) check_data_path(gpt2_dir, "--gpt2-dir");
@@ -39,9 +45,13 @@ int run_import(const Args& args) {
            " token ids; the ", name, " tokenizer has ", tok->vocab_size(),
            (kind == TokenizerKind::gpt2 ? " (--tokenizer byte for a model over 256 ids)" : ""));
   check_output_file(out, "import", "--out", {src});
+  // The weights are read and checked (names, shapes against config.json, finite values) before
+  // the model is allocated: a config.json that describes a model its file does not hold is
+  // refused at the cost of the file, not of the model it describes.
+  const NamedTensors weights = load_pretrained_gpt2(src, cfg);
   Generator init(0);
   GPT model(cfg, init);
-  load_pretrained_into(model, src);
+  assign_pretrained(model, weights, src);
   const std::string yaml = str_cat(
       "# bitgrad import ", src, "\nmodel:\n  type: gpt\n  n_layer: ", cfg.n_layer,
       "\n  n_head: ", cfg.n_head, "\n  n_embd: ", cfg.n_embd, "\n  block_size: ", cfg.block_size,

@@ -110,7 +110,8 @@ const std::vector<Command> kCommands = {
        "optimizer state (fine-tune with model.init_from: FILE)",
        {{"--out FILE", "the checkpoint to write (required)"},
         {"--tokenizer T", "gpt2 (default) or byte, for a model over 256 ids"},
-        {"--gpt2-dir DIR", "GPT-2's encoder.json and vocab.bpe (default datasets/gpt2)"},
+        {"--gpt2-dir DIR", "GPT-2's tokenizer files (default: a FILE folder's own vocab.json and "
+                           "merges.txt, else datasets/gpt2)"},
         {"--vocab-size N", "embedding rows, at least the file's token ids (default: the token "
                            "ids; an llm.c file's padded rows are dropped, as its softmax "
                            "ignores them)"}}},

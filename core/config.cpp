@@ -51,10 +51,34 @@ std::string number_text(double v) {
   if (v == std::floor(v) && std::fabs(v) < 9e15)
     std::snprintf(buf, sizeof buf, "%lld", (long long)v);
   else
-    std::snprintf(buf, sizeof buf, "%.15g", v);
+    return shortest_text(v);  // never rounded into a neighbouring value
   return buf;
 }
 }  // namespace
+
+namespace {
+void flatten(const YAML::Node& node, const std::string& key,
+             std::vector<std::pair<std::string, std::string>>* out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node)
+      flatten(kv.second, (key.empty() ? "" : key + ".") + kv.first.as<std::string>(), out);
+    return;
+  }
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  out->emplace_back(key, e.c_str());
+}
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> flat_settings(const std::string& yaml_text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  try {
+    flatten(YAML::Load(yaml_text), "", &out);
+  } catch (const YAML::Exception& e) {
+    fail("config", "a recorded config is not YAML (", e.what(), ")");
+  }
+  return out;
+}
 
 std::string range_text(double lo, double hi) {
   // Bounds of 2^40 and beyond stand for none; a tiny positive lower bound for "positive".

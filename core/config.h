@@ -33,6 +33,11 @@ struct ConfigKeySpec {
 // stand-in for no bound (2^40 and above).
 std::string range_text(double lo, double hi);
 
+// A config's YAML text as "key.path" -> its value in YAML's flow form ("[0.9, 0.95]"), for
+// comparing two runs' configs setting by setting (a resume against its checkpoint's record,
+// check-determinism against another machine's), in the text's order.
+std::vector<std::pair<std::string, std::string>> flat_settings(const std::string& yaml_text);
+
 class ConfigReader {
  public:
   // Loads `path` (empty: an empty config) and applies "key.path=value" overrides.

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace bg {
 
@@ -17,10 +18,24 @@ class OutOfMemory : public Error {
   using Error::Error;
 };
 
+// A double in the fewest significant digits that read back to it (so a message never rounds a
+// bound into the value it refuses: "1 is outside [1e-09, 0.999999999]", not "[1e-09, 1]").
+std::string shortest_text(double v);
+
+namespace detail {
+template <typename T>
+void put(std::ostream& os, const T& v) {
+  if constexpr (std::is_floating_point_v<T>)
+    os << shortest_text(double(v));
+  else
+    os << v;
+}
+}  // namespace detail
+
 template <typename... Args>
 std::string str_cat(const Args&... args) {
   std::ostringstream os;
-  (os << ... << args);
+  (detail::put(os, args), ...);
   return os.str();
 }
 

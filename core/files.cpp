@@ -138,6 +138,11 @@ void check_input_file(const std::string& path, const char* op, const char* what)
   if (::stat(path.c_str(), &st) != 0)
     fail(op, path, ": cannot open ", what, " (", std::strerror(errno), ")");
   BG_CHECK(!S_ISDIR(st.st_mode), op, path, ": is a directory, expected a ", what);
+  // A device (/dev/zero, /dev/urandom, a terminal) or a socket is not data: one would be read
+  // until memory runs out. A FIFO (a shell's <(...)) is a stream of the file's bytes: allowed.
+  BG_CHECK(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode), op, path, ": is ",
+           S_ISCHR(st.st_mode) ? "a character device" : file_kind(st.st_mode),
+           ", expected a ", what, " (a regular file)");
   BG_CHECK(::access(path.c_str(), R_OK) == 0, op, path, ": cannot read ", what, " (",
            std::strerror(errno), ")");
   note_input(path, what);
@@ -207,7 +212,6 @@ bool injected_write_failure() {
 
 // Writes all of `bytes` to `fd`; 0 or the errno of the failure.
 int write_all(int fd, std::string_view bytes) {
-  if (injected_write_failure()) return ENOSPC;
   for (size_t done = 0; done < bytes.size();) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
@@ -215,20 +219,6 @@ int write_all(int fd, std::string_view bytes) {
     done += size_t(n);
   }
   return 0;
-}
-
-// A FIFO or a character device takes the bytes in place: replacing it with a regular file would
-// destroy it (as root, /dev/null itself). A FIFO nobody reads is refused, not waited on.
-void write_in_place(const std::string& path, const std::string& real, std::string_view bytes,
-                    const char* op, bool fifo) {
-  const int fd = ::open(real.c_str(), O_WRONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
-  if (fd < 0 && fifo && errno == ENXIO)
-    fail(op, path, ": a FIFO that no process reads; start its reader first");
-  BG_CHECK(fd >= 0, op, path, ": cannot open for writing (", std::strerror(errno), ")");
-  if (fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  int err = write_all(fd, bytes);
-  if (::close(fd) != 0 && err == 0) err = errno;
-  BG_CHECK(err == 0, op, path, ": cannot write (", std::strerror(err), ")");
 }
 
 }  // namespace
@@ -250,15 +240,24 @@ void check_output_dir(const std::string& dir, const char* op) {
   BG_CHECK(fd >= 0, op, dir, ": the output folder is not writable (", std::strerror(err), ")");
 }
 
-void write_file_atomic(const std::string& path, std::string_view bytes, const char* op) {
+AtomicFileWriter::AtomicFileWriter(const std::string& path, const char* op)
+    : path_(path), op_(op) {
   BG_CHECK(!path.empty(), op, "no output file given (empty path)");
   const std::string real = follow_links(path, op);
   refuse_input(path, real, op, "");
+  inject_ = injected_write_failure();
   struct stat st;
   if (::stat(real.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A FIFO or a character device takes the bytes in place: replacing it with a regular file
+    // would destroy it (as root, /dev/null itself). A FIFO nobody reads is refused, not waited on.
     BG_CHECK(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode), op, path, ": is ",
              file_kind(st.st_mode), "; refused (write to a regular file)");
-    write_in_place(path, real, bytes, op, S_ISFIFO(st.st_mode));
+    const bool fifo = S_ISFIFO(st.st_mode);
+    fd_ = ::open(real.c_str(), O_WRONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+    if (fd_ < 0 && fifo && errno == ENXIO)
+      fail(op, path, ": a FIFO that no process reads; start its reader first");
+    BG_CHECK(fd_ >= 0, op, path, ": cannot open for writing (", std::strerror(errno), ")");
+    if (fifo) ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
     return;
   }
   const fs::path target(real);
@@ -266,16 +265,44 @@ void write_file_atomic(const std::string& path, std::string_view bytes, const ch
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
   BG_CHECK(!ec, op, target.parent_path().string(), ": cannot create folder (", ec.message(), ")");
   remove_stale_temporaries(real);
-  std::string tmp;
-  const int fd = create_unique_beside(real, &tmp);
-  BG_CHECK(fd >= 0, op, path, ": cannot create a file beside it (", std::strerror(errno), ")");
-  int err = write_all(fd, bytes);
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmp.c_str(), real.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());  // the temporary this call created; `path` is untouched
-    fail(op, path, ": cannot write (", std::strerror(err), ")");
-  }
+  fd_ = create_unique_beside(real, &tmp_);
+  BG_CHECK(fd_ >= 0, op, path, ": cannot create a file beside it (", std::strerror(errno), ")");
+  real_ = real;
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  BG_CHECK(fd_ >= 0, op_, path_, ": written after it was closed");
+  const int err = inject_ ? ENOSPC : write_all(fd_, bytes);
+  if (err != 0) abandon_and_fail(err);
+}
+
+void AtomicFileWriter::commit() {
+  BG_CHECK(fd_ >= 0, op_, path_, ": committed twice");
+  int err = inject_ ? ENOSPC : 0;
+  if (::close(fd_) != 0 && err == 0) err = errno;
+  fd_ = -1;
+  if (err == 0 && !tmp_.empty() && ::rename(tmp_.c_str(), real_.c_str()) != 0) err = errno;
+  if (err != 0) abandon_and_fail(err);
+  tmp_.clear();
+}
+
+void AtomicFileWriter::abandon_and_fail(int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());  // the temporary this writer created
+  tmp_.clear();
+  fail(op_, path_, ": cannot write (", std::strerror(err), ")");
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());  // never committed: `path` is untouched
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes, const char* op) {
+  AtomicFileWriter out(path, op);
+  out.write(bytes);
+  out.commit();
 }
 
 void check_output_file(const std::string& output, const char* op, const char* what,

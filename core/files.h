@@ -19,8 +19,9 @@
 
 namespace bg {
 
-// Throws "[op] PATH: <what is wrong>" unless `path` is a readable regular file (or a readable
-// non-directory such as a pipe). `what` names the role in the message ("config file").
+// Throws "[op] PATH: <what is wrong>" unless `path` is a readable regular file or FIFO (a
+// shell's <(...)): a folder, a device (/dev/zero would be read until memory runs out) or a
+// socket is refused by kind. `what` names the role in the message ("config file").
 void check_input_file(const std::string& path, const char* op, const char* what);
 // The file's contents; refuses files larger than `max_bytes` without reading them.
 std::string read_file_limited(const std::string& path, const char* op, const char* what,
@@ -44,6 +45,27 @@ bool host_is_little_endian();
 // was. The environment variable BITGRAD_FAIL_WRITE=N makes the N-th call in this process fail
 // as a full disk does (ENOSPC), for tests of every command's failure path.
 void write_file_atomic(const std::string& path, std::string_view bytes, const char* op = "io");
+
+// write_file_atomic's streaming form, for outputs too large to build in memory first: the bytes
+// go to the temporary as they are written, commit() renames it over the target, and a writer
+// destroyed before commit() (an error, Ctrl-C's unwinding) removes its temporary and leaves
+// `path` as it was. A FIFO or character device is written in place, as above.
+class AtomicFileWriter {
+ public:
+  AtomicFileWriter(const std::string& path, const char* op);
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();
+  void write(std::string_view bytes);
+  void commit();
+
+ private:
+  [[noreturn]] void abandon_and_fail(int err);
+  std::string path_, real_, tmp_;
+  const char* op_;
+  int fd_ = -1;
+  bool inject_ = false;  // BITGRAD_FAIL_WRITE chose this file
+};
 
 // Refuses `output` when it names the same file as any of `inputs`: the same path, or one that
 // resolves to it (symbolic links, "..", hard links: the same device and inode). `what` names the

@@ -1,5 +1,7 @@
 #include "json.h"
 
+#include <unordered_set>
+
 #include <cstdio>
 
 #include "error.h"
@@ -108,12 +110,13 @@ class Parser {
       ++i_;
       return v;
     }
+    std::unordered_set<std::string> seen;  // the duplicate check in O(1) a key, not O(keys)
     while (true) {
       skip_space();
       if (peek() != '"') fail_here("expected a string key");
       const size_t at = i_;
       std::string key = string();
-      if (v.find(key)) {
+      if (!seen.insert(key).second) {
         i_ = at;
         fail_here("the key \"" + key + "\" appears twice");
       }

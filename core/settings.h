@@ -197,7 +197,11 @@ class Settings {
       f.because = [outer, ob = f.because, ib = g.because, ref](const S& s) {
         return outer && !outer(s) ? ob(s) : ib(ref(mut(s)));
       };
-      f.own_reason = [outer, io = g.own_reason, ref](const S& s) {
+      // The reason is the key's own when every condition outside its innermost one holds. A
+      // field the sub-list declares with no condition has the condition it is nested under as
+      // its innermost (bitlinear.* inside model.linear's `when`): that one is its own.
+      f.own_reason = [outer, inner = g.applies, io = g.own_reason, ref](const S& s) {
+        if (!inner) return true;
         return !(outer && !outer(s)) && (!io || io(ref(mut(s))));
       };
       if (g.read) f.read = [h = g.read, ref](ConfigReader& r, S& s) { h(r, ref(s)); };

@@ -35,7 +35,12 @@ Shape contiguous_strides(const Shape& s) {
   return st;
 }
 
-int64_t Tensor::size(int dim) const { return shape()[size_t(normalize_dim(dim, ndim(), "size"))]; }
+int64_t Tensor::size(int dim) const {
+  // A 0-d tensor has no sizes (normalize_dim lets reductions name its dim 0): a shape read off a
+  // file, such as a weight of shape [], is refused here rather than read out of bounds.
+  BG_CHECK(ndim() > 0, "size", "a 0-d tensor has no dim ", dim);
+  return shape()[size_t(normalize_dim(dim, ndim(), "size"))];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expect = 1;

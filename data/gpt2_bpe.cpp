@@ -1,5 +1,7 @@
 #include "gpt2_bpe.h"
 
+#include <filesystem>
+
 #include <algorithm>
 
 #include "core/checkpoint.h"
@@ -280,9 +282,23 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string& encoder_json, const std::string&
   }
 }
 
+std::string gpt2_vocab_file(const std::string& dir, bool merges) {
+  // OpenAI's names, or the same files under Hugging Face's (a model folder's own tokenizer).
+  const std::string openai = dir + (merges ? "/vocab.bpe" : "/encoder.json");
+  const std::string hf = dir + (merges ? "/merges.txt" : "/vocab.json");
+  std::error_code ec;
+  return !std::filesystem::exists(openai, ec) && std::filesystem::exists(hf, ec) ? hf : openai;
+}
+
+bool has_gpt2_vocab(const std::string& dir) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(gpt2_vocab_file(dir, false), ec) &&
+         std::filesystem::is_regular_file(gpt2_vocab_file(dir, true), ec);
+}
+
 std::unique_ptr<Gpt2Tokenizer> Gpt2Tokenizer::from_dir(const std::string& dir) {
-  return std::make_unique<Gpt2Tokenizer>(read_text_file(dir + "/encoder.json"),
-                                         read_text_file(dir + "/vocab.bpe"));
+  return std::make_unique<Gpt2Tokenizer>(read_text_file(gpt2_vocab_file(dir, false)),
+                                         read_text_file(gpt2_vocab_file(dir, true)));
 }
 
 namespace {

@@ -11,10 +11,18 @@
 
 namespace bg {
 
+// The vocabulary (merges: false) or merges file of a GPT-2 tokenizer folder: OpenAI's name where
+// that exists, else Hugging Face's (vocab.json, merges.txt).
+std::string gpt2_vocab_file(const std::string& dir, bool merges);
+// Whether `dir` holds both files under either naming.
+bool has_gpt2_vocab(const std::string& dir);
+
 class Gpt2Tokenizer : public Tokenizer {
  public:
   // encoder_json: encoder.json's text ({"token": id, ...}); vocab_bpe: vocab.bpe's text.
   Gpt2Tokenizer(const std::string& encoder_json, const std::string& vocab_bpe);
+  // A folder's encoder.json and vocab.bpe, or the same files by Hugging Face's names
+  // (vocab.json, merges.txt): a model folder's own tokenizer.
   static std::unique_ptr<Gpt2Tokenizer> from_dir(const std::string& dir);
   static std::unique_ptr<Gpt2Tokenizer> load(const CheckpointReader& ck);
 

@@ -1,4 +1,5 @@
 #include "lm_data.h"
+#include "data/gpt2_bpe.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -88,7 +89,7 @@ SettingProblem data_spec_problem(const DataSpec& spec) {
 std::vector<std::string> data_inputs(const DataSpec& spec) {
   std::vector<std::string> inputs = {spec.path, spec.train_bin, spec.val_bin};
   if (spec.tokenizer == TokenizerKind::gpt2)
-    for (const char* f : {"/encoder.json", "/vocab.bpe"}) inputs.push_back(spec.gpt2_dir + f);
+    for (const bool merges : {false, true}) inputs.push_back(gpt2_vocab_file(spec.gpt2_dir, merges));
   return inputs;
 }
 

@@ -121,6 +121,7 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       continue;
     }
     BG_CHECK(!name.empty(), kOp, path, ": a tensor with an empty name");
+    index_.emplace(name, entries_.size());  // names are unique: the JSON reader refuses twice
     entries_.push_back(parse_entry(path, name, value));
   }
   // The offsets tile the data: sorted by begin (then end, so empty tensors come first), each
@@ -145,9 +146,8 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
 }
 
 const SafetensorsEntry* SafetensorsReader::find(const std::string& name) const {
-  for (const SafetensorsEntry& e : entries_)
-    if (e.name == name) return &e;
-  return nullptr;
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
 Tensor SafetensorsReader::read(const std::string& name) const {

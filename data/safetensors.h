@@ -45,6 +45,7 @@ class SafetensorsReader {
   std::string path_;
   uint64_t data_start_ = 0;
   std::vector<SafetensorsEntry> entries_;
+  std::map<std::string, size_t> index_;  // name -> entries_ position
   std::map<std::string, std::string> metadata_;
 };
 

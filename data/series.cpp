@@ -2,69 +2,34 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 
 #include "core/error.h"
+#include "data/calendar.h"
+#include "data/csv.h"
 #include "kernels/philox.h"
 
 namespace bg {
 namespace {
 
-// One CSV line's fields; a field may be double-quoted ("a,b", "" for a quote).
-std::vector<std::string> csv_fields(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        out.back() += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        out.back() += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.emplace_back();
-    } else {
-      out.back() += c;
-    }
-  }
-  return out;
-}
+// The largest magnitude a series value may have, and the smallest non-zero one: a window's scale
+// and its forecast's values (up to float16's 65,504 scaled units) stay finite and normal doubles.
+constexpr double kMaxValue = 1e300, kMinValue = 1e-300;
 
-// A finite number written whole, or false ("", "NA", "nan", "inf" and "1.5x" all refused).
-bool parse_value(const std::string& text, double* v) {
-  if (text.empty()) return false;
+// Whether `text` is a series value: a finite number written whole (not "", "NA", "nan", "inf"
+// or "1.5x"), of a magnitude within the bounds above.
+enum class ValueCheck { ok, not_a_number, out_of_bounds };
+ValueCheck parse_value(const std::string& text, double* v) {
   char* end = nullptr;
-  *v = std::strtod(text.c_str(), &end);
-  return end == text.c_str() + text.size() && std::isfinite(*v);
+  *v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(*v))
+    return ValueCheck::not_a_number;
+  if (std::fabs(*v) > kMaxValue || (*v != 0 && std::fabs(*v) < kMinValue))
+    return ValueCheck::out_of_bounds;
+  return ValueCheck::ok;
 }
-
-bool parse_step(const std::string& text, int64_t* v) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  const long long x = std::strtoll(text.c_str(), &end, 10);
-  *v = x;
-  return end == text.c_str() + text.size();
-}
-
-// YYYY-MM-DD, optionally followed by a time ("T" or " " then digits and colons): compared as
-// text, which orders ISO dates of one format.
-bool is_date(const std::string& t) {
-  if (t.size() < 10 || t[4] != '-' || t[7] != '-') return false;
-  for (int i : {0, 1, 2, 3, 5, 6, 8, 9})
-    if (t[size_t(i)] < '0' || t[size_t(i)] > '9') return false;
-  if (t.size() == 10) return true;
-  if (t[10] != 'T' && t[10] != ' ') return false;
-  for (size_t i = 11; i < t.size(); ++i)
-    if (!((t[i] >= '0' && t[i] <= '9') || t[i] == ':' || t[i] == '.')) return false;
-  return t.size() > 11;
-}
+const char* kOutOfBounds =
+    "is outside the magnitudes a series may hold (0, or 1e-300 to 1e300): rescale the series";
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
@@ -73,41 +38,39 @@ std::string trim(std::string s) {
   return s.substr(i);
 }
 
-SeriesSet read_plain(std::ifstream& in, const std::string& path, std::string first) {
+SeriesSet read_plain(LineReader& in, std::string first) {
   SeriesSet set;
-  set.source = path;
+  set.source = in.path();
   set.series.emplace_back();
   Series& s = set.series.back();
-  int64_t line_no = 1;
   std::string line = std::move(first);
   do {
     const std::string t = trim(line);
     double v;
-    BG_CHECK(parse_value(t, &v), "series", path, ":", line_no, ": '", t,
-             "' is not a finite number (a plain series file holds one value a line)");
+    const ValueCheck check = parse_value(t, &v);
+    BG_CHECK(check == ValueCheck::ok, "series", in.where(), ": '", t, "' ",
+             check == ValueCheck::out_of_bounds ? kOutOfBounds : "is not a finite number",
+             " (a plain series file holds one value a line)");
     s.ds.push_back(std::to_string(s.y.size()));
     s.y.push_back(v);
-    ++line_no;
-  } while (std::getline(in, line));
+  } while (in.next(&line));
   return set;
 }
 
 }  // namespace
 
 SeriesSet read_series(const std::string& path) {
-  std::ifstream in(path);
-  BG_CHECK(in.good(), "series", path, ": cannot open");
+  LineReader in(path, "series", "series file");
   std::string header;
-  BG_CHECK(std::getline(in, header) && !trim(header).empty(), "series", path,
-           ": the file is empty");
-  if (header.rfind("\xEF\xBB\xBF", 0) == 0) header = header.substr(3);  // a UTF-8 byte-order mark
-  const std::vector<std::string> names = csv_fields(trim(header));
+  BG_CHECK(in.next(&header) && !trim(header).empty(), "series", path,
+           ": the file is empty (its first line is blank)");
+  const std::vector<std::string> names = csv_fields(header, in.where());
   bool long_format = false;
-  for (const std::string& n : names) long_format |= trim(n) == "unique_id";
-  if (!long_format) return read_plain(in, path, header);
+  for (const std::string& n : names) long_format |= n == "unique_id" || n == "ds" || n == "y";
+  if (!long_format) return read_plain(in, header);
   int col_id = -1, col_ds = -1, col_y = -1;
   for (size_t i = 0; i < names.size(); ++i) {
-    const std::string n = trim(names[i]);
+    const std::string& n = names[i];
     int* col = n == "unique_id" ? &col_id : n == "ds" ? &col_ds : n == "y" ? &col_y : nullptr;
     BG_CHECK(col != nullptr, "series", path, ":1: column '", n,
              "': a series file has the columns unique_id, ds and y");
@@ -119,43 +82,87 @@ SeriesSet read_series(const std::string& path) {
   SeriesSet set;
   set.source = path;
   std::map<std::string, size_t> index;
+  std::vector<int64_t> last_at;  // each series' last instant
   std::string line;
-  int64_t line_no = 1;
   bool kind_known = false;
-  while (std::getline(in, line)) {
-    ++line_no;
+  while (in.next(&line)) {
     if (trim(line).empty()) continue;
-    const std::vector<std::string> f = csv_fields(trim(line));
-    BG_CHECK(f.size() == names.size(), "series", path, ":", line_no, ": ", f.size(),
+    const std::string where = in.where();
+    const std::vector<std::string> f = csv_fields(line, where);
+    BG_CHECK(f.size() == names.size(), "series", where, ": ", f.size(),
              " fields, the header has ", names.size());
-    const std::string id = trim(f[size_t(col_id)]), ds = trim(f[size_t(col_ds)]),
-                      ytext = trim(f[size_t(col_y)]);
+    const std::string id = col_id >= 0 ? f[size_t(col_id)] : "", ds = f[size_t(col_ds)],
+                      ytext = f[size_t(col_y)];
     double y;
-    BG_CHECK(parse_value(ytext, &y), "series", path, ":", line_no, ": y '", ytext,
-             "' is missing or not a finite number (fill or drop the row)");
-    int64_t step = 0;
-    const StampKind kind = is_date(ds) ? StampKind::date : StampKind::step;
-    BG_CHECK(kind == StampKind::date || parse_step(ds, &step), "series", path, ":", line_no,
-             ": ds '", ds, "' is neither a date (YYYY-MM-DD) nor a whole-number step");
-    BG_CHECK(!kind_known || kind == set.stamps, "series", path, ":", line_no, ": ds '", ds,
+    const ValueCheck check = parse_value(ytext, &y);
+    BG_CHECK(check == ValueCheck::ok, "series", where, ": y '", ytext, "' ",
+             check == ValueCheck::out_of_bounds
+                 ? kOutOfBounds
+                 : "is missing or not a finite number (fill or drop the row)");
+    Stamp stamp;
+    std::string why;
+    BG_CHECK(parse_stamp(ds, &stamp, &why), "series", where, ": ds: ", why);
+    BG_CHECK(!kind_known || stamp.kind == set.stamps, "series", where, ": ds '", ds,
              "' mixes dates and steps");
-    set.stamps = kind;
+    set.stamps = stamp.kind;
     kind_known = true;
     auto [it, added] = index.emplace(id, set.series.size());
-    if (added) set.series.push_back({id, {}, {}});
-    Series& s = set.series[it->second];
-    if (!s.ds.empty()) {
-      int64_t prev = 0;
-      const bool after = kind == StampKind::date ? ds > s.ds.back()
-                                                 : (parse_step(s.ds.back(), &prev), step > prev);
-      BG_CHECK(after, "series", path, ":", line_no, ": ds ", ds, " of series '", id,
-               "' is not after its previous row's ", s.ds.back(), " (sort each series by ds)");
+    if (added) {
+      set.series.push_back({id, {}, {}});
+      last_at.push_back(0);
     }
+    Series& s = set.series[it->second];
+    BG_CHECK(s.ds.empty() || stamp.at > last_at[it->second], "series", where, ": ds ", ds,
+             " of series '", id, "' is not after its previous row's ", s.ds.back(),
+             " (sort each series by ds; a stamp may appear once)");
+    last_at[it->second] = stamp.at;
     s.ds.push_back(ds);
     s.y.push_back(y);
   }
   BG_CHECK(!set.series.empty(), "series", path, ": the file holds a header and no rows");
   return set;
+}
+
+std::vector<Stamp> series_stamps(const Series& s) {
+  std::vector<Stamp> out(s.ds.size());
+  std::string why;
+  for (size_t i = 0; i < s.ds.size(); ++i)
+    BG_CHECK(parse_stamp(s.ds[i], &out[i], &why), "series", "series '", s.id, "': ds: ", why);
+  return out;
+}
+
+std::vector<Cadence> series_cadences(const SeriesSet& set) {
+  std::vector<Cadence> out;
+  std::map<std::pair<int, std::pair<int64_t, bool>>, int64_t> votes;
+  for (const Series& s : set.series) {
+    out.push_back(series_cadence(series_stamps(s)));
+    const Cadence& c = out.back();
+    if (c.kind != Cadence::Kind::unknown) ++votes[{int(c.kind), {c.step, c.month_end}}];
+  }
+  Cadence common;
+  int64_t best = 0;
+  for (const auto& [key, count] : votes)
+    if (count > best) {
+      best = count;
+      common.kind = Cadence::Kind(key.first);
+      common.step = key.second.first;
+      common.month_end = key.second.second;
+    }
+  if (set.stamps == StampKind::step && common.kind == Cadence::Kind::unknown) {
+    common.kind = Cadence::Kind::fixed;  // steps of one series of one point: count on by 1
+    common.step = 1;
+  }
+  for (Cadence& c : out)
+    if (c.kind == Cadence::Kind::unknown) c = common;
+  return out;
+}
+
+std::vector<std::string> future_stamps(const Series& s, const Cadence& cadence, int64_t horizon) {
+  BG_CHECK(!s.ds.empty(), "series", "series '", s.id, "' has no stamps");
+  Stamp last;
+  std::string why;
+  BG_CHECK(parse_stamp(s.ds.back(), &last, &why), "series", "series '", s.id, "': ds: ", why);
+  return stamps_after(last, cadence, horizon, "series '" + s.id + "'");
 }
 
 void check_split(const SeriesSet& set, int64_t horizon, int64_t min_train) {
@@ -166,23 +173,50 @@ void check_split(const SeriesSet& set, int64_t horizon, int64_t min_train) {
              " to train on");
 }
 
+namespace {
+
+// The largest |x| of n values: the unit in which sums that would overflow are taken.
+double largest_magnitude(const double* x, int64_t n) {
+  double top = 0;
+  for (int64_t i = 0; i < n; ++i) top = std::max(top, std::fabs(x[i]));
+  return top;
+}
+
+}  // namespace
+
 double context_scale(const double* x, int64_t n) {
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += std::fabs(x[i]);
+  if (!std::isfinite(sum)) {  // values near the double's limit: summed in units of the largest
+    const double top = largest_magnitude(x, n);
+    sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += std::fabs(x[i]) / top;
+    return top * (sum / double(n));
+  }
   const double scale = n > 0 ? sum / double(n) : 0.0;
-  return std::isnormal(scale) ? scale : 1.0;
+  return scale > 0 ? scale : 1.0;  // a context of zeros keeps exact zeros
 }
 
 WindowScale window_scale(const double* x, int64_t n, SeriesScaling how) {
   WindowScale w;
   if (how == SeriesScaling::standard && n > 0) {
+    // Near the double's limit the squares overflow: the moments are then taken in units of the
+    // largest |x| (a scale that fell back to 1 would put the window in the wrong units).
+    double top = 1;
     double mean = 0, var = 0;
     for (int64_t i = 0; i < n; ++i) mean += x[i];
     mean /= double(n);
     for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
-    const double sd = std::sqrt(var / double(n));
-    w.loc = mean;
-    w.scale = std::isnormal(sd) ? sd : context_scale(x, n);
+    if (!std::isfinite(mean) || !std::isfinite(var)) {
+      top = largest_magnitude(x, n);
+      mean = var = 0;
+      for (int64_t i = 0; i < n; ++i) mean += x[i] / top;
+      mean /= double(n);
+      for (int64_t i = 0; i < n; ++i) var += (x[i] / top - mean) * (x[i] / top - mean);
+    }
+    const double sd = std::sqrt(var / double(n)) * top;
+    w.loc = mean * top;
+    w.scale = std::isnormal(sd) ? sd : context_scale(x, n);  // a constant prefix: mean_abs's
     return w;
   }
   w.scale = context_scale(x, n);

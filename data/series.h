@@ -13,6 +13,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "data/calendar.h"
 #include "data/value_format.h"
 #include "kernels/enum_names.h"
 
@@ -24,8 +25,6 @@ struct Series {
   std::vector<double> y;
 };
 
-// How ds is written: dates (YYYY-MM-DD, optionally with a time) or whole-number steps.
-enum class StampKind { step, date };
 
 struct SeriesSet {
   std::string source;
@@ -33,10 +32,22 @@ struct SeriesSet {
   std::vector<Series> series;  // in the order of each id's first row
 };
 
-// Reads `path`. Refused in one line naming file:line: a row with another number of fields than
-// the header, an unknown column, an empty, missing (NA, NaN) or non-finite y, an unparsable ds,
-// ds not increasing within a series, dates mixed with steps; and a file with no values.
+// Reads `path` (CSV as data/csv.h reads it; unique_id may be left out for one series). Refused
+// in one line naming file:line: a row with another number of fields than the header, an unknown
+// column, an empty, missing (NA, NaN) or non-finite y, a y of magnitude past 1e300 or non-zero
+// under 1e-300 (a window's scale and its forecasts must stay finite doubles), a ds that is no
+// stamp (data/calendar.h: an impossible date, a step past int64), ds not increasing within a
+// series (compared as instants), dates mixed with steps; and a file with no values.
 SeriesSet read_series(const std::string& path);
+
+// Each series' stamps as instants (data/calendar.h; every ds was read by parse_stamp).
+std::vector<Stamp> series_stamps(const Series& s);
+// The cadence of each series of `set`: its own (data/calendar.h), or for a series of one stamp
+// the cadence most series of the file share (unknown when none has two).
+std::vector<Cadence> series_cadences(const SeriesSet& set);
+// The `horizon` stamps after a series' last at `cadence`, in its own style (steps count on by
+// the step; dates keep their form: a date, a date and time, seconds).
+std::vector<std::string> future_stamps(const Series& s, const Cadence& cadence, int64_t horizon);
 
 // The time split: the first train_length(n, h) points of a series of n train the model, the next
 // h validate, the last h test. A series too short to leave at least `min_train` training points
@@ -44,8 +55,9 @@ SeriesSet read_series(const std::string& path);
 inline int64_t train_length(int64_t n, int64_t horizon) { return n - 2 * horizon; }
 void check_split(const SeriesSet& set, int64_t horizon, int64_t min_train);
 
-// Chronos' scale of a context: mean |x| over its values; 1 when that is 0 (a context of zeros
-// keeps exact zeros) or not a normal number.
+// Chronos' scale of a context: mean |x| over its values (summed in units of the largest, so
+// values near the double's limit do not overflow it); 1 for a context of zeros (which keeps
+// exact zeros).
 double context_scale(const double* x, int64_t n);
 
 // How a window is scaled (model.scaling): mean_abs divides by the mean |x| of its scale prefix
@@ -63,7 +75,8 @@ struct WindowScale {
   double value(double z) const { return loc + scale * z; }
 };
 // The map from a window's first n values. standard: their mean and population standard
-// deviation; a constant prefix (deviation 0 or not normal) falls back to mean_abs's scale.
+// deviation (in units of the largest |x| where the squares would overflow); a constant prefix
+// (deviation 0 or not normal) falls back to mean_abs's scale.
 WindowScale window_scale(const double* x, int64_t n, SeriesScaling how);
 
 // The float16 code's pattern and value of a scaled value (data/value_format.h).

@@ -8,6 +8,7 @@
 // Quantiles: for one step, exactly off the head's law (the inverse CDF at each level); for
 // more, those of the paths at each step.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,12 @@ struct ForecastSettings {
   int64_t horizon = 1, samples = 100;
   std::vector<double> levels = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
   uint64_t seed = 0;
-  // The most bytes of KV cache one group of series' paths may hold: series are forecast in
-  // groups under it (at least one series a group). Memory, not numbers: under
-  // train.deterministic a series' forecast is the same bits in any group.
-  int64_t max_cache_bytes = int64_t(4) << 30;
+  // The most bytes one group of paths may hold (KV cache, prefill activations, the head's laws:
+  // forecast_row_bytes a path): series' paths are forecast in groups under it, a series' paths
+  // split across groups when they do not fit (at least one path a group). Memory, not numbers:
+  // each path's draws are keyed by its series, step and index, so under train.deterministic a
+  // series' forecast is the same bits in any grouping.
+  int64_t max_group_bytes = int64_t(4) << 30;
 };
 
 struct SeriesForecast {
@@ -37,14 +40,23 @@ struct SeriesForecast {
 // one line when that leaves no value after the scale window (model.scale_window).
 int64_t forecast_context(const ForecasterConfig& cfg, int64_t horizon);
 
-// Forecasts of the points after each series' values (every value of `series` is context).
+// The most values (samples x horizon) one series' forecast may hold: its paths are kept until
+// its quantiles are taken (1 GiB of doubles).
+inline constexpr int64_t kMaxForecastValues = int64_t(1) << 27;
+
+// The bytes one path costs a group (see ForecastSettings::max_group_bytes).
+int64_t forecast_row_bytes(const ForecasterConfig& cfg, int64_t horizon);
+
+// Forecasts of the points after each series' values (every value of `series` is context),
+// handed to `sink` with the series' index as each is complete (in order), so that memory is
+// bounded by one group and the series in it, not by the file. A value that is not a finite
+// double is refused naming its series.
+using ForecastSink = std::function<void(size_t, SeriesForecast&&)>;
+void forecast_series(const Forecaster& model, const std::vector<Series>& series,
+                     const ForecastSettings& settings, Device device, const ForecastSink& sink);
+// The same, every series' forecast returned at once.
 std::vector<SeriesForecast> forecast_series(const Forecaster& model,
                                             const std::vector<Series>& series,
                                             const ForecastSettings& settings, Device device);
-
-// The timestamps of the `horizon` points after a series' last: steps count on by the last
-// difference; dates by whole months when the last two share their day of month (monthly,
-// quarterly, yearly data), else by the last difference in days.
-std::vector<std::string> future_stamps(const Series& s, StampKind kind, int64_t horizon);
 
 }  // namespace bg

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/csv.h"
 #include "models/forecast.h"
 #include "models/forecast_metrics.h"
 #include "models/forecast_run.h"
@@ -64,6 +65,10 @@ ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet&
   check_split(set, h, 1);
   std::vector<Series> contexts;
   for (const Series& s : set.series) contexts.push_back(context_of(s, h));
+  // Every series' paths are held until they are scored: the file's, not one series', bound.
+  BG_CHECK(st.samples <= kMaxForecastValues / h / int64_t(set.series.size()), "eval", "--samples ",
+           st.samples, " x --horizon ", h, " x ", set.series.size(), " series are more than ",
+           kMaxForecastValues, " values to hold for scoring (fewer samples)");
   ForecastSettings fs;
   fs.horizon = h;
   fs.samples = st.samples;
@@ -91,7 +96,14 @@ ForecastEvaluation score_forecasts(const SeriesSet& set,
       forecasts.size() == set.series.size() && (laws.empty() || laws.size() == forecasts.size()),
       "eval", "forecasts for ", forecasts.size(), " series, the data has ", set.series.size());
   std::vector<Series> contexts;
-  for (const Series& s : set.series) contexts.push_back(context_of(s, h));
+  for (const Series& s : set.series) {
+    contexts.push_back(context_of(s, h));
+    // The seasonal-naive scale is the mean |y_t - y_{t-season}| over the points before the test
+    // window: with no more points than the season it has no terms (MASE would be NaN).
+    BG_CHECK(int64_t(contexts.back().y.size()) > st.season, "eval", "series '", s.id, "' has ",
+             contexts.back().y.size(), " points before its test window; --season ", st.season,
+             " needs more than ", st.season, " (a shorter season, or a longer series)");
+  }
   std::map<std::pair<std::string, std::string>, TruthLaw> truth;
   if (!st.truth_path.empty()) {
     BG_CHECK(h == 1, "eval", "--truth scores one-step forecasts: the horizon is ", h,
@@ -221,42 +233,46 @@ std::string forecast_evaluation_json(const ForecastEvaluation& e, const std::str
 
 std::vector<SeriesForecast> read_forecast_paths(const std::string& path, const SeriesSet& set,
                                                 int64_t horizon) {
-  std::ifstream in(path);
-  BG_CHECK(in.good(), "eval", path, ": cannot open");
+  LineReader in(path, "eval", "paths file");
   std::string line;
-  BG_CHECK(
-      std::getline(in, line) && (line == "unique_id,ds,path,y" || line == "unique_id,ds,path,y\r"),
-      "eval", path, ":1: expected the header unique_id,ds,path,y");
+  const std::vector<std::string> header = {"unique_id", "ds", "path", "y"};
+  BG_CHECK(in.next(&line) && csv_fields(line, in.where()) == header, "eval", path, ":1: expected the header unique_id,ds,path,y");
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < set.series.size(); ++i) index[set.series[i].id] = i;
+  // Each series' test window by instant: a stamp matches however it is written (with or without
+  // seconds, 'T' or ' ').
+  std::vector<std::map<int64_t, int64_t>> window(set.series.size());
+  for (size_t i = 0; i < set.series.size(); ++i) {
+    const std::vector<Stamp> stamps = series_stamps(set.series[i]);
+    for (int64_t t = 0; t < horizon; ++t)
+      window[i][stamps[stamps.size() - size_t(horizon) + size_t(t)].at] = t;
+  }
   // values[series][step] : the paths' values in path order
   std::vector<std::vector<std::map<int64_t, double>>> values(
       set.series.size(), std::vector<std::map<int64_t, double>>(size_t(horizon)));
-  int64_t line_no = 1;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  while (in.next(&line)) {
     if (line.empty()) continue;
-    std::vector<std::string> f;
-    std::stringstream fields(line);
-    for (std::string item; std::getline(fields, item, ',');) f.push_back(item);
-    BG_CHECK(f.size() == 4, "eval", path, ":", line_no, ": expected 4 fields, got ", f.size());
+    const std::string where = in.where();
+    const std::vector<std::string> f = csv_fields(line, where);
+    BG_CHECK(f.size() == 4, "eval", where, ": expected 4 fields, got ", f.size());
     const auto it = index.find(f[0]);
-    BG_CHECK(it != index.end(), "eval", path, ":", line_no, ": series '", f[0],
-             "' is not in the data");
-    const Series& s = set.series[it->second];
-    const auto stamp = std::find(s.ds.end() - horizon, s.ds.end(), f[1]);
-    BG_CHECK(stamp != s.ds.end(), "eval", path, ":", line_no, ": ", f[1], " is not in series '",
-             f[0], "''s test window (its last ", horizon, " points)");
+    BG_CHECK(it != index.end(), "eval", where, ": series '", f[0], "' is not in the data");
+    Stamp stamp;
+    std::string why;
+    BG_CHECK(parse_stamp(f[1], &stamp, &why), "eval", where, ": ds: ", why);
+    const auto step = window[it->second].find(stamp.at);
+    BG_CHECK(stamp.kind == set.stamps && step != window[it->second].end(), "eval", where, ": ",
+             f[1], " is not in series '", f[0], "''s test window (its last ", horizon,
+             " points)");
     char* end = nullptr;
     const long long j = std::strtoll(f[2].c_str(), &end, 10);
-    BG_CHECK(end && *end == 0 && !f[2].empty() && j >= 0, "eval", path, ":", line_no, ": path '",
+    BG_CHECK(end && *end == 0 && !f[2].empty() && j >= 0, "eval", where, ": path '",
              f[2], "' is not a whole number");
     const double v = std::strtod(f[3].c_str(), &end);
-    BG_CHECK(end && *end == 0 && !f[3].empty() && std::isfinite(v), "eval", path, ":", line_no,
-             ": y '", f[3], "' is not a finite number");
-    auto& at = values[it->second][size_t(stamp - (s.ds.end() - horizon))];
-    BG_CHECK(at.emplace(j, v).second, "eval", path, ":", line_no, ": path ", j, " of ", f[0],
+    BG_CHECK(end && *end == 0 && !f[3].empty() && std::isfinite(v), "eval", where, ": y '", f[3],
+             "' is not a finite number");
+    auto& at = values[it->second][size_t(step->second)];
+    BG_CHECK(at.emplace(j, v).second, "eval", where, ": path ", j, " of ", f[0],
              " at ", f[1], " given twice");
   }
   std::vector<SeriesForecast> out(set.series.size());

@@ -2,25 +2,14 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 
 #include "core/error.h"
+#include "data/csv.h"
 
 namespace bg {
 namespace {
 
 const char* kHeader = "unique_id,ds,zero_mass,w1,kind1,loc1,scale1,df1,w2,kind2,loc2,scale2,df2";
-
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> out(1);
-  for (char c : line) {
-    if (c == ',')
-      out.emplace_back();
-    else if (c != '\r')
-      out.back() += c;
-  }
-  return out;
-}
 
 double number(const std::string& text, const std::string& where, const char* what) {
   char* end = nullptr;
@@ -48,16 +37,15 @@ double TruthLaw::cdf(double x) const {
 }
 
 std::map<std::pair<std::string, std::string>, TruthLaw> read_truth(const std::string& path) {
-  std::ifstream in(path);
-  BG_CHECK(in.good(), "truth", path, ": cannot open");
+  LineReader in(path, "truth", "truth file");
   std::string line;
-  BG_CHECK(std::getline(in, line) && split(line) == split(kHeader), "truth", path,
-           ":1: expected the header ", kHeader);
+  BG_CHECK(in.next(&line) && csv_fields(line, in.where()) == csv_fields(kHeader, "header"),
+           "truth", path, ":1: expected the header ", kHeader);
   std::map<std::pair<std::string, std::string>, TruthLaw> out;
-  for (int64_t line_no = 2; std::getline(in, line); ++line_no) {
-    if (line.empty() || line == "\r") continue;
-    const std::string where = path + ":" + std::to_string(line_no);
-    const std::vector<std::string> f = split(line);
+  while (in.next(&line)) {
+    if (line.empty()) continue;
+    const std::string where = in.where();
+    const std::vector<std::string> f = csv_fields(line, where);
     BG_CHECK(f.size() == 13, "truth", where, ": ", f.size(), " fields, expected 13");
     TruthLaw law;
     law.zero_mass = number(f[2], where, "zero_mass");

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include <filesystem>
+#include <set>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -104,6 +105,29 @@ GPTConfig gpt_config_from_hf(const std::string& config_json, const std::string& 
              kOp, where, ": layer_norm_epsilon must be 1e-5 (bitgrad's layernorm), got ",
              eps->kind == JsonValue::Kind::number ? eps->text : "not a number");
   }
+  // Fields of transformers' GPT2Config that change what the model computes: refused unless they
+  // hold the value bitgrad computes (a field left out means transformers' default, which is).
+  if (const JsonValue* type = root.find("model_type"))
+    BG_CHECK(type->kind == JsonValue::Kind::string && type->text == "gpt2", kOp, where,
+             ": model_type ", type->kind == JsonValue::Kind::string ? type->text : "(not a string)",
+             " is not gpt2");
+  const auto require_bool = [&](const char* key, bool want, const char* why) {
+    const JsonValue* v = root.find(key);
+    if (!v || v->kind == JsonValue::Kind::null) return;
+    BG_CHECK(v->kind == JsonValue::Kind::boolean, kOp, where, ": ", key, " is not true or false");
+    BG_CHECK(v->boolean == want, kOp, where, ": ", key, " ", v->boolean ? "true" : "false", ": ",
+             why);
+  };
+  require_bool("scale_attn_weights", true,
+               "bitgrad's attention always scales its scores by 1/sqrt(head size)");
+  require_bool("scale_attn_by_inverse_layer_idx", false,
+               "bitgrad's attention does not scale layer l's scores by 1/(l + 1)");
+  require_bool("add_cross_attention", false, "bitgrad's GPT has no cross-attention");
+  if (const JsonValue* inner = root.find("n_inner"); inner && inner->kind != JsonValue::Kind::null) {
+    const uint64_t n = inner->as_uint64(kOp, where + ": n_inner");
+    BG_CHECK(n == uint64_t(4 * cfg.n_embd), kOp, where, ": n_inner ", n,
+             ": bitgrad's MLP is 4 x n_embd (", 4 * cfg.n_embd, ") wide");
+  }
   if (const JsonValue* tie = root.find("tie_word_embeddings"))
     BG_CHECK(tie->kind != JsonValue::Kind::boolean || tie->boolean, kOp, where,
              ": tie_word_embeddings false: bitgrad's GPT-2 head is tied to the token embedding");
@@ -124,8 +148,46 @@ std::string hf_config_json(const GPTConfig& cfg, int64_t vocab) {
                  "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0\n}\n");
 }
 
-NamedTensors gpt_params_from_hf(const std::map<std::string, Tensor>& hf, const GPTConfig& cfg) {
+namespace {
+
+// What a state dict's key is, by its name without "transformer.": one of GPT-2's parameters, the
+// tied head (lm_head.weight), a causal-mask buffer (h.N.attn.bias, h.N.attn.masked_bias: not
+// weights), or nothing GPT-2 has.
+enum class HfKey { parameter, tied_head, mask, unknown };
+HfKey hf_key_kind(const std::string& key, const std::set<std::string>& parameters) {
+  const std::string bare = key.rfind("transformer.", 0) == 0 ? key.substr(12) : key;
+  const auto ends = [&](const std::string& tail) {
+    return bare.size() > tail.size() && bare.compare(bare.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (parameters.count("transformer." + bare)) return HfKey::parameter;
+  if (bare == "lm_head.weight") return HfKey::tied_head;
+  if (bare.rfind("h.", 0) == 0 && (ends(".attn.bias") || ends(".attn.masked_bias")))
+    return HfKey::mask;
+  return HfKey::unknown;
+}
+
+}  // namespace
+
+void check_hf_keys(const std::vector<std::string>& keys, const GPTConfig& cfg) {
+  std::set<std::string> parameters, seen;
+  for (const auto& [name, shape] : gpt2_parameter_shapes(cfg)) parameters.insert(name);
+  for (const std::string& key : keys) {
+    BG_CHECK(hf_key_kind(key, parameters) != HfKey::unknown, kOp, "an unexpected tensor \"", key,
+             "\" (not GPT-2's)");
+    const std::string bare = key.rfind("transformer.", 0) == 0 ? key.substr(12) : key;
+    BG_CHECK(seen.insert(bare).second, kOp, "\"", bare, "\" is given twice (as \"", bare,
+             "\" and \"transformer.", bare, "\"): which one is meant is not said");
+  }
+}
+
+NamedTensors gpt_params_from_hf(const std::map<std::string, Tensor>& hf, const GPTConfig& cfg,
+                                int64_t token_ids) {
+  BG_CHECK(token_ids >= 1 && token_ids <= cfg.vocab_size, kOp, token_ids,
+           " token ids for a model of vocabulary ", cfg.vocab_size);
   const auto shapes = gpt2_parameter_shapes(cfg);
+  std::vector<std::string> keys;
+  for (const auto& [key, t] : hf) keys.push_back(key);
+  check_hf_keys(keys, cfg);
   auto lookup = [&](const std::string& key) -> const Tensor* {
     for (const std::string& k : {key, "transformer." + key}) {
       auto it = hf.find(k);
@@ -138,39 +200,24 @@ NamedTensors gpt_params_from_hf(const std::map<std::string, Tensor>& hf, const G
     const std::string key = name.substr(std::string("transformer.").size());
     const Tensor* t = lookup(key);
     BG_CHECK(t, kOp, "no tensor \"", key, "\" (a GPT-2 of ", cfg.n_layer, " layers has one)");
+    const bool wte = name == "transformer.wte.weight";
+    const Shape want = is_conv1d(name) ? Shape{shape[1], shape[0]}
+                       : wte           ? Shape{token_ids, cfg.n_embd}
+                                       : shape;
+    BG_CHECK(t->shape() == want, kOp, "\"", key, "\" is ", shape_str(t->shape()), ", expected ",
+             shape_str(want), is_conv1d(name) ? " (Conv1D: in, out)" : "",
+             wte ? " (a row for each of the vocabulary's token ids, no fewer)" : "");
     Tensor w = t->detach().to(Device::cpu(), DType::f32);
-    if (is_conv1d(name)) {
-      BG_CHECK(w.ndim() == 2, kOp, "\"", key, "\" is ", shape_str(w.shape()), ", not 2-D");
-      w = w.transpose(0, 1).contiguous();
-    }
-    if (name == "transformer.wte.weight") {
-      BG_CHECK(w.ndim() == 2 && w.size(1) == cfg.n_embd && w.size(0) <= cfg.vocab_size, kOp, "\"",
-               key, "\" is ", shape_str(t->shape()), ", expected at most ", cfg.vocab_size, " x ",
-               cfg.n_embd);
-      w = vocabulary_rows(w, cfg.vocab_size);
-    }
-    BG_CHECK(w.shape() == shape, kOp, "\"", key, "\" is ", shape_str(t->shape()), ", expected ",
-             shape_str(is_conv1d(name) ? Shape{shape[1], shape[0]} : shape),
-             is_conv1d(name) ? " (Conv1D: in, out)" : "");
+    if (is_conv1d(name)) w = w.transpose(0, 1).contiguous();
+    if (wte) w = vocabulary_rows(w, cfg.vocab_size);  // the model's padding: zero rows
     out.emplace_back(name, w.contiguous());
   }
-  for (const auto& [key, t] : hf) {
-    const std::string bare = key.rfind("transformer.", 0) == 0 ? key.substr(12) : key;
-    const bool mask = bare.size() > 10 && bare.rfind("h.", 0) == 0 &&
-                      (bare.compare(bare.size() - 10, 10, ".attn.bias") == 0 ||
-                       (bare.size() > 17 && bare.compare(bare.size() - 17, 17, ".attn.masked_bias") == 0));
-    if (mask) continue;  // the causal mask's buffers, not weights
-    if (bare == "lm_head.weight") {
-      const Tensor wte = out[0].second.slice(0, 0, std::min(t.size(0), cfg.vocab_size));
-      BG_CHECK(t.ndim() == 2 && t.size(1) == cfg.n_embd &&
-                   max(abs(t.detach().to(Device::cpu(), DType::f32) - wte)).item() == 0.0,
-               kOp, "lm_head.weight differs from wte: an untied head, which bitgrad's GPT-2 "
-                    "does not hold");
-      continue;
-    }
-    bool known = false;
-    for (const auto& [name, shape] : shapes) known = known || name == "transformer." + bare;
-    BG_CHECK(known, kOp, "an unexpected tensor \"", key, "\" (not GPT-2's)");
+  if (const Tensor* head = lookup("lm_head.weight")) {
+    const Tensor wte = out[0].second.slice(0, 0, token_ids);
+    BG_CHECK(head->shape() == wte.shape() &&
+                 max(abs(head->detach().to(Device::cpu(), DType::f32) - wte)).item() == 0.0,
+             kOp, "lm_head.weight ", shape_str(head->shape()),
+             " differs from wte: an untied head, which bitgrad's GPT-2 does not hold");
   }
   return out;
 }
@@ -283,7 +330,10 @@ void load_pretrained_into(GPT& model, const std::string& path) {
   // keep their drawn values; a hybrid head's softmax part ties to the pretrained wte.
   GPTConfig trunk = model.config();
   trunk.head = HeadKind::softmax;
-  const NamedTensors pretrained = load_pretrained_gpt2(path, trunk);
+  assign_pretrained(model, load_pretrained_gpt2(path, trunk), path);
+}
+
+void assign_pretrained(GPT& model, const NamedTensors& pretrained, const std::string& path) {
   std::map<std::string, Tensor> named;
   for (const auto& [name, t] : model.named_parameters()) named.emplace(name, t);
   for (const auto& [name, t] : pretrained) {
@@ -325,7 +375,7 @@ PretrainedGpt2 pretrained_gpt2_config(const std::string& path) {
 
 NamedTensors load_pretrained_gpt2(const std::string& path, const GPTConfig& cfg) {
   (void)gpt2_parameter_shapes(cfg);  // a GPT-2-shaped model first
-  const std::string where = "model.init_from: " + path;
+  const std::string where = path;
   // The file's own model: its architecture checked against cfg's, its sizes the file's.
   GPTConfig file = cfg;
   auto check_architecture = [&](int64_t layers, int64_t heads, int64_t width, int64_t positions) {
@@ -349,9 +399,12 @@ NamedTensors load_pretrained_gpt2(const std::string& path, const GPTConfig& cfg)
     BG_CHECK(hf.vocab_size <= cfg.vocab_size, kOp, where, " has ", hf.vocab_size,
              " token ids; model.vocab_size ", cfg.vocab_size, " must hold them");
     const SafetensorsReader reader(weights);
+    std::vector<std::string> keys;
+    for (const SafetensorsEntry& e : reader.entries()) keys.push_back(e.name);
+    check_hf_keys(keys, file);  // names before any data is read
     std::map<std::string, Tensor> dict;
     for (const SafetensorsEntry& e : reader.entries()) dict[e.name] = reader.read(e.name);
-    params = gpt_params_from_hf(dict, file);
+    params = gpt_params_from_hf(dict, file, hf.vocab_size);  // wte: config.json's rows exactly
   } else {
     const LlmcCheckpoint ck = read_llmc(path);
     const LlmcHeader& h = ck.header;
@@ -363,6 +416,16 @@ NamedTensors load_pretrained_gpt2(const std::string& path, const GPTConfig& cfg)
     params[0].second = vocabulary_rows(params[0].second, cfg.vocab_size);
   }
   params[1].second = params[1].second.slice(0, 0, cfg.block_size).contiguous();  // wpe
+  // A weight that is NaN or infinite (a corrupt file, an F16 value past 65,504) would be
+  // imported only to be refused later by eval, sample and export as if training had diverged.
+  for (const auto& [name, t] : params) {
+    const Tensor host = t.to(Device::cpu(), DType::f32).contiguous();
+    const float* v = static_cast<const float*>(host.data_ptr());
+    int64_t bad = 0;
+    for (int64_t i = 0; i < host.numel(); ++i) bad += !std::isfinite(v[i]);
+    BG_CHECK(bad == 0, kOp, where, ": \"", name, "\" holds ", bad,
+             " NaN or infinite value(s) (a corrupt file, or an F16/BF16 value past its range)");
+  }
   return params;
 }
 

@@ -4,13 +4,17 @@
 #include <cstdlib>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 
 #include "core/allocator.h"
+#include "core/checkpoint.h"
+#include "core/config.h"
 #include "core/distributed.h"
 #include "core/files.h"
 #include "core/sha256.h"
 #include "models/forecast_run.h"
 #include "models/lm_task.h"
+#include "models/trainer.h"
 
 namespace bg {
 namespace {
@@ -144,8 +148,16 @@ const Settings<LanguageModelRun>& run_settings() {
               "checkpoints hold the whole state");
     s.integer("train.eval_interval", [](auto& c) -> auto& { return c.trainer.eval_interval; }, 1,
               int64_t(1) << 40, "steps between validation passes (and checkpoints)");
+    // A forecaster's validation pass reads every series' validation window once: no batches
+    // to count.
+    s.when([](const LanguageModelRun& c) { return c.model.type != ModelType::forecaster; },
+           [](const LanguageModelRun&) {
+             return std::string("model.type is forecaster (its validation pass reads every "
+                                "series' validation window once)");
+           });
     s.integer("train.eval_iters", [](auto& c) -> auto& { return c.eval_iters; }, 1, 1 << 20,
               "batches per validation pass");
+    s.always();
     s.integer("train.log_interval", [](auto& c) -> auto& { return c.trainer.log_interval; }, 1,
               int64_t(1) << 40, "steps between progress lines");
     s.number("train.grad_clip", [](auto& c) -> auto& { return c.trainer.grad_clip; }, 0.0, 1e9,
@@ -186,6 +198,52 @@ TrainResult run_trainer(const LanguageModelRun& run, const RunContext& context,
   return result;
 }
 
+namespace {
+
+// A resume against the run its last.h5 records (the checkpoint's "config" attribute): a
+// pretrained start is the run's origin, not an input of the resume (last.h5 holds every weight;
+// the source file may have moved), so another model.init_from is refused rather than recorded
+// as if the run had started from it; and a changed schedule (train.steps re-spreads a cosine
+// schedule: the rate jumps back up mid-run) is said, as a compute-mode change is.
+void check_resume_record(const LanguageModelRun& run, const RunContext& context) {
+  const std::string path = run.trainer.out_dir + "/last.h5";
+  const CheckpointReader ck(path);
+  // Import's checkpoints and unreadable records are refused by the trainer, by name.
+  if (ck.has_attr(kImportedFromAttr) || !ck.has_attr("config")) return;
+  std::map<std::string, std::string> was;
+  for (auto& [key, value] : flat_settings(ck.str_attr("config"))) was[key] = value;
+  std::vector<std::pair<std::string, std::string>> now = flat_settings(context.effective_yaml);
+  const auto value_in = [](const auto& settings, const std::string& key) -> std::string {
+    for (const auto& [k, v] : settings)
+      if (k == key) return v;
+    return "";
+  };
+  const auto path_in = [](std::string v) { return v == "\"\"" ? std::string() : v; };  // YAML's ""
+  const std::string origin = path_in(was.count("model.init_from") ? was.at("model.init_from") : "");
+  const std::string given = path_in(value_in(now, "model.init_from"));
+  BG_CHECK(given.empty() || given == origin, "train", "model.init_from: ", given,
+           ": the run in ", path, " started from ",
+           origin.empty() ? std::string("its own drawn weights") : origin,
+           "; a resume continues from last.h5 and reads no other start (keep the setting as "
+           "the run had it, or start a new run)");
+  std::string changed;
+  for (const auto& [key, value] : now) {
+    const bool schedule = key == "train.steps" || key == "train.batch_size" ||
+                          key == "train.grad_accum" || key.rfind("optimizer.", 0) == 0 ||
+                          key.rfind("schedule.", 0) == 0;
+    const auto it = was.find(key);
+    if (!schedule || (it != was.end() && it->second == value)) continue;
+    changed += (changed.empty() ? "" : ", ") + key + " " +
+               (it == was.end() ? std::string("(default)") : it->second) + " -> " + value;
+  }
+  if (!changed.empty())
+    std::printf("note: resuming with other optimizer or schedule settings than %s's run (%s): "
+                "the learning rate follows the config's schedule from step %lld on\n",
+                path.c_str(), changed.c_str(), (long long)ck.int_attr("step"));
+}
+
+}  // namespace
+
 int train_language_model(const LanguageModelRun& run, const RunContext& context) {
   const DistEnv dist = read_dist_env();
   const Device device = rank_device(dist, parse_device(run.device));
@@ -206,12 +264,15 @@ int train_language_model(const LanguageModelRun& run, const RunContext& context)
   BG_CHECK(!run.trainer.cuda_graph || run.model.type == ModelType::gpt, "train",
            "train.cuda_graph captures a GPT's step only (model.type is ",
            enum_name(run.model.type), "); set train.cuda_graph: false");
+  if (run.trainer.resume && lead) check_resume_record(run, context);
   if (run.model.type == ModelType::forecaster) return train_forecaster(run, context, place);
 
   TokenStreams data = load_token_streams(run.data, model_context(run.model));
   Generator init(run.seed);
+  ModelSpec spec = run.model;
+  if (run.trainer.resume) spec.init_from.clear();  // last.h5 holds every weight
   const std::unique_ptr<LanguageModel> model =
-      build_language_model(run.model, *data.tokenizer, data.train, mode, device, init);
+      build_language_model(spec, *data.tokenizer, data.train, mode, device, init);
   FlatParameters params(model->named_parameters(), device);
   std::printf(
       "data: %zu train / %zu val tokens, vocab %lld | model: %s, %lld parameters | device: %s | "

@@ -371,8 +371,12 @@ TrainResult Trainer::run() {
     std::snprintf(buf, sizeof buf, "step %6lld/%lld | loss %.4f", (long long)(step + 1),
                   (long long)cfg_.steps, result_.last_loss);
     std::string line = buf;
-    if (cfg_.eval_interval > 0)
-      line += " | " + (eval ? "val " + std::to_string(val).substr(0, 6) : std::string(10, ' '));
+    if (cfg_.eval_interval > 0) {
+      // The loss's own digits: %.4f as the training loss, whatever its size (cutting text to a
+      // width would show 2.3e9 as 231769).
+      std::snprintf(buf, sizeof buf, "val %.4f", val);
+      line += " | " + (eval ? std::string(buf) : std::string(10, ' '));
+    }
     const std::string note = task_.progress_note(step_losses_);
     if (!note.empty()) line += " | " + note;
     std::snprintf(buf, sizeof buf, " | lr %.2e | %.2f ms/step", lr, ms);

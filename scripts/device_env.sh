@@ -5,14 +5,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu_out}
 mkdir -p "$out"
 # Always the bundle that travelled with this call, unpacked once: a script sourced while another
-# runs (in the background) finds it unpacked and leaves it alone.
-for bundle in .bundle.tgz .bundle.txz; do
-  [ -f $bundle ] || continue
-  stamp="$(stat -c '%s %Y' $bundle)"
-  [ "$(cat .bundle/.unpacked_from 2>/dev/null)" = "$stamp" ] ||
-    { rm -rf .bundle && mkdir -p .bundle && tar xf $bundle -C .bundle && echo "$stamp" > .bundle/.unpacked_from; }
-  break
-done
+# runs (in the background) finds it unpacked and leaves it alone. The check and the unpacking
+# hold a lock (flock on .bundle.lock): two scripts sourced at once would otherwise both find it
+# unpacked by neither, and each remove .bundle under the other's running binary.
+{
+  flock 9
+  for bundle in .bundle.tgz .bundle.txz; do
+    [ -f $bundle ] || continue
+    stamp="$(stat -c '%s %Y' $bundle)"
+    [ "$(cat .bundle/.unpacked_from 2>/dev/null)" = "$stamp" ] ||
+      { rm -rf .bundle && mkdir -p .bundle && tar xf $bundle -C .bundle && echo "$stamp" > .bundle/.unpacked_from; }
+    break
+  done
+} 9> .bundle.lock
 export LD_LIBRARY_PATH=$PWD/.bundle/lib:${LD_LIBRARY_PATH:-}
 # Multi-GPU runs: never NVLink multicast (the machines' rule), and NCCL from PyTorch's wheel
 # where the loader finds none (bitgrad loads it by BITGRAD_NCCL_LIB).

@@ -179,9 +179,9 @@ TEST_CASE("cpu: a series' forecast is the same bits alone and in a batch (determ
       const auto alone = forecast_series(model, {set.series[3]}, s, Device::cpu());
       CHECK(alone[0].paths == batch[3].paths);
       CHECK(alone[0].quantiles == batch[3].quantiles);
-      // A cache budget below one series' paths: every series its own group, the same bits.
+      // A budget below one path: every path its own group, the same bits.
       ForecastSettings grouped = s;
-      grouped.max_cache_bytes = 1;
+      grouped.max_group_bytes = 1;
       const auto one_by_one = forecast_series(model, set.series, grouped, Device::cpu());
       REQUIRE(one_by_one.size() == batch.size());
       for (size_t i = 0; i < batch.size(); ++i) {
@@ -245,17 +245,6 @@ TEST_CASE("cpu: held-out windows target only the held-out points; stamps step on
     }
     CHECK(targets == 4);
   }
-  Series monthly;
-  monthly.ds = {"1990-11-01", "1990-12-01"};
-  CHECK(future_stamps(monthly, StampKind::date, 3) ==
-        std::vector<std::string>{"1991-01-01", "1991-02-01", "1991-03-01"});
-  Series daily;
-  daily.ds = {"2020-02-27", "2020-02-28"};
-  CHECK(future_stamps(daily, StampKind::date, 2) ==
-        std::vector<std::string>{"2020-02-29", "2020-03-01"});
-  Series steps;
-  steps.ds = {"10", "15"};
-  CHECK(future_stamps(steps, StampKind::step, 2) == std::vector<std::string>{"20", "25"});
 }
 
 }  // namespace bg::test

@@ -67,7 +67,7 @@ TEST_CASE("cpu: GPT-2 weights go to Hugging Face's layout and back, and the logi
   bare["h.1.attn.masked_bias"] = full({}, -1e4);
   bare["lm_head.weight"] = dict.at("transformer.wte.weight");
   for (const auto* d : {&dict, &bare}) {
-    const NamedTensors back = gpt_params_from_hf(*d, cfg);
+    const NamedTensors back = gpt_params_from_hf(*d, cfg, kVocab);
     REQUIRE(back.size() == ours.size());
     for (size_t i = 0; i < ours.size(); ++i) {
       CAPTURE(ours[i].first);
@@ -95,7 +95,7 @@ TEST_CASE("cpu: GPT-2 weights go to Hugging Face's layout and back, and the logi
   const SafetensorsReader r(path);
   std::map<std::string, Tensor> from_file;
   for (const SafetensorsEntry& e : r.entries()) from_file[e.name] = r.read(e.name);
-  const NamedTensors back = gpt_params_from_hf(from_file, cfg);
+  const NamedTensors back = gpt_params_from_hf(from_file, cfg, kVocab);
   CHECK(bit_mismatches(back[3].second, ours[3].second) == 0);
 }
 
@@ -107,7 +107,7 @@ TEST_CASE("cpu: bad Hugging Face GPT-2 state dicts are refused in one line") {
   for (const auto& [name, t] : hf) good[name] = t;
   auto refused = [&](std::map<std::string, Tensor> d, const std::string& why) {
     CAPTURE(why);
-    CHECK_THROWS_WITH((void)gpt_params_from_hf(d, cfg), doctest::Contains(why.c_str()));
+    CHECK_THROWS_WITH((void)gpt_params_from_hf(d, cfg, kVocab), doctest::Contains(why.c_str()));
   };
   auto missing = good;
   missing.erase("transformer.h.1.ln_2.bias");
@@ -120,13 +120,28 @@ TEST_CASE("cpu: bad Hugging Face GPT-2 state dicts are refused in one line") {
   refused(turned, "(Conv1D: in, out)");
   auto untied = good;
   untied["lm_head.weight"] = good.at("transformer.wte.weight") + 1.0;
-  refused(untied, "lm_head.weight differs from wte");
+  refused(untied, "lm_head.weight (11, 16) differs from wte");
   auto big_vocab = good;
   big_vocab["transformer.wte.weight"] = zeros({17, 16});
-  refused(big_vocab, "expected at most 16 x 16");
+  refused(big_vocab, "\"wte.weight\" is (17, 16), expected (11, 16)");
+  // A row short of the vocabulary's ids is refused, not padded with a zero row.
+  auto short_vocab = good;
+  short_vocab["transformer.wte.weight"] = zeros({10, 16});
+  refused(short_vocab, "is (10, 16), expected (11, 16) (a row for each");
+  // One tensor under both its names: which is meant is not said.
+  auto twice = good;
+  twice["h.0.ln_1.weight"] = good.at("transformer.h.0.ln_1.weight");
+  refused(twice, "\"h.0.ln_1.weight\" is given twice");
+  // A rank-0 tied head (shape []) is refused, never indexed.
+  auto scalar_head = good;
+  scalar_head["lm_head.weight"] = full({}, 1.0);
+  refused(scalar_head, "lm_head.weight () differs from wte");
+  auto scalar_wpe = good;
+  scalar_wpe["transformer.wpe.weight"] = full({}, 1.0);
+  refused(scalar_wpe, "\"wpe.weight\" is (), expected (8, 16)");
   GPTConfig no_bias = cfg;
   no_bias.bias = false;
-  CHECK_THROWS_WITH((void)gpt_params_from_hf(good, no_bias), doctest::Contains("with biases"));
+  CHECK_THROWS_WITH((void)gpt_params_from_hf(good, no_bias, kVocab), doctest::Contains("with biases"));
 }
 
 TEST_CASE("cpu: GPT-2 weights go to llm.c's stacked layout and back through a file") {

@@ -69,7 +69,7 @@ TEST_CASE("cpu: series files: bad rows are refused naming file and line") {
         std::string::npos);
   CHECK(error_of("unique_id,ds,y\na,1,inf\n").find(":2: y 'inf'") != std::string::npos);
   CHECK(error_of("unique_id,ds,y\na,1,nan\n").find(":2: y 'nan'") != std::string::npos);
-  CHECK(error_of("unique_id,ds,y\na,yesterday,1\n").find(":2: ds 'yesterday' is neither") !=
+  CHECK(error_of("unique_id,ds,y\na,yesterday,1\n").find(":2: ds: 'yesterday' is neither") !=
         std::string::npos);
   CHECK(error_of("unique_id,ds,y\na,2,1\na,1,1\n").find(":3: ds 1 of series 'a' is not after") !=
         std::string::npos);
