@@ -122,6 +122,11 @@ FitConfig read_fit_config(ConfigReader& r) {
     d.params.kind = r.choice(p + "kind", "", kKinds);
     d.name = r.string(p + "name", d.params.kind);
     r.default_is("distributions[].name", "the kind");
+    // summary.csv's rows, curves.csv's and the plots' panels are keyed by the name.
+    for (size_t j = 0; j < c.dists.size(); ++j)
+      if (c.dists[j].name == d.name)
+        r.fail_at(p + "name", "'" + d.name + "' names distributions." + std::to_string(j) +
+                                  " too; give each its own name (the outputs' rows are keyed by it)");
     read_dist_params(r, p, d);
     c.dists.push_back(d);
   }

@@ -47,12 +47,14 @@ const std::vector<Command> kCommands = {
        "check-determinism CONFIG [--runs N] [--steps S] [--out DIR] [--record FILE] "
        "[--compare FILE] [--set key=value ...]",
        "train N short runs in train.deterministic's mode and compare every checkpoint tensor; "
-       "then a GPT's batch invariance (logits, dx) and sampler = trainer logits; exit 1 on any "
+       "then a GPT's batch invariance (logits, dx) and sampler = trainer logits, or a "
+       "forecaster's (forecasts alone vs with the file; KV-cached head outputs); exit 1 on any "
        "difference",
        {{"--runs N", "runs to compare (default 3)"},
         {"--steps S", "steps per run (default 20)"},
         {"--out DIR", "where the runs go (default runs/check_determinism)"},
-        {"--record FILE", "write the checkpoint's dataset digests, to compare on another machine"},
+        {"--record FILE", "write the checkpoint's dataset digests, to compare on another machine "
+                          "(only when every check passed)"},
         {"--compare FILE", "check the checkpoint against a record another machine wrote"},
         kSetFlag}},
       {"sample",

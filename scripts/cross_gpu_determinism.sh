@@ -7,6 +7,7 @@
 # (the f32 and the bf16 stream) after 10 steps, and fit-bide's checkpoint. A run without a record
 # in REF is recorded only. Run it on two GPU
 # models with the same bundle and compare the records (diff, or REF=).
+#   ONLY="a b"   only the checks named (fit_bide among them for the fit)
 #   GEMM_LOG=1   also append every deterministic GEMM algorithm choice to $OUT/gemm_algos.txt
 #                (with BITGRAD_GEMM_TABLE=0: the heuristic's, which is how the table is made)
 # Under $OUT: records.tgz (one NAME.txt per run), summary.txt (one line per run), gpu.txt.
@@ -21,6 +22,8 @@ summary="$out/summary.txt"
 : > "$summary"
 check() {  # check NAME STEPS CONFIG [--set ...]
   local name=$1 steps=$2; shift 2
+  # ONLY="NAME ..." runs those checks alone (and fit-bide only when it names fit_bide).
+  [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $name "* ]] || return 0
   local cmp=()
   [ -n "${REF:-}" ] && [ -f "$REF/$name.txt" ] && cmp=(--compare "$REF/$name.txt")
   $bin check-determinism "$@" --runs 2 --steps "$steps" --out /tmp/chk_$name \
@@ -44,6 +47,7 @@ check gpt2_124m_bf16_10 10 configs/gpt2_124m.yaml --set data.train_bin=/tmp/shar
   --set data.val_bin=/tmp/shards/val.bin --set train.eval_iters=1
 check gpt2_124m_bf16_stream_10 10 configs/gpt2_124m.yaml --set data.train_bin=/tmp/shards/train.bin \
   --set data.val_bin=/tmp/shards/val.bin --set train.eval_iters=1 --set train.activations=bf16
+[ -z "${ONLY:-}" ] || [[ " $ONLY " == *" fit_bide "* ]] || { tar -C $rec -czf "$out/records.tgz" .; exit 0; }
 $bin fit-bide configs/bide_fit.yaml --set train.deterministic=true --set run.out_dir=/tmp/fit > $rec/fit_bide.log 2>&1
 $bin checksum /tmp/fit/checkpoint.h5 > $rec/fit_bide.txt 2>&1
 echo "fit_bide: $(sha256sum < $rec/fit_bide.txt | cut -c1-16)" | tee -a "$summary"

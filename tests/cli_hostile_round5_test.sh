@@ -224,6 +224,8 @@ one_line_error "a setting this build does not read" "$bin" check-determinism \
 # 9. Distinct levels, distinct columns.
 "$bin" forecast run/best.h5 --data h.csv --out fl.csv --quantiles 0.1,0.1000001,0.9 > /dev/null || fail "close levels"
 [ "$(head -1 fl.csv)" = "unique_id,ds,mean,q0.1,q0.1000001,q0.9" ] || fail "level columns: $(head -1 fl.csv)"
+printf 'run: {out_dir: %s/fit}\ntrain: {steps: 2}\ndistributions:\n  - {kind: normal, mu: 0, sigma: 1}\n  - {kind: normal, mu: 5, sigma: 2}\n' "$dir" > twins.yaml
+one_line_error "'normal' names distributions.0 too" "$bin" fit-bide twins.yaml
 
 # 10. Settings that change nothing are refused; a season the context cannot hold is refused.
 one_line_error "train.eval_iters: not used when model.type is forecaster" "$bin" train f.yaml --set train.eval_iters=2
