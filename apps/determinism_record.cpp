@@ -48,9 +48,15 @@ void write_determinism_record(const std::string& path, const std::string& checkp
                               const std::string& config, int64_t steps,
                               const std::string& device_name, const std::string& mode_text,
                               const std::vector<std::string>& settings) {
+  // The origin line is one line whatever the config's path holds (the reader reads by line).
+  const auto one_line = [](std::string v) {
+    for (char& c : v)
+      if (c == '\n' || c == '\r') c = ' ';
+    return v;
+  };
   std::ostringstream text;
-  text << kHeader << "\n# config " << config << ", " << steps << " steps, on " << device_name
-       << " (compute " << mode_text << ")\n";
+  text << kHeader << "\n# config " << one_line(config) << ", " << steps << " steps, on "
+       << one_line(device_name) << " (compute " << mode_text << ")\n";
   for (const std::string& s : settings) text << kSettingPrefix << s << "\n";
   for (const auto& [name, digest] : digests(checkpoint)) text << digest << "  " << name << "\n";
   write_file_atomic(path, text.str(), "check-determinism");

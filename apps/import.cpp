@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "cli.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "data/gpt2_bpe.h"
 #include "data/lm_data.h"
@@ -53,11 +54,11 @@ int run_import(const Args& args) {
   GPT model(cfg, init);
   assign_pretrained(model, weights, src);
   const std::string yaml = str_cat(
-      "# bitgrad import ", src, "\nmodel:\n  type: gpt\n  n_layer: ", cfg.n_layer,
+      "# bitgrad import\nmodel:\n  type: gpt\n  n_layer: ", cfg.n_layer,
       "\n  n_head: ", cfg.n_head, "\n  n_embd: ", cfg.n_embd, "\n  block_size: ", cfg.block_size,
       "\n  vocab_size: ", cfg.vocab_size, "\n  bias: true\n  dropout: 0.0\n  gelu: ",
-      enum_name(cfg.gelu), "\n  init_from: ", src, "\ndata:\n  tokenizer: ", name,
-      kind == TokenizerKind::gpt2 ? "\n  gpt2_dir: " + gpt2_dir : std::string(), "\n");
+      enum_name(cfg.gelu), "\n  init_from: ", yaml_scalar(src), "\ndata:\n  tokenizer: ", name,
+      kind == TokenizerKind::gpt2 ? "\n  gpt2_dir: " + yaml_scalar(gpt2_dir) : std::string(), "\n");
   save_imported_checkpoint(out, model, *tok, src, yaml);
   std::printf("%s: GPT-2 from %s, %lld layers, %lld heads, width %lld, %lld positions, %s GELU, "
               "vocabulary %lld (%lld token ids, %s tokenizer), %lld parameters\n",

@@ -70,6 +70,12 @@ void flatten(const YAML::Node& node, const std::string& key,
 }
 }  // namespace
 
+std::string yaml_scalar(const std::string& text) {
+  YAML::Emitter e;
+  e << text;
+  return e.c_str();
+}
+
 std::vector<std::pair<std::string, std::string>> flat_settings(const std::string& yaml_text) {
   std::vector<std::pair<std::string, std::string>> out;
   try {

@@ -33,6 +33,10 @@ struct ConfigKeySpec {
 // stand-in for no bound (2^40 and above).
 std::string range_text(double lo, double hi);
 
+// `text` as a YAML scalar that reads back as exactly `text` (quoted where a colon, a '#', edge
+// spaces or the like would change it): for YAML written by hand (import's config record).
+std::string yaml_scalar(const std::string& text);
+
 // A config's YAML text as "key.path" -> its value in YAML's flow form ("[0.9, 0.95]"), for
 // comparing two runs' configs setting by setting (a resume against its checkpoint's record,
 // check-determinism against another machine's), in the text's order.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/json.h"
 #include "data/csv.h"
 #include "models/forecast.h"
 #include "models/forecast_metrics.h"
@@ -200,14 +201,7 @@ std::string forecast_evaluation_json(const ForecastEvaluation& e, const std::str
     std::snprintf(buf, sizeof buf, "%.9g", v);
     return std::string(buf);
   };
-  const auto str = [](const std::string& v) {
-    std::string out = "\"";
-    for (const char c : v) {
-      if (c == '"' || c == '\\') out += '\\';
-      if (static_cast<unsigned char>(c) >= 0x20) out += c;
-    }
-    return out + "\"";
-  };
+  const auto str = [](const std::string& v) { return json_quote(v); };  // every byte kept
   std::ostringstream o;
   o << "{\"checkpoint\": " << str(checkpoint) << ", \"data\": " << str(data)
     << ", \"horizon\": " << s.horizon << ", \"season\": " << s.season
