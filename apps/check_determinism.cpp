@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "models/run.h"
 #include "core/allocator.h"
 #include "core/checkpoint.h"
 #include "core/config.h"
@@ -280,7 +281,7 @@ int run_check_determinism(const Args& args) {
     std::vector<std::string> run_sets = sets;
     run_sets.push_back("run.out_dir=" + run_folder(out, r));
     const ConfiguredRun one = configured_run(args.positional[0], run_sets);
-    if (train_language_model(one.run, one.context) == 130) {  // Ctrl-C: saved, and stopped
+    if (train_run(one.run, one.context) == 130) {  // Ctrl-C: saved, and stopped
       std::printf("check-determinism: stopped by a signal during run %lld; nothing compared\n",
                   (long long)r);
       return 130;

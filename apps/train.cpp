@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "core/config.h"
+#include "models/run.h"
 
 namespace bg::cli {
 
@@ -23,7 +24,7 @@ int run_train(const Args& args) {
   BG_CHECK(args.positional.size() == 1, "train",
            "usage: bitgrad train CONFIG [--set key=value ...]");
   const ConfiguredRun configured = configured_run(args.positional[0], args.overrides);
-  return train_language_model(configured.run, configured.context);
+  return train_run(configured.run, configured.context);
 }
 
 }  // namespace bg::cli

@@ -17,7 +17,7 @@ LanguageModelRun read_train_config(ConfigReader& r);
 std::string loss_plot(const std::string& metrics_csv);
 
 // The run a config file and its --set overrides describe (the config read, checked and
-// finished), as train_language_model takes it.
+// finished), as train_run takes it.
 struct ConfiguredRun {
   LanguageModelRun run;
   RunContext context;

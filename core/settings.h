@@ -86,8 +86,8 @@ class Settings {
     using T = std::remove_reference_t<decltype(ref(std::declval<S&>()))>;
     Setting<S>& f = add(key, meaning, flags);
     f.read = [=](ConfigReader& r, S& s) {
-      S d{};
-      ref(s) = T(r.integer(key, int64_t(ref(d)), lo, hi));
+      const int64_t def = int64_t(ref(s));  // the default: the enclosing struct's initialiser
+      ref(s) = T(r.integer(key, def, lo, hi));
     };
     f.save = [=](CheckpointWriter& ck, const S& s) { ck.attr(key, int64_t(ref(mut(s)))); };
     f.load = [=](const CheckpointReader& ck, const std::string& path, S& s) {
@@ -104,8 +104,8 @@ class Settings {
   Settings& boolean(const char* key, F ref, const char* meaning, unsigned flags = 0) {
     Setting<S>& f = add(key, meaning, flags);
     f.read = [=](ConfigReader& r, S& s) {
-      S d{};
-      ref(s) = r.boolean(key, ref(d));
+      const bool def = ref(s);
+      ref(s) = r.boolean(key, def);
     };
     // Saved as 0 or 1: HDF5 has no boolean attribute.
     f.save = [=](CheckpointWriter& ck, const S& s) { ck.attr(key, int64_t(ref(mut(s)))); };
@@ -126,8 +126,8 @@ class Settings {
                    unsigned flags = 0) {
     Setting<S>& f = add(key, meaning, flags);
     f.read = [=](ConfigReader& r, S& s) {
-      S d{};
-      ref(s) = r.number(key, ref(d), lo, hi);
+      const double def = ref(s);
+      ref(s) = r.number(key, def, lo, hi);
     };
     f.save = [=](CheckpointWriter& ck, const S& s) { ck.attr(key, double(ref(mut(s)))); };
     f.load = [=](const CheckpointReader& ck, const std::string& path, S& s) {
@@ -145,8 +145,8 @@ class Settings {
   Settings& string(const char* key, F ref, const char* meaning, unsigned flags = 0) {
     Setting<S>& f = add(key, meaning, flags);
     f.read = [=](ConfigReader& r, S& s) {
-      S d{};
-      ref(s) = (flags & kRequired) ? r.string(key) : r.string(key, ref(d));
+      const std::string def = ref(s);
+      ref(s) = (flags & kRequired) ? r.string(key) : r.string(key, def);
     };
     f.text = [=](const S& s) { return ref(mut(s)); };
     return *this;
@@ -168,8 +168,8 @@ class Settings {
     using E = std::remove_reference_t<decltype(ref(std::declval<S&>()))>;
     Setting<S>& f = add(key, meaning, flags);
     f.read = [=](ConfigReader& r, S& s) {
-      S d{};
-      ref(s) = r.choice(key, E(ref(d)));
+      const E def = E(ref(s));
+      ref(s) = r.choice(key, def);
     };
     f.save = [=](CheckpointWriter& ck, const S& s) {
       ck.attr(key, std::string(enum_name(ref(mut(s)))));
@@ -217,7 +217,9 @@ class Settings {
   }
 
   // Every config field in order: read where it applies (given those read before it), refused
-  // as "not used when ..." where it does not.
+  // as "not used when ..." where it does not. `s` holds the defaults (the struct as initialised):
+  // a field a config leaves out keeps its value, so a nested list's field takes the enclosing
+  // struct's default (a forecaster's n_embd 128, not the trunk's 384).
   void read(ConfigReader& r, S& s) const {
     for (const Setting<S>& f : fields_) {
       if (!f.config_key()) continue;

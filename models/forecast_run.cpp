@@ -124,10 +124,8 @@ int train_forecaster(const LanguageModelRun& run, const RunContext& context,
       (long long)run.data.horizon, enum_name(cfg.head.kind), (long long)params.numel(),
       place.device.str().c_str(), place.mode.str().c_str());
   SeriesTask task(run, context.effective_yaml, std::move(set), model, place.device);
-  const double flops =
-      6.0 * double(params.numel()) + 12.0 * double(cfg.n_layer * cfg.n_embd * cfg.block_size);
   const TrainResult result =
-      run_trainer(run, context, place, {&params, flops, cfg.block_size}, task);
+      run_trainer(run, context, place, {&params, model.flops_per_token(), cfg.block_size}, task);
   return result.stop_signal ? 130 : 0;
 }
 

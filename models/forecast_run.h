@@ -45,7 +45,7 @@ class SeriesTask : public TrainTask {
   MicroBatchStreams streams_;
 };
 
-// Trains `run` (model.type forecaster, data.format series) at `place`; as train_language_model.
+// Trains `run` (model.type forecaster, data.format series) at `place`; as train_run.
 int train_forecaster(const LanguageModelRun& run, const RunContext& context, const RunPlace& place);
 
 // A trained forecaster read back, ready for inference on `device` in the mode its training

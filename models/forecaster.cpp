@@ -8,21 +8,6 @@
 namespace bg {
 namespace {
 
-// The GPT block's settings of a forecaster's trunk.
-GPTConfig trunk_config(const ForecasterConfig& c) {
-  GPTConfig g;
-  g.block_size = c.block_size;
-  g.n_layer = c.n_layer;
-  g.n_head = c.n_head;
-  g.n_embd = c.n_embd;
-  g.dropout = c.dropout;
-  g.bias = c.bias;
-  g.gelu = c.gelu;
-  g.linear = c.linear;
-  g.fused_attention = c.fused_attention;
-  return g;
-}
-
 int64_t input_width(SeriesInput input) { return input == SeriesInput::value ? 2 : 16; }
 
 }  // namespace
@@ -30,14 +15,7 @@ int64_t input_width(SeriesInput input) { return input == SeriesInput::value ? 2 
 const Settings<ForecasterConfig>& forecaster_settings() {
   static const Settings<ForecasterConfig> s = [] {
     Settings<ForecasterConfig> s("forecaster");
-    s.integer("model.block_size", [](auto& c) -> auto& { return c.block_size; }, 2, 1 << 16,
-              "values a window holds (context plus forecast steps)", kArchitecture);
-    s.integer("model.n_layer", [](auto& c) -> auto& { return c.n_layer; }, 1, 256,
-              "transformer blocks", kArchitecture);
-    s.integer("model.n_head", [](auto& c) -> auto& { return c.n_head; }, 1, 1024,
-              "attention heads (must divide n_embd)", kArchitecture);
-    s.integer("model.n_embd", [](auto& c) -> auto& { return c.n_embd; }, 1, 1 << 16,
-              "model width", kArchitecture);
+    s.nested(trunk_settings(), [](auto& c) -> TrunkConfig& { return c; });
     s.integer("model.scale_window", [](auto& c) -> auto& { return c.scale_window; }, 1, 1 << 16,
               "a window is scaled from its first scale_window values; only later values are "
               "targets",
@@ -50,13 +28,6 @@ const Settings<ForecasterConfig>& forecaster_settings() {
              "mean_abs (divide by the scale window's mean absolute value, Chronos) or standard "
              "(subtract its mean, divide by its standard deviation)",
              kArchitecture);
-    s.number("model.dropout", [](auto& c) -> auto& { return c.dropout; }, 0.0, 0.95,
-             "dropout probability (embeddings, attention weights, residual branches)");
-    s.boolean("model.bias", [](auto& c) -> auto& { return c.bias; },
-              "biases in the linears and LayerNorms", kArchitecture);
-    s.nested(linear_settings(), [](auto& c) -> auto& { return c.linear; });
-    s.choice("model.gelu", [](auto& c) -> auto& { return c.gelu; },
-             "tanh (GPT-2, llm.c) or erf (nanoGPT's nn.GELU())", kArchitecture);
     s.choice("model.input", [](auto& c) -> auto& { return c.input; },
              "value (the scaled value and a padding flag through a linear layer) or bits (its 16 "
              "float16 bits in {-1, +1} through a linear layer)",
@@ -78,9 +49,7 @@ WindowSpec window_spec(const ForecasterConfig& cfg, int64_t context) {
 }
 
 SettingProblem forecaster_config_problem(const ForecasterConfig& c) {
-  if (c.n_embd % c.n_head != 0)
-    return {"model.n_head", "n_embd " + std::to_string(c.n_embd) +
-                                " is not divisible by n_head " + std::to_string(c.n_head)};
+  if (const SettingProblem p = trunk_config_problem(c)) return p;
   if (c.scale_window >= c.block_size)
     return {"model.scale_window", std::to_string(c.scale_window) +
                                       " leaves no targets in a window of model.block_size " +
@@ -123,13 +92,7 @@ Forecaster::Forecaster(const ForecasterConfig& cfg, Generator& init) : cfg_(cfg)
   input_ = register_module(cfg.input == SeriesInput::value ? "transformer.wve" : "transformer.wbe",
                            std::make_shared<Linear>(width, cfg.n_embd, false, init,
                                                     0.02 / std::sqrt(double(width))));
-  wpe_ = register_module("transformer.wpe",
-                         std::make_shared<Embedding>(cfg.block_size, cfg.n_embd, init, 0.02));
-  const GPTConfig trunk = trunk_config(cfg);
-  for (int64_t i = 0; i < cfg.n_layer; ++i)
-    blocks_.push_back(register_module("transformer.h." + std::to_string(i),
-                                      std::make_shared<Block>(trunk, init)));
-  ln_f_ = register_module("transformer.ln_f", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
+  trunk_ = register_module("transformer", std::make_shared<Trunk>(cfg, init));
   head_ = register_module("head", make_forecast_head(cfg.head, cfg.n_embd, init));
 }
 
@@ -168,9 +131,8 @@ void Forecaster::check_input(const Tensor& x, int64_t max_t) const {
 Tensor Forecaster::hidden(const Tensor& x, Generator& gen) const {
   check_input(x, cfg_.block_size);
   const int64_t b = x.size(0), t = x.size(1);
-  Tensor h = dropout(input_features(x) + wpe_->weight.slice(0, 0, t), cfg_.dropout, training(), gen);
-  for (const auto& block : blocks_) h = block->forward(h, gen);
-  return ln_f_->forward(h).reshape({b * t, cfg_.n_embd});
+  const Tensor h = dropout(trunk_->stream_input(input_features(x), 0), cfg_.dropout, training(), gen);
+  return trunk_->forward(h, gen).reshape({b * t, cfg_.n_embd});
 }
 
 namespace {
@@ -216,13 +178,7 @@ std::vector<double> Forecaster::target_nll(const Tensor& x, const Tensor& y) con
 }
 
 KVCache Forecaster::new_cache(int64_t batch, Device device) const {
-  KVCache cache;
-  const int64_t hd = cfg_.n_embd / cfg_.n_head;
-  for (int64_t i = 0; i < cfg_.n_layer; ++i) {
-    cache.k.push_back(zeros({batch, cfg_.n_head, cfg_.block_size, hd}, DType::f32, device));
-    cache.v.push_back(zeros({batch, cfg_.n_head, cfg_.block_size, hd}, DType::f32, device));
-  }
-  return cache;
+  return trunk_->new_cache(batch, device);
 }
 
 Tensor Forecaster::forward_cached_hidden(const Tensor& x, KVCache& cache) const {
@@ -231,11 +187,7 @@ Tensor Forecaster::forward_cached_hidden(const Tensor& x, KVCache& cache) const 
   const int64_t t = x.size(1), past = cache.length;
   BG_CHECK(t >= 1 && past + t <= cfg_.block_size, "forecaster", "positions ", past, "..",
            past + t - 1, " run past model.block_size = ", cfg_.block_size);
-  Tensor h = input_features(x) + wpe_->weight.slice(0, past, past + t);
-  for (size_t i = 0; i < blocks_.size(); ++i)
-    h = blocks_[i]->forward_cached(h, cache.k[i], cache.v[i], past);
-  cache.length = past + t;
-  return ln_f_->forward(h.slice(1, t - 1, t)).reshape({x.size(0), cfg_.n_embd});
+  return trunk_->forward_cached(trunk_->stream_input(input_features(x), past), cache);
 }
 
 }  // namespace bg

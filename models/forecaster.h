@@ -1,8 +1,8 @@
 // forecaster.h: a decoder-only forecaster of real-valued series. Position t reads the window's
 // scaled value x_t (data/series.h: scaled from the window's first scale_window values by
-// model.scaling, then rounded to float16) and predicts x_{t+1}; the trunk is the GPT's (learned
-// position embeddings, n_layer pre-LayerNorm blocks of causal attention and MLP, a final
-// LayerNorm: models/gpt.h's Block), the head one of models/forecast_heads.h's laws. Inputs:
+// model.scaling, then rounded to float16) and predicts x_{t+1}; the trunk is the GPT's
+// (models/transformer.h: learned position embeddings, n_layer pre-LayerNorm blocks of causal
+// attention and MLP, a final LayerNorm), the head one of models/forecast_heads.h's laws. Inputs:
 //   value  the scaled value and a flag for the left padding before a series starts, through a
 //          bias-free 2 -> n_embd linear layer (transformer.wve);
 //   bits   the value's 16 float16 bits in {-1, +1} through a 16 -> n_embd linear layer
@@ -13,15 +13,21 @@
 
 #include "data/series.h"
 #include "models/forecast_heads.h"
-#include "models/gpt.h"
+#include "models/transformer.h"
 
 namespace bg {
 
 #define BG_SERIES_INPUTS(X) X(value, "value") X(bits, "bits")
 BG_NAMED_ENUM(SeriesInput, BG_SERIES_INPUTS)
 
-struct ForecasterConfig {
-  int64_t block_size = 128, n_layer = 4, n_head = 4, n_embd = 128;
+// The trunk's fields (models/transformer.h) and the forecaster's own.
+struct ForecasterConfig : TrunkConfig {
+  ForecasterConfig() {
+    block_size = 128;
+    n_layer = 4;
+    n_head = 4;
+    n_embd = 128;
+  }
   // model.scale_window: a window is scaled from its first scale_window values, and only values
   // after them are targets (a forecast's context is scaled the same way).
   int64_t scale_window = 32;
@@ -29,13 +35,8 @@ struct ForecasterConfig {
   // model.lag: beside each position's value, the value `lag` steps before its target (0: none);
   // a season's length hands the model last season's value (DeepAR's and Lag-Llama's lag inputs).
   int64_t lag = 0;
-  double dropout = 0.0;
-  bool bias = false;
-  GeluForm gelu = GeluForm::tanh;
-  LinearSpec linear;
   SeriesInput input = SeriesInput::value;
   ForecastHeadSpec head;
-  bool fused_attention = true;  // not part of the architecture (as the GPT's)
 };
 
 // Its declared fields (core/settings.h): model.* and the head's.
@@ -64,15 +65,18 @@ class Forecaster : public Module {
   KVCache new_cache(int64_t batch, Device device) const;
   Tensor forward_cached_hidden(const Tensor& x, KVCache& cache) const;
   const ForecastHead& head() const { return *head_; }
+  // A training token's FLOPs by the trunk's estimate (models/transformer.h), N the parameters
+  // but the position table's.
+  double flops_per_token() const {
+    return trunk_->flops_per_token(parameter_count() - trunk_->position_parameters());
+  }
   const ForecasterConfig& config() const { return cfg_; }
 
  private:
   Tensor input_features(const Tensor& x) const;  // (B, T, n_embd)
   ForecasterConfig cfg_;
   std::shared_ptr<Linear> input_;  // transformer.wve or transformer.wbe
-  std::shared_ptr<Embedding> wpe_;
-  std::vector<std::shared_ptr<Block>> blocks_;
-  std::shared_ptr<LayerNorm> ln_f_;
+  std::shared_ptr<Trunk> trunk_;   // transformer.wpe, transformer.h.N, transformer.ln_f
   std::shared_ptr<ForecastHead> head_;
   mutable Tensor input_table_;  // (65536, 2 or 16) per pattern, on the device of the last call
   void check_input(const Tensor& x, int64_t max_t) const;

@@ -91,4 +91,12 @@ std::vector<int32_t> generate_windowed(const std::function<Tensor(const Tensor&)
   return ids;
 }
 
+// The GPT's sampler: the KV-cached decoder above (gpt.cpp would otherwise include this file,
+// which includes gpt.h).
+std::vector<int32_t> GPT::generate(std::vector<int32_t> ids, const SampleSettings& s,
+                                   int64_t vocab_limit, Generator& gen, Device device,
+                                   const std::function<bool(int32_t)>& on_token) const {
+  return generate_cached(*this, std::move(ids), s, vocab_limit, gen, device, on_token);
+}
+
 }  // namespace bg

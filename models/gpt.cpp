@@ -3,27 +3,13 @@
 #include <cmath>
 
 #include "core/checkpoint.h"
-#include "models/generate.h"
-#include "models/lm_checkpoint.h"
 
 namespace bg {
 
 const Settings<GPTConfig>& gpt_settings() {
   static const Settings<GPTConfig> s = [] {
     Settings<GPTConfig> s("gpt");
-    s.integer("model.block_size", [](auto& c) -> auto& { return c.block_size; }, 1, 1 << 20,
-              "context length (position embeddings)", kArchitecture);
-    s.integer("model.n_layer", [](auto& c) -> auto& { return c.n_layer; }, 1, 256,
-              "transformer blocks", kArchitecture);
-    s.integer("model.n_head", [](auto& c) -> auto& { return c.n_head; }, 1, 1024,
-              "attention heads (must divide n_embd)", kArchitecture);
-    s.integer("model.n_embd", [](auto& c) -> auto& { return c.n_embd; }, 1, 1 << 16,
-              "model width", kArchitecture);
-    s.number("model.dropout", [](auto& c) -> auto& { return c.dropout; }, 0.0, 0.95,
-             "dropout probability (embeddings, attention weights, residual branches)");
-    s.boolean("model.bias", [](auto& c) -> auto& { return c.bias; },
-              "biases in the linears and LayerNorms", kArchitecture);
-    s.nested(linear_settings(), [](auto& c) -> auto& { return c.linear; });
+    s.nested(trunk_settings(), [](auto& c) -> TrunkConfig& { return c; });
     // Files before model.head had the tied softmax head (or, with BitLinear, the legacy
     // bitlinear.lm_head attribute load_gpt_config reads).
     s.choice("model.head", [](auto& c) -> auto& { return c.head; },
@@ -43,9 +29,6 @@ const Settings<GPTConfig>& gpt_settings() {
     s.integer("model.predict_tokens", [](auto& c) -> auto& { return c.predict_tokens; }, 1, 2,
               "tokens each position predicts jointly (2 for data.tokenizer byte_pair)",
               kArchitecture | kDerived | kOptional);
-    // Files before model.gelu were trained with the tanh form.
-    s.choice("model.gelu", [](auto& c) -> auto& { return c.gelu; },
-             "tanh (GPT-2, llm.c) or erf (nanoGPT's nn.GELU())", kArchitecture | kOptional);
     // 0 in a config: the tokenizer's size; a checkpoint holds what ran.
     s.integer("model.vocab_size", [](auto& c) -> auto& { return c.vocab_size; }, 0, 1 << 24,
               "0 = the tokenizer's size; larger pads the embedding (GPT-2: 50304)",
@@ -58,9 +41,7 @@ const Settings<GPTConfig>& gpt_settings() {
 SettingProblem gpt_config_problem(const GPTConfig& c, bool resolved) {
   const BideHeadSpec& b = c.bide;
   const bool bide = c.head == HeadKind::bide;
-  if (c.n_embd % c.n_head != 0)
-    return {"model.n_head", "n_embd " + std::to_string(c.n_embd) +
-                                " is not divisible by n_head " + std::to_string(c.n_head)};
+  if (const SettingProblem p = trunk_config_problem(c)) return p;
   if (c.head == HeadKind::bitlinear && c.linear.kind != LinearKind::bitlinear)
     return {"model.head", "bitlinear makes the tied head a BitLinear product like the "
                           "projections; it needs model.linear: bitlinear"};
@@ -181,71 +162,6 @@ std::string activations_problem(const ComputeMode& mode, const GPTConfig* gpt) {
   return "";
 }
 
-bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Device device,
-                            int64_t head_dim) {
-  if (choice == AttentionChoice::composed) return false;
-  const std::string why =
-      fused_attention_supports(mode.at(MatmulSite::attention), device, head_dim);
-  BG_CHECK(choice != AttentionChoice::fused || why.empty(), "config",
-           "model.attention: fused cannot run here: ", why, " (compute ", mode.str(), " on ",
-           device.str(), "); set model.attention: composed or auto");
-  return why.empty();
-}
-
-void save_trained_attention(CheckpointWriter& ck, AttentionChoice ran) {
-  BG_CHECK(ran != AttentionChoice::automatic, "gpt", "a run's attention is fused or composed");
-  ck.attr("attention", std::string(enum_name(ran)));
-}
-
-AttentionChoice load_trained_attention(const CheckpointReader& ck, const std::string& path) {
-  if (!ck.has_attr("attention")) return AttentionChoice::automatic;
-  const std::string text = ck.str_attr("attention");
-  AttentionChoice ran = AttentionChoice::automatic;
-  BG_CHECK(parse_enum(text, &ran) && ran != AttentionChoice::automatic, "checkpoint", path,
-           ": attribute attention is '", text, "', expected fused or composed");
-  return ran;
-}
-
-Block::Block(const GPTConfig& cfg, Generator& init) {
-  const double proj_std = 0.02 / std::sqrt(2.0 * double(cfg.n_layer));
-  ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
-  attn = register_module("attn", std::make_shared<CausalSelfAttention>(
-                                     cfg.n_embd, cfg.n_head, cfg.bias, cfg.dropout, init, proj_std,
-                                     cfg.fused_attention, cfg.linear));
-  ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
-  mlp = register_module("mlp", std::make_shared<MLP>(cfg.n_embd, cfg.bias, cfg.dropout, init,
-                                                     proj_std, cfg.gelu, cfg.linear));
-}
-
-namespace {
-
-// ln(x) for `reader`, a projection whose only input it is; where the reader quantises its input
-// (BitLinear), the LayerNorm does so in its own pass and hands the result over.
-Tensor normed_for(const LayerNorm& ln, const LinearLayer& reader, const Tensor& x) {
-  const ActQuantOptions* quantizer = reader.input_quantizer();
-  if (!quantizer) return ln.forward_for_matmul(x);
-  NormedActivations out = ln.forward_quantized(x, *quantizer);
-  reader.set_quantized_input(out.y, std::move(out.q));
-  return out.y;
-}
-
-}  // namespace
-
-Tensor Block::forward(const Tensor& x, Generator& gen) const {
-  // x + attn(ln_1(x)), then h + mlp(ln_2(h))
-  const Tensor h = attn->forward(normed_for(*ln_1, *attn->c_attn, x), gen, x);
-  return mlp->forward(normed_for(*ln_2, *mlp->c_fc, h), gen, h);
-}
-
-Tensor Block::forward_cached(const Tensor& x, const Tensor& k, const Tensor& v,
-                             int64_t past) const {
-  // The residual adds as forward makes them (in c_proj's epilogue): the stream's bits are
-  // training's (sampler = trainer).
-  const Tensor h = attn->forward_cached(normed_for(*ln_1, *attn->c_attn, x), k, v, past, x);
-  Generator unused;
-  return mlp->forward(normed_for(*ln_2, *mlp->c_fc, h), unused, h);  // inference: dropout is off
-}
-
 GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
   BG_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0, "gpt",
            "vocab_size, block_size and n_layer must be positive, got ", cfg.vocab_size, ", ",
@@ -265,12 +181,7 @@ GPT::GPT(const GPTConfig& cfg, Generator& init) : cfg_(cfg) {
         "transformer.wbe",
         std::make_shared<Linear>(bits, cfg.n_embd, false, init, 0.02 / std::sqrt(double(bits))));
   }
-  wpe_ = register_module("transformer.wpe",
-                         std::make_shared<Embedding>(cfg.block_size, cfg.n_embd, init, 0.02));
-  for (int64_t i = 0; i < cfg.n_layer; ++i)
-    blocks_.push_back(
-        register_module("transformer.h." + std::to_string(i), std::make_shared<Block>(cfg, init)));
-  ln_f_ = register_module("transformer.ln_f", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));
+  trunk_ = register_module("transformer", std::make_shared<Trunk>(cfg, init));
   if (cfg.head == HeadKind::bide) {
     resolve_bide_head(cfg_);  // what is still unset: the checkpoint records what ran
     const BideHeadSpec& spec = cfg_.bide;
@@ -296,12 +207,7 @@ Tensor GPT::embed(const Tensor& idx, Generator& gen) const {
 }
 
 Tensor GPT::stream_input(const Tensor& idx, int64_t past) const {
-  // Positions past..past+T-1 embed to those rows of wpe: a slice, no index tensor to upload. The
-  // sum enters the residual stream in its dtype (bf16 under train.activations: bf16), in
-  // training and in the KV-cached sampler alike.
-  const Tensor sum = token_features(idx) + wpe_->weight.slice(0, past, past + idx.size(1));
-  const DType stream = activation_dtype(compute_mode(), idx.device());
-  return sum.dtype() == stream ? sum : sum.to(stream);
+  return trunk_->stream_input(token_features(idx), past);
 }
 
 Tensor GPT::token_features(const Tensor& idx) const {
@@ -316,20 +222,8 @@ Tensor GPT::token_features(const Tensor& idx) const {
   return wbe_->forward(embedding(bit_table_, idx));
 }
 
-void GPT::quantize_weights() const {
-  // The blocks' BitLinear weights in one pass (three launches on CUDA) rather than one per layer.
-  // Not the head's: not every reader of the head runs all its layers once a forward.
-  if (cfg_.linear.kind != LinearKind::bitlinear) return;
-  std::vector<const Module*> blocks;
-  for (const auto& block : blocks_) blocks.push_back(block.get());
-  quantize_bitlinear_weights(blocks);
-}
-
 Tensor GPT::hidden_from_embeddings(const Tensor& embedded, Generator& gen) const {
-  quantize_weights();
-  Tensor x = embedded;
-  for (const auto& block : blocks_) x = block->forward(x, gen);
-  return ln_f_->forward_for_matmul(x);
+  return trunk_->forward(embedded, gen);
 }
 
 Tensor GPT::forward_from_embeddings(const Tensor& embedded, Generator& gen) const {
@@ -343,13 +237,7 @@ void GPT::use_packed_head(PackedTernary packed) {
 }
 
 KVCache GPT::new_cache(int64_t batch, Device device, DType dtype) const {
-  KVCache cache;
-  const int64_t hd = cfg_.n_embd / cfg_.n_head;
-  for (int64_t i = 0; i < cfg_.n_layer; ++i) {
-    cache.k.push_back(zeros({batch, cfg_.n_head, cfg_.block_size, hd}, dtype, device));
-    cache.v.push_back(zeros({batch, cfg_.n_head, cfg_.block_size, hd}, dtype, device));
-  }
-  return cache;
+  return trunk_->new_cache(batch, device, dtype);
 }
 
 Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) const {
@@ -362,12 +250,7 @@ Tensor GPT::forward_cached_hidden(const Tensor& idx, KVCache& cache) const {
   const int64_t t = idx.size(1), past = cache.length;
   BG_CHECK(t >= 1 && past + t <= cfg_.block_size, "gpt", "positions ", past, "..", past + t - 1,
            " run past block_size = ", cfg_.block_size);
-  quantize_weights();
-  Tensor x = stream_input(idx, past);
-  for (size_t i = 0; i < blocks_.size(); ++i)
-    x = blocks_[i]->forward_cached(x, cache.k[i], cache.v[i], past);
-  cache.length = past + t;
-  return ln_f_->forward(x.slice(1, t - 1, t)).reshape({idx.size(0), cfg_.n_embd});
+  return trunk_->forward_cached(stream_input(idx, past), cache);
 }
 
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets, Generator& gen) const {
@@ -376,7 +259,9 @@ Tensor GPT::loss(const Tensor& idx, const Tensor& targets, Generator& gen) const
   return head_->loss(h.reshape({rows, cfg_.n_embd}), targets.reshape({rows}));
 }
 
-int64_t GPT::non_embedding_parameters() const { return parameter_count() - wpe_->weight.numel(); }
+int64_t GPT::non_embedding_parameters() const {
+  return parameter_count() - trunk_->position_parameters();
+}
 
 TargetScores GPT::score(const Tensor& idx, const Tensor& targets) const {
   Generator unused;  // no dropout: the caller evaluates (train(false))
@@ -395,10 +280,31 @@ TargetScores GPT::score(const Tensor& idx, const Tensor& targets) const {
   return out;
 }
 
-std::vector<int32_t> GPT::generate(std::vector<int32_t> ids, const SampleSettings& s,
-                                   int64_t vocab_limit, Generator& gen, Device device,
-                                   const std::function<bool(int32_t)>& on_token) const {
-  return generate_cached(*this, std::move(ids), s, vocab_limit, gen, device, on_token);
+void save_bide_code(CheckpointWriter& ck, const GPT& model) {
+  const BideTokenHead* head = model.bide_head();
+  if (!head || head->code_of_id().empty()) return;
+  const std::vector<int64_t>& code = head->code_of_id();
+  ck.tensor(kBideCodeDataset, from_vector(code, {int64_t(code.size())}));
+}
+
+void load_bide_code(const CheckpointReader& ck, const std::string& path, GPT& model) {
+  BideTokenHead* head = model.bide_head();
+  // A table beside the id code means the attribute and the datasets disagree: the head would
+  // read its logits under the wrong patterns.
+  BG_CHECK(!ck.has(kBideCodeDataset) || (head && model.config().bide.code != BideTokenCode::id),
+           "checkpoint", path, ": holds a token code table (", kBideCodeDataset,
+           ") but head.bide.code is ", head ? enum_name(model.config().bide.code) : "unset",
+           "; the attribute does not match the file");
+  if (!head || model.config().bide.code == BideTokenCode::id) return;
+  const int64_t support = model.config().bide.support;
+  BG_CHECK(ck.has(kBideCodeDataset), "checkpoint", path, ": head.bide.code is ",
+           enum_name(model.config().bide.code), " but the file holds no ", kBideCodeDataset);
+  const Tensor code = ck.tensor(kBideCodeDataset, DType::i64, {support});
+  try {
+    head->set_code(code.to_vector<int64_t>());
+  } catch (const Error& e) {
+    fail("checkpoint", path, ": ", kBideCodeDataset, ": ", e.what());
+  }
 }
 
 void GPT::save_description(CheckpointWriter& ck) const {

@@ -10,6 +10,7 @@
 #include "gpt_head.h"
 #include "layers/layers.h"
 #include "models/language_model.h"
+#include "models/transformer.h"
 
 namespace bg {
 
@@ -23,28 +24,19 @@ class CheckpointReader;
 #define BG_INPUT_KINDS(X) X(embedding, "embedding") X(bits, "bits")
 BG_NAMED_ENUM(InputKind, BG_INPUT_KINDS)
 
-struct GPTConfig {
-  int64_t vocab_size = 0, block_size = 256, n_layer = 6, n_head = 6, n_embd = 384;
+// The trunk's fields (models/transformer.h: block_size, n_layer, n_head, n_embd, dropout, bias,
+// gelu, linear, fused_attention) and the GPT's own.
+struct GPTConfig : TrunkConfig {
+  int64_t vocab_size = 0;
   InputKind input = InputKind::embedding;
   // Tokens each position predicts jointly (2 for data.tokenizer: byte_pair): position t's target
   // is the id sum_j token[t + 1 + j] vocab_size^(P - 1 - j), one of vocab_size^P
   // (joint_target_ids below).
   int64_t predict_tokens = 1;
-  double dropout = 0.0;
-  bool bias = false;
-  GeluForm gelu = GeluForm::tanh;  // part of the architecture: saved as model.gelu
-  // The projections' layer kind and BitLinear's quantisers (model.linear, bitlinear.*; saved as
-  // such).
-  LinearSpec linear;
   // The output head (models/gpt_head.h): the tied softmax head, dense or (bitlinear.lm_head) a
   // BitLinear product of the token embedding; or a BIDE head over the token's bits (bide).
   HeadKind head = HeadKind::softmax;
   BideHeadSpec bide;  // head == bide
-  // fused_causal_attention (one kernel per pass; on CUDA bf16 tensor cores, head dim 64, so only
-  // under bf16 precision) or the composed matmul + causal_softmax + dropout + matmul (any
-  // mode). Not part of the architecture: a checkpoint trained one way evaluates either way.
-  // Chosen by choose_fused_attention, the one place that decides it.
-  bool fused_attention = true;
 };
 
 // The ids a position's target ranges over: vocab_size^predict_tokens.
@@ -59,23 +51,10 @@ void resolve_bide_head(GPTConfig& cfg);
 int64_t joint_target(const GPTConfig& cfg, const int32_t* next_tokens);
 void append_target_tokens(const GPTConfig& cfg, int64_t target, std::vector<int32_t>& out);
 
-// model.attention: the fused kernel, the composed ops, or auto: the fused kernel wherever it
-// honours the run's compute mode, the composed ops elsewhere.
-#define BG_ATTENTION_CHOICES(X) X(automatic, "auto") X(fused, "fused") X(composed, "composed")
-BG_NAMED_ENUM(AttentionChoice, BG_ATTENTION_CHOICES)
-// Whether a GPT of head dim `head_dim` running `mode` on `device` uses the fused attention
-// kernel. fused where the kernel cannot honour the mode is a one-line error naming the key.
 // Why a model cannot run with `mode`'s activations ("" when it can): bf16 activations
 // (train.activations) are the GPT's with dense projections and the softmax head. `gpt` is null
 // for the other models. The one rule train configs and checkpoint loaders apply.
 std::string activations_problem(const ComputeMode& mode, const GPTConfig* gpt);
-
-bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Device device,
-                            int64_t head_dim);
-// The attention a run computed with (fused or composed), as the checkpoint's `attention`
-// attribute; read back, automatic when a file has none.
-void save_trained_attention(CheckpointWriter& ck, AttentionChoice ran);
-AttentionChoice load_trained_attention(const CheckpointReader& ck, const std::string& path);
 
 // Its declared fields (core/settings.h): model.*, and the linear's and head's under their
 // keys. Reading a config, the checkpoint attributes (from which sample and eval rebuild the
@@ -88,25 +67,18 @@ const Settings<GPTConfig>& gpt_settings();
 SettingProblem gpt_config_problem(const GPTConfig& cfg, bool resolved);
 void save_gpt_config(CheckpointWriter& ck, const GPTConfig& cfg);
 GPTConfig load_gpt_config(const CheckpointReader& ck, const std::string& path);
+// A BIDE head's token code (head.bide.code other than id), kept beside the state_dict as the
+// dataset head/bide_code_of_id (i64, one pattern per id); save does nothing for the id code,
+// load sets the head's code from the file (one line if it is missing or not a permutation).
+inline constexpr const char* kBideCodeDataset = "head/bide_code_of_id";
+// The tied head's matrix stored again under PyTorch's name (nanoGPT's state_dict holds both).
+inline constexpr const char* kTiedHeadAlias = "lm_head.weight";
+class GPT;
+void save_bide_code(CheckpointWriter& ck, const GPT& model);
+void load_bide_code(const CheckpointReader& ck, const std::string& path, GPT& model);
+
 // Empty when a and b are the same architecture; else what differs ("model.n_layer: 2 vs 6").
 std::string gpt_architecture_difference(const GPTConfig& a, const GPTConfig& b);
-
-// Keys and values of every layer for incremental decoding: (B, H, block_size, D) each.
-struct KVCache {
-  std::vector<Tensor> k, v;
-  int64_t length = 0;  // positions held
-};
-
-// x + attn(ln_1(x)), then x + mlp(ln_2(x)).
-class Block : public Module {
- public:
-  Block(const GPTConfig& cfg, Generator& init);
-  Tensor forward(const Tensor& x, Generator& gen) const;
-  Tensor forward_cached(const Tensor& x, const Tensor& k, const Tensor& v, int64_t past) const;
-  std::shared_ptr<LayerNorm> ln_1, ln_2;
-  std::shared_ptr<CausalSelfAttention> attn;
-  std::shared_ptr<MLP> mlp;
-};
 
 class GPT : public LanguageModel {
  public:
@@ -149,8 +121,7 @@ class GPT : public LanguageModel {
   void load_extras(const CheckpointReader& ck, const std::string& path) override;
   // As nanoGPT estimates it (PaLM appendix B): 6 N + 12 L C T, N the non-embedding parameters.
   double flops_per_token() const override {
-    return 6.0 * double(non_embedding_parameters()) +
-           12.0 * double(cfg_.n_layer * cfg_.n_embd * cfg_.block_size);
+    return trunk_->flops_per_token(non_embedding_parameters());
   }
   const GPTConfig& config() const { return cfg_; }
   // The output head: every reader of the next-token distribution goes through it.
@@ -169,17 +140,14 @@ class GPT : public LanguageModel {
  private:
   // Each token's input features (B, T, n_embd): its wte row, or its bits through wbe.
   Tensor token_features(const Tensor& idx) const;
-  // token_features(idx) plus the positions past.. of wpe, in the residual stream's dtype.
+  // token_features(idx) entering the trunk's stream at positions past..
   Tensor stream_input(const Tensor& idx, int64_t past) const;
-  // With BitLinear blocks, their weights quantised for this forward (quantize_bitlinear_weights).
-  void quantize_weights() const;
   GPTConfig cfg_;
   std::shared_ptr<GPTHead> head_;
-  std::shared_ptr<Embedding> wte_, wpe_;
+  std::shared_ptr<Embedding> wte_;
   std::shared_ptr<Linear> wbe_;  // model.input: bits
   mutable Tensor bit_table_;     // (vocab_size, B) +-1, on the device of the last call
-  std::vector<std::shared_ptr<Block>> blocks_;
-  std::shared_ptr<LayerNorm> ln_f_;
+  std::shared_ptr<Trunk> trunk_;  // transformer.wpe, transformer.h.N, transformer.ln_f
 };
 
 }  // namespace bg

@@ -57,33 +57,6 @@ bool is_train_checkpoint(const CheckpointReader& ck) {
   return f == kTrainFormat || f == "bitgrad-train-1";
 }
 
-void save_bide_code(CheckpointWriter& ck, const GPT& model) {
-  const BideTokenHead* head = model.bide_head();
-  if (!head || head->code_of_id().empty()) return;
-  const std::vector<int64_t>& code = head->code_of_id();
-  ck.tensor(kBideCodeDataset, from_vector(code, {int64_t(code.size())}));
-}
-
-void load_bide_code(const CheckpointReader& ck, const std::string& path, GPT& model) {
-  BideTokenHead* head = model.bide_head();
-  // A table beside the id code means the attribute and the datasets disagree: the head would
-  // read its logits under the wrong patterns.
-  BG_CHECK(!ck.has(kBideCodeDataset) || (head && model.config().bide.code != BideTokenCode::id),
-           "checkpoint", path, ": holds a token code table (", kBideCodeDataset,
-           ") but head.bide.code is ", head ? enum_name(model.config().bide.code) : "unset",
-           "; the attribute does not match the file");
-  if (!head || model.config().bide.code == BideTokenCode::id) return;
-  const int64_t support = model.config().bide.support;
-  BG_CHECK(ck.has(kBideCodeDataset), "checkpoint", path, ": head.bide.code is ",
-           enum_name(model.config().bide.code), " but the file holds no ", kBideCodeDataset);
-  const Tensor code = ck.tensor(kBideCodeDataset, DType::i64, {support});
-  try {
-    head->set_code(code.to_vector<int64_t>());
-  } catch (const Error& e) {
-    fail("checkpoint", path, ": ", kBideCodeDataset, ": ", e.what());
-  }
-}
-
 std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device) {
   CheckpointReader ck(path);
   const bool packed = ck.has_attr("format") && ck.str_attr("format") == kPackedFormat;

@@ -22,14 +22,6 @@ class CheckpointWriter;
 inline constexpr const char* kTrainFormat = "bitgrad-train-2";
 bool is_train_checkpoint(const CheckpointReader& ck);
 
-// A BIDE head's token code (head.bide.code other than id), kept beside the state_dict as the
-// dataset head/bide_code_of_id (i64, one pattern per id); save does nothing for the id code,
-// load sets the head's code from the file (one line if it is missing or not a permutation).
-inline constexpr const char* kBideCodeDataset = "head/bide_code_of_id";
-// The tied head's matrix stored again under PyTorch's name (nanoGPT's state_dict holds both).
-inline constexpr const char* kTiedHeadAlias = "lm_head.weight";
-void save_bide_code(CheckpointWriter& ck, const GPT& model);
-void load_bide_code(const CheckpointReader& ck, const std::string& path, GPT& model);
 
 // What any loaded model carries beside the model itself: its tokenizer, its parameters on the
 // device, the mode inference runs in there, and the run's step and validation source.

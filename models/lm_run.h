@@ -69,8 +69,9 @@ struct TrainedModel {
 TrainResult run_trainer(const LanguageModelRun& run, const RunContext& context,
                         const RunPlace& place, const TrainedModel& model, TrainTask& task);
 
-// Runs `run`; 0 when it finished (or stopped at run.stop_after_steps), 130 when a signal stopped
-// it (last.h5 saved). Errors throw, naming the file, key or step.
-int train_language_model(const LanguageModelRun& run, const RunContext& context);
+// Trains a token model (model.type char_mlp or gpt) at `place`, which models/run.h's train_run
+// has set up; as train_run returns.
+int train_token_model(const LanguageModelRun& run, const RunContext& context,
+                      const RunPlace& place);
 
 }  // namespace bg

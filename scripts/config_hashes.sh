@@ -30,6 +30,24 @@ run shakespeare_char_bide configs/shakespeare_char_bide.yaml
 run shakespeare_bpe_bide configs/shakespeare_bpe_bide.yaml
 run shakespeare_bpe_hybrid configs/shakespeare_bpe_hybrid.yaml
 run shakespeare_byte_pair configs/shakespeare_byte_pair.yaml
+# The forecasters on a synthetic family (the real config's model and settings on the same file:
+# its own data is the statsmodels series, scripts/forecast_data.py), deterministic, each head.
+[ -f datasets/forecast/synthetic_gaussian_ar1.csv ] ||
+  python3 scripts/forecast_synthetic.py datasets/forecast --series 16 >/dev/null
+fsmall=(--set train.steps=2 --set train.batch_size=4 --set train.eval_interval=2
+        --set train.log_interval=1 --set schedule.warmup_steps=1 --set run.device=cpu)
+frun() {  # name config [--set ...]
+  local name=$1 cfg=$2; shift 2
+  "$bin" train "$cfg" "${fsmall[@]}" --set run.out_dir="$work/$name" "$@" >"$work/$name.log" 2>&1 \
+    || { tail -3 "$work/$name.log"; exit 1; }
+  echo "$name $("$bin" checksum "$work/$name/last.h5" | sha256sum | cut -c1-16)" | tee -a "$out"
+}
+for head in bide student_t gaussian binned; do
+  frun forecast_synthetic_$head configs/forecast_synthetic.yaml --set model.head=$head
+done
+frun forecast_synthetic_lag_bitlinear configs/forecast_synthetic.yaml --set model.lag=4 \
+  --set model.scaling=standard --set model.linear=bitlinear
+frun forecast_real configs/forecast_real.yaml --set data.path=datasets/forecast/synthetic_gaussian_ar1.csv
 for cfg in bide_fit bide_moments; do
   "$bin" fit-bide configs/$cfg.yaml --set train.steps=20 --set run.out_dir="$work/$cfg" \
     >"$work/$cfg.log" 2>&1
