@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/strings.h"
 #include "data/csv.h"
 #include "models/forecast.h"
 #include "models/forecast_eval.h"
@@ -68,7 +69,7 @@ int64_t horizon_option(const Args& args, const LoadedForecaster& ck) {
 }  // namespace
 
 bool is_paths_file(const std::string& path) {
-  return path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+  return ends_with(path, ".csv");
 }
 
 int run_forecast(const Args& args) {

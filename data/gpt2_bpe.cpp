@@ -6,6 +6,7 @@
 
 #include "core/checkpoint.h"
 #include "core/error.h"
+#include "core/json.h"
 #include "text.h"
 
 namespace bg {
@@ -74,24 +75,6 @@ std::vector<CodePoint> decode_utf8(const std::string& s) {
   return out;
 }
 
-void append_utf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(char(cp));
-  } else if (cp < 0x800) {
-    out->push_back(char(0xC0 | (cp >> 6)));
-    out->push_back(char(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(char(0xE0 | (cp >> 12)));
-    out->push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(char(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(char(0xF0 | (cp >> 18)));
-    out->push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(char(0x80 | (cp & 0x3F)));
-  }
-}
-
 // encoder.py's bytes_to_unicode, inverted: the byte each symbol of the token alphabet stands
 // for (-1 for code points outside the alphabet). Printable Latin-1 bytes stand for themselves;
 // the other 68 bytes, in order, for U+0100...
@@ -119,125 +102,28 @@ std::string symbols_to_bytes(const std::string& symbols, const std::string& wher
   return bytes;
 }
 
-// encoder.json: one flat JSON object of string keys and integer values.
-class EncoderJsonParser {
- public:
-  explicit EncoderJsonParser(const std::string& s) : s_(s) {}
-  std::vector<std::pair<std::string, int64_t>> parse() {
-    std::vector<std::pair<std::string, int64_t>> entries;
-    expect('{');
-    skip_space();
-    if (peek() == '}') return entries;
-    for (;;) {
-      std::string key = string();
-      expect(':');
-      entries.emplace_back(std::move(key), integer());
-      skip_space();
-      if (peek() == ',') {
-        ++i_;
-        continue;
-      }
-      expect('}');
-      skip_space();
-      if (i_ != s_.size()) error("text after the closing brace");
-      return entries;
-    }
+// encoder.json: one flat JSON object of token strings and their ids, read by the strict reader
+// every JSON file goes through (core/json.h).
+std::vector<std::pair<std::string, int64_t>> encoder_entries(const std::string& text) {
+  const JsonValue root = parse_json(text, "gpt2", "encoder.json", 1);
+  BG_CHECK(root.kind == JsonValue::Kind::object, "gpt2",
+           "encoder.json: expected an object of token ids, got ", json_kind_name(root.kind));
+  std::vector<std::pair<std::string, int64_t>> entries;
+  entries.reserve(root.members.size());
+  for (const auto& [key, value] : root.members) {
+    const uint64_t id = value.as_uint64("gpt2", "encoder.json: the id of '" + key + "'");
+    BG_CHECK(id < (uint64_t(1) << 31), "gpt2", "encoder.json: token '", key, "' has id ", id,
+             ", past the ids a vocabulary holds");
+    entries.emplace_back(key, int64_t(id));
   }
-
- private:
-  [[noreturn]] void error(const std::string& what) const {
-    fail("gpt2", "encoder.json: ", what, " at byte ", i_);
-  }
-  void skip_space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
-      ++i_;
-  }
-  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-  void expect(char c) {
-    skip_space();
-    if (peek() != c) error(std::string("expected '") + c + "'");
-    ++i_;
-  }
-  uint32_t hex4() {
-    if (i_ + 4 > s_.size()) error("truncated \\u escape");
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = s_[i_++];
-      const int d = c >= '0' && c <= '9'   ? c - '0'
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                           : -1;
-      if (d < 0) error("bad \\u escape");
-      v = v * 16 + uint32_t(d);
-    }
-    return v;
-  }
-  std::string string() {
-    expect('"');
-    std::string out;
-    for (;;) {
-      if (i_ >= s_.size()) error("unterminated string");
-      const char c = s_[i_++];
-      if (c == '"') return out;
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      if (i_ >= s_.size()) error("unterminated escape");
-      const char e = s_[i_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          out.push_back(e);
-          break;
-        case 'b':
-          out.push_back('\b');
-          break;
-        case 'f':
-          out.push_back('\f');
-          break;
-        case 'n':
-          out.push_back('\n');
-          break;
-        case 'r':
-          out.push_back('\r');
-          break;
-        case 't':
-          out.push_back('\t');
-          break;
-        case 'u': {
-          uint32_t cp = hex4();
-          if (cp >= 0xD800 && cp < 0xDC00 && i_ + 1 < s_.size() && s_[i_] == '\\' &&
-              s_[i_ + 1] == 'u') {
-            i_ += 2;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (hex4() - 0xDC00);
-          }
-          append_utf8(cp, &out);
-          break;
-        }
-        default:
-          error(std::string("unknown escape \\") + e);
-      }
-    }
-  }
-  int64_t integer() {
-    skip_space();
-    const size_t start = i_;
-    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-    if (i_ == start || i_ - start > 9) error("expected a token id");
-    return std::stoll(s_.substr(start, i_ - start));
-  }
-
-  const std::string& s_;
-  size_t i_ = 0;
-};
+  return entries;
+}
 
 }  // namespace
 
 Gpt2Tokenizer::Gpt2Tokenizer(const std::string& encoder_json, const std::string& vocab_bpe)
     : encoder_json_(encoder_json), vocab_bpe_(vocab_bpe) {
-  const auto entries = EncoderJsonParser(encoder_json).parse();
+  const auto entries = encoder_entries(encoder_json);
   BG_CHECK(!entries.empty(), "gpt2", "encoder.json holds no tokens");
   id_bytes_.assign(entries.size(), std::string());
   std::vector<bool> seen(entries.size(), false);

@@ -8,6 +8,7 @@
 #include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/strings.h"
 
 namespace bg {
 namespace {
@@ -19,11 +20,7 @@ std::string trim(const std::string& s) {
 
 std::string detect_format(const SampleFileSpec& spec) {
   if (spec.format != "auto") return spec.format;
-  auto ends = [&](const char* suf) {
-    const std::string s(suf);
-    return spec.path.size() >= s.size() &&
-           spec.path.compare(spec.path.size() - s.size(), s.size(), s) == 0;
-  };
+  auto ends = [&](const char* suf) { return ends_with(spec.path, suf); };
   if (ends(".h5") || ends(".hdf5")) return "hdf5";
   if (ends(".csv")) return "csv";
   return "text";

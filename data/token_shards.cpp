@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/strings.h"
 #include "text.h"
 #include "tokenizer.h"
 
@@ -53,7 +54,7 @@ std::vector<int32_t> read_token_shard(const std::string& path) {
 }
 
 bool is_shard_path(const std::string& path) {
-  return path.size() > 4 && path.compare(path.size() - 4, 4, ".bin") == 0;
+  return ends_with(path, ".bin");
 }
 
 std::vector<int32_t> read_tokens(const std::string& path, const Tokenizer& tok) {

@@ -10,6 +10,7 @@
 #include "core/files.h"
 #include "core/json.h"
 #include "core/ops.h"
+#include "core/strings.h"
 #include "data/safetensors.h"
 
 namespace bg {
@@ -44,9 +45,7 @@ std::vector<std::pair<std::string, Shape>> gpt2_parameter_shapes(const GPTConfig
 bool is_conv1d(const std::string& name) {
   for (const char* tail : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight",
                            "mlp.c_proj.weight"})
-    if (name.size() > std::string(tail).size() &&
-        name.compare(name.size() - std::string(tail).size(), std::string::npos, tail) == 0)
-      return true;
+    if (ends_with(name, tail)) return true;
   return false;
 }
 
@@ -156,12 +155,9 @@ namespace {
 enum class HfKey { parameter, tied_head, mask, unknown };
 HfKey hf_key_kind(const std::string& key, const std::set<std::string>& parameters) {
   const std::string bare = key.rfind("transformer.", 0) == 0 ? key.substr(12) : key;
-  const auto ends = [&](const std::string& tail) {
-    return bare.size() > tail.size() && bare.compare(bare.size() - tail.size(), tail.size(), tail) == 0;
-  };
   if (parameters.count("transformer." + bare)) return HfKey::parameter;
   if (bare == "lm_head.weight") return HfKey::tied_head;
-  if (bare.rfind("h.", 0) == 0 && (ends(".attn.bias") || ends(".attn.masked_bias")))
+  if (bare.rfind("h.", 0) == 0 && (ends_with(bare, ".attn.bias") || ends_with(bare, ".attn.masked_bias")))
     return HfKey::mask;
   return HfKey::unknown;
 }
@@ -317,7 +313,7 @@ PretrainedFiles pretrained_files(const std::string& path) {
   const bool folder = fs::is_directory(path, ec);
   PretrainedFiles f;
   f.safetensors =
-      folder || (path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0);
+      folder || ends_with(path, ".safetensors");
   f.weights = folder ? (fs::path(path) / "model.safetensors").string() : path;
   if (f.safetensors) f.config = (fs::path(f.weights).parent_path() / "config.json").string();
   return f;
