@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/strings.h"
+#include "data/csv.h"
 
 namespace bg {
 namespace {
@@ -42,8 +43,7 @@ void accept(SampleSet& out, double v, const std::string& where, const std::strin
 
 SampleSet read_text(const SampleFileSpec& spec, bool csv,
                     const std::function<std::string(double)>& check) {
-  std::ifstream f(spec.path);
-  BG_CHECK(f.good(), "samples", spec.path, ": cannot open file");
+  LineReader f(spec.path, "samples", "sample file");
   SampleSet out;
   std::string line;
   int64_t lineno = 0;
@@ -52,16 +52,13 @@ SampleSet read_text(const SampleFileSpec& spec, bool csv,
   const long idx = std::strtol(spec.column.c_str(), &end, 10);
   if (csv && *end == '\0' && !spec.column.empty()) col = int(idx);
   bool header_done = !csv || col >= 0;
-  while (std::getline(f, line)) {
-    ++lineno;
+  while (f.next(&line)) {
+    lineno = f.line_no();
     const std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
     std::string token = t;
     if (csv) {
-      std::vector<std::string> cells;
-      std::stringstream ss(t);
-      std::string cell;
-      while (std::getline(ss, cell, ',')) cells.push_back(trim(cell));
+      const std::vector<std::string> cells = csv_fields(t, f.where());
       if (!header_done) {  // the column is named: find it in the header
         for (size_t i = 0; i < cells.size(); ++i)
           if (cells[i] == spec.column) col = int(i);

@@ -12,6 +12,7 @@
 #include "core/graph.h"
 #include "core/ops.h"
 #include "core/stop.h"
+#include "data/csv.h"
 
 namespace bg {
 
@@ -71,9 +72,8 @@ std::vector<MetricsRow> parse_metrics_csv(const std::string& text, const std::st
   std::vector<MetricsRow> rows;
   for (int64_t line_no = 2; std::getline(in, line); ++line_no) {
     if (line.empty()) continue;
-    std::istringstream fields(line);
-    std::string f[3];
-    for (std::string& s : f) std::getline(fields, s, ',');
+    std::vector<std::string> f = csv_fields(line, origin + ":" + std::to_string(line_no));
+    f.resize(std::max<size_t>(f.size(), 3));  // a row without a validation loss
     double v[3] = {0, 0, NAN};
     for (int i = 0; i < 3; ++i) {
       if (i == 2 && f[i].empty()) continue;  // no validation at this step
