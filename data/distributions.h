@@ -49,8 +49,16 @@ struct DistributionParams {
 };
 std::unique_ptr<Distribution> make_distribution(const DistributionParams& p);
 
-// Special functions used by the CDFs.
+// Special functions used by the CDFs (here and by the forecast heads' laws: one place for them).
 double regularized_gamma_p(double a, double x);
 double regularized_beta(double a, double b, double x);
+// The standard normal's CDF, and its quantile (Acklam's rational approximation refined by one
+// Halley step: relative error near 1e-15).
+double normal_cdf(double z);
+double normal_quantile(double p);
+// Student's t with nu degrees of freedom: CDF (through the regularized incomplete beta) and
+// quantile (Newton's method from the normal quantile, bisection if that fails to settle).
+double student_t_cdf(double t, double nu);
+double student_t_quantile(double u, double nu);
 
 }  // namespace bg

@@ -17,42 +17,6 @@ constexpr double kMinSigma = 1e-3;
 // The Student-t head's degrees of freedom are 2 + softplus(.): a finite variance, as Lag-Llama.
 constexpr double kMinDf = 2.0;
 
-double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
-
-// Acklam's rational approximation of the standard normal quantile, refined by one Halley step
-// (relative error near 1e-15).
-double normal_quantile(double p) {
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
-  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                             6.680131188771972e+01, -1.328068155288572e+01};
-  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                             -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
-  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-                             3.754408661907416e+00};
-  double x;
-  if (p < 0.02425) {
-    const double q = std::sqrt(-2 * std::log(p));
-    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-  } else if (p > 1 - 0.02425) {
-    const double q = std::sqrt(-2 * std::log1p(-p));
-    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-  } else {
-    const double q = p - 0.5, r = q * q;
-    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
-        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
-  }
-  const double e = normal_cdf(x) - p, u = e * std::sqrt(2 * M_PI) * std::exp(x * x / 2);
-  return x - u / (1 + x * u / 2);
-}
-
-double student_cdf(double t, double nu) {
-  const double ib = regularized_beta(nu / 2, 0.5, nu / (nu + t * t));
-  return t >= 0 ? 1 - 0.5 * ib : 0.5 * ib;
-}
-
 // The binned head's CDF from its running sums (cum[k] = P(bin < k)).
 double binned_cdf(const std::vector<double>& cum, double limit, double x) {
   const int64_t n = int64_t(cum.size()) - 1;
@@ -61,38 +25,6 @@ double binned_cdf(const std::vector<double>& cum, double limit, double x) {
   const double width = 2 * limit / double(n), pos = (x + limit) / width;
   const int64_t k = std::min<int64_t>(int64_t(pos), n - 1);
   return cum[size_t(k)] + (cum[size_t(k + 1)] - cum[size_t(k)]) * (pos - double(k));
-}
-
-// u's quantile of a continuous CDF: bracket by doubling, then bisection to the last bit.
-double continuous_quantile(const std::function<double(double)>& cdf, double u, double guess,
-                           double spread) {
-  double lo = guess - spread, hi = guess + spread;
-  for (int i = 0; i < 2000 && cdf(lo) > u; ++i) lo = guess - (guess - lo) * 2;
-  for (int i = 0; i < 2000 && cdf(hi) < u; ++i) hi = guess + (hi - guess) * 2;
-  for (int i = 0; i < 200; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    if (mid <= lo || mid >= hi) break;
-    (cdf(mid) < u ? lo : hi) = mid;
-  }
-  return hi;
-}
-
-// The Student-t quantile by Newton's method from the normal quantile: |t_u| >= |z_u|, and the CDF
-// is concave beyond the median (convex below), so the iterates approach the root from the
-// median's side without overshooting; bisection only if that fails to settle.
-double student_quantile(double u, double nu) {
-  const double log_norm =
-      std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2) - 0.5 * std::log(nu * M_PI);
-  double t = normal_quantile(u);
-  for (int i = 0; i < 100; ++i) {
-    const double pdf = std::exp(log_norm - (nu + 1) / 2 * std::log1p(t * t / nu));
-    const double next = t - (student_cdf(t, nu) - u) / pdf;
-    if (!std::isfinite(next)) break;
-    if (std::fabs(next - t) <= 1e-14 * (1 + std::fabs(t))) return next;
-    t = next;
-  }
-  return continuous_quantile([nu](double x) { return student_cdf(x, nu); }, u, normal_quantile(u),
-                             1.0);
 }
 
 }  // namespace
@@ -133,7 +65,7 @@ double HeadLaw::cdf(double x) const {
     case ForecastHeadKind::gaussian:
       return normal_cdf((x - mu) / sigma);
     case ForecastHeadKind::student_t:
-      return student_cdf((x - mu) / sigma, nu);
+      return student_t_cdf((x - mu) / sigma, nu);
     case ForecastHeadKind::binned: {
       std::vector<double> cum(bin_probs.size() + 1, 0.0);
       for (size_t k = 0; k < bin_probs.size(); ++k) cum[k + 1] = cum[k] + bin_probs[k];
@@ -182,7 +114,7 @@ uint16_t HeadLaw::inverse_cdf(double u) const {
     case ForecastHeadKind::gaussian:
       return code.pattern(mu + sigma * normal_quantile(u));
     case ForecastHeadKind::student_t:
-      return code.pattern(mu + sigma * student_quantile(u, nu));
+      return code.pattern(mu + sigma * student_t_quantile(u, nu));
     case ForecastHeadKind::binned: {
       // The bin where the running sum reaches u, then u's place inside it (uniform there).
       const double width = 2 * limit / double(bin_probs.size());
