@@ -72,7 +72,8 @@ void SeriesTask::save(CheckpointWriter& ck) const {
   ck.attr("config", config_yaml_);
   save_compute_mode(ck, model_.compute_mode());
   save_forecaster_config(ck, model_.config());
-  ck.attr("attention", std::string(model_.config().fused_attention ? "fused" : "composed"));
+  save_trained_attention(ck, model_.config().fused_attention ? AttentionChoice::fused
+                                                             : AttentionChoice::composed);
   ck.attr("val_data", run_.data.path);
   ck.attr("data.horizon", run_.data.horizon);
   ck.attr("data.season", run_.data.season);
@@ -91,13 +92,7 @@ void SeriesTask::load(const CheckpointReader& ck, const std::string& path) {
   BG_CHECK(ck.int_attr("data.horizon") == run_.data.horizon, "train", path,
            " was trained with data.horizon ", ck.int_attr("data.horizon"), ", the config says ",
            run_.data.horizon, " (another split of the series)");
-  bool recorded = false;
-  const ComputeMode saved_mode = load_compute_mode(ck, path, &recorded);
-  const std::string mode_diff =
-      recorded ? compute_mode_difference(saved_mode, model_.compute_mode()) : std::string();
-  BG_CHECK(mode_diff.empty() || run_.resume_mode_change, "train", path,
-           " was trained in another compute mode than the config's (checkpoint vs config: ",
-           mode_diff, "); set run.resume_mode_change: true to continue it in the new mode");
+  check_resume_mode(ck, path, model_.compute_mode(), run_.resume_mode_change);
   streams_.data.offset = uint64_t(ck.int_attr("data_rng_offset"));
   streams_.dropout.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
 }
@@ -141,22 +136,13 @@ std::unique_ptr<LoadedForecaster> load_forecaster_checkpoint(const std::string& 
   const std::string activations = activations_problem(trained, nullptr);
   BG_CHECK(activations.empty(), "checkpoint", path, ": ", activations);
   out->mode = inference_mode(trained).on(device);
-  const AttentionChoice ran = load_trained_attention(ck, path);
-  const AttentionChoice attention = trained.deterministic && ran == AttentionChoice::composed
-                                        ? AttentionChoice::composed
-                                        : AttentionChoice::automatic;
-  cfg.fused_attention =
-      choose_fused_attention(attention, out->mode, device, cfg.n_embd / cfg.n_head);
+  cfg.fused_attention = inference_fused_attention(trained, load_trained_attention(ck, path),
+                                                  out->mode, device, cfg.n_embd / cfg.n_head);
   Generator init(0);
   out->model = std::make_unique<Forecaster>(cfg, init);
   out->model->set_compute_mode(out->mode);
   const auto named = out->model->named_parameters();
-  for (const std::string& name : ck.datasets())
-    BG_CHECK(
-        name.find('/') != std::string::npos ||
-            std::any_of(named.begin(), named.end(), [&](const auto& p) { return p.first == name; }),
-        "checkpoint", path, ": dataset '", name,
-        "' is not a parameter of the forecaster its attributes describe");
+  check_root_datasets(ck, path, named, false);
   load_parameters(ck, named);
   out->params = FlatParameters(named, device);
   out->model->train(false);

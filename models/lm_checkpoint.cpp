@@ -10,12 +10,7 @@
 #include "models/trainer.h"
 
 namespace bg {
-namespace {
 
-// A train checkpoint's root datasets are exactly the model's parameters: one the model its
-// attributes describe has no place for (a hybrid's softmax rows under tie_softmax: true, say)
-// means an attribute was changed, and the file would load as another model.
-// (A tied head's lm_head.weight is the one more: check_tied_alias.)
 void check_root_datasets(const CheckpointReader& ck, const std::string& path,
                          const std::vector<std::pair<std::string, Tensor>>& named,
                          bool tied_alias) {
@@ -29,6 +24,8 @@ void check_root_datasets(const CheckpointReader& ck, const std::string& path,
              ": dataset '", name, "' is not a parameter of the model its attributes describe; "
              "the attributes do not match the file");
 }
+
+namespace {
 
 // A tied head's lm_head.weight (written for PyTorch's load_state_dict) is the token embedding
 // again: a file where they differ would load as one model here and another in PyTorch. Compared
@@ -67,18 +64,11 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   out->trained = load_compute_mode(ck, path);
   const std::string activations = activations_problem(out->trained, &cfg);
   BG_CHECK(activations.empty(), "checkpoint", path, ": ", activations);
-  // A deterministic run is sampled and evaluated in its own mode (on the device kind it trained
-  // on, the logits are the training forward's bit for bit), an L-Mul run with its multiplies;
-  // others in fp32. No dropout here, so both attention paths compute the same function: a
-  // deterministic run keeps the one it trained with where it can; otherwise the fused kernel
-  // wherever it honours the mode.
+  // A deterministic run is sampled and evaluated in its own mode, an L-Mul run with its
+  // multiplies; others in fp32 (inference_mode); its attention by the trunk's rule.
   out->mode = inference_mode(out->trained).on(device);
-  const AttentionChoice ran = load_trained_attention(ck, path);
-  const AttentionChoice attention = out->trained.deterministic && ran == AttentionChoice::composed
-                                        ? AttentionChoice::composed
-                                        : AttentionChoice::automatic;
-  cfg.fused_attention =
-      choose_fused_attention(attention, out->mode, device, cfg.n_embd / cfg.n_head);
+  cfg.fused_attention = inference_fused_attention(out->trained, load_trained_attention(ck, path),
+                                                  out->mode, device, cfg.n_embd / cfg.n_head);
   out->tokenizer = load_tokenizer(ck);
   BG_CHECK(out->tokenizer->vocab_size() <= cfg.vocab_size, "checkpoint", path, ": the ",
            out->tokenizer->kind(), " tokenizer has ", out->tokenizer->vocab_size(),
@@ -100,6 +90,19 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   out->model->train(false);
   read_run_record(ck, out.get());
   return out;
+}
+
+void check_resume_mode(const CheckpointReader& ck, const std::string& path,
+                       const ComputeMode& config_mode, bool allow_change) {
+  bool recorded = false;
+  const ComputeMode saved = load_compute_mode(ck, path, &recorded);
+  const std::string diff = recorded ? compute_mode_difference(saved, config_mode) : std::string();
+  BG_CHECK(diff.empty() || allow_change, "train", path,
+           " was trained in another compute mode than the config's (checkpoint vs config: ", diff,
+           "); set run.resume_mode_change: true to continue it in the new mode");
+  if (!diff.empty())
+    std::printf("note: resuming in another compute mode (checkpoint vs config: %s)\n",
+                diff.c_str());
 }
 
 void save_run_record(CheckpointWriter& ck, const LanguageModel& model, const Tokenizer& tok,

@@ -23,6 +23,20 @@ inline constexpr const char* kTrainFormat = "bitgrad-train-2";
 bool is_train_checkpoint(const CheckpointReader& ck);
 
 
+// A train checkpoint's root datasets are exactly the model's parameters (`named`, and with
+// `tied_alias` the tied head's lm_head.weight): a dataset the model its attributes describe has
+// no place for (a hybrid's softmax rows under tie_softmax: true, say) means an attribute was
+// changed, and the file would load as another model. bitgrad-train-1 kept optimizer.* at the
+// root. Every model's loader applies it.
+void check_root_datasets(const CheckpointReader& ck, const std::string& path,
+                         const std::vector<std::pair<std::string, Tensor>>& named,
+                         bool tied_alias);
+// A resume's compute mode against the checkpoint's: another one is refused naming the first key
+// that differs, unless run.resume_mode_change (`allow_change`) says to continue in it, which is
+// then said in a note. Every model's resume applies it.
+void check_resume_mode(const CheckpointReader& ck, const std::string& path,
+                       const ComputeMode& config_mode, bool allow_change);
+
 // What any loaded model carries beside the model itself: its tokenizer, its parameters on the
 // device, the mode inference runs in there, and the run's step and validation source.
 struct LoadedRun {

@@ -98,16 +98,7 @@ void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path
            " holds another architecture than the config (checkpoint vs config: ", diff, ")");
   // A BIDE head's token code is part of the model: the run continues with the saved one.
   model_.load_extras(ck, path);
-  bool recorded = false;
-  const ComputeMode saved_mode = load_compute_mode(ck, path, &recorded);
-  const std::string mode_diff =
-      recorded ? compute_mode_difference(saved_mode, model_.compute_mode()) : std::string();
-  BG_CHECK(mode_diff.empty() || cfg_.allow_mode_change, "train", path,
-           " was trained in another compute mode than the config's (checkpoint vs config: ",
-           mode_diff, "); set run.resume_mode_change: true to continue it in the new mode");
-  if (!mode_diff.empty())
-    std::printf("note: resuming in another compute mode (checkpoint vs config: %s)\n",
-                mode_diff.c_str());
+  check_resume_mode(ck, path, model_.compute_mode(), cfg_.allow_mode_change);
   streams_.data.offset = uint64_t(ck.int_attr("data_rng_offset"));
   streams_.dropout.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
 }

@@ -64,6 +64,14 @@ AttentionChoice load_trained_attention(const CheckpointReader& ck, const std::st
   return ran;
 }
 
+bool inference_fused_attention(const ComputeMode& trained, AttentionChoice ran,
+                               const ComputeMode& mode, Device device, int64_t head_dim) {
+  const AttentionChoice choice = trained.deterministic && ran == AttentionChoice::composed
+                                     ? AttentionChoice::composed
+                                     : AttentionChoice::automatic;
+  return choose_fused_attention(choice, mode, device, head_dim);
+}
+
 Block::Block(const TrunkConfig& cfg, Generator& init) {
   const double proj_std = 0.02 / std::sqrt(2.0 * double(cfg.n_layer));
   ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(cfg.n_embd, cfg.bias));

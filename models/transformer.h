@@ -54,6 +54,14 @@ bool choose_fused_attention(AttentionChoice choice, const ComputeMode& mode, Dev
 void save_trained_attention(CheckpointWriter& ck, AttentionChoice ran);
 AttentionChoice load_trained_attention(const CheckpointReader& ck, const std::string& path);
 
+// The attention a loaded checkpoint runs for inference on `device` in `mode` (its inference
+// mode), given the one it trained with: a deterministic run keeps the composed ops it trained
+// with (on the device kind it trained on, its outputs are the training forward's bit for bit);
+// otherwise the fused kernel wherever it honours the mode (no dropout here, so both compute the
+// same function). The one rule every model's loader applies.
+bool inference_fused_attention(const ComputeMode& trained, AttentionChoice ran,
+                               const ComputeMode& mode, Device device, int64_t head_dim);
+
 // Keys and values of every layer for incremental decoding: (B, H, block_size, D) each.
 struct KVCache {
   std::vector<Tensor> k, v;

@@ -246,4 +246,10 @@ one_line_error "started from $dir/hf" "$bin" train g.yaml --set model.init_from=
   --set schedule.type=cosine > s2.log 2>&1 || fail "schedule resume: $(tail -2 s2.log)"
 grep -q "note: resuming with other optimizer or schedule settings.*train.steps 10 -> 20" s2.log ||
   fail "no note on the changed schedule: $(grep -i note s2.log)"
+# A forecaster's resume in another compute mode says so, as a language model's does (one check
+# for every model).
+"$bin" train f.yaml --set run.out_dir="$dir/sched" --set train.steps=20 --set run.resume=true \
+  --set schedule.type=cosine --set train.deterministic=false --set run.resume_mode_change=true > s3.log 2>&1 ||
+  fail "mode-change resume: $(tail -2 s3.log)"
+grep -q "note: resuming in another compute mode" s3.log || fail "no note on the forecaster's mode change"
 echo "cli_hostile_round5_test: ok"
