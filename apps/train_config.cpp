@@ -24,8 +24,18 @@ LanguageModelRun read_train_config(ConfigReader& r) {
               series ? "data.format: series trains a model.type: forecaster"
                      : "model.type: forecaster reads data.format: series");
   if (series) {
-    if (const SettingProblem p = forecaster_config_problem(c.model.forecaster))
-      r.fail_at(p.key, p.message);
+    const ForecasterConfig& f = c.model.forecaster;
+    if (const SettingProblem p = forecaster_config_problem(f)) r.fail_at(p.key, p.message);
+    // A forecast of data.horizon steps reads block_size - horizon + 1 values, scaled by their
+    // first scale_window (models/forecast.h): a run whose own horizon leaves no value after the
+    // scale window would train a model that cannot forecast it.
+    if (c.data.horizon > f.block_size - f.scale_window)
+      r.fail_at("data.horizon",
+                std::to_string(c.data.horizon) + " leaves a forecast's context of " +
+                    std::to_string(f.block_size - c.data.horizon + 1) +
+                    " values, none after model.scale_window " + std::to_string(f.scale_window) +
+                    " in model.block_size " + std::to_string(f.block_size) + " (at most " +
+                    std::to_string(f.block_size - f.scale_window) + ")");
   } else if (c.model.type == ModelType::char_mlp) {
     if (byte_pair)
       r.fail_at("data.tokenizer",
