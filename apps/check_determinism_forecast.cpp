@@ -2,7 +2,7 @@
 // language models' are in check_determinism.cpp), on run 1's checkpoint and the run's series:
 //  - batch invariance: each series' sample paths forecast alone equal its paths forecast with
 //    every series of the file, and with each path in a group of its own (the forecast's groups:
-//    models/forecast.h), at the first, middle and last series;
+//    models/forecast/forecast.h), at the first, middle and last series;
 //  - sampler = trainer: the head outputs of a window fed one value at a time through the KV cache
 //    (as forecast draws), and prefilled whole, equal the training forward's at every position
 //    of that window inside a batch of 16.
@@ -11,8 +11,8 @@
 
 #include "check_determinism_checks.h"
 #include "core/error.h"
-#include "models/forecast.h"
-#include "models/forecast_run.h"
+#include "models/forecast/forecast.h"
+#include "models/forecast/forecast_run.h"
 
 namespace bg::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <iterator>
 
 #include "cli.h"
-#include "models/bide_fit_data.h"
+#include "models/bide_fit/bide_fit_data.h"
 #include "models/lm_run.h"
 
 namespace bg::cli {

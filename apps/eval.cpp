@@ -12,7 +12,7 @@
 #include "core/files.h"
 #include "data/lm_data.h"
 #include "data/token_shards.h"
-#include "models/forecast_run.h"
+#include "models/forecast/forecast_run.h"
 #include "models/lm_builder.h"
 #include "models/lm_eval.h"
 

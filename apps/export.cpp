@@ -1,7 +1,7 @@
 // export.cpp: `bitgrad export CKPT --packed --out FILE.h5`: a BitLinear GPT's inference file
-// (models/gpt_packed.h); `--format safetensors --out DIR` and `--format llmc --out FILE.bin`: a
+// (models/gpt/gpt_packed.h); `--format safetensors --out DIR` and `--format llmc --out FILE.bin`: a
 // dense GPT-2-shaped model's weights for transformers (model.safetensors and config.json) and for
-// llm.c (models/gpt_weights.h). The ternary weights are quantised from the latent ones exactly as the
+// llm.c (models/gpt/gpt_weights.h). The ternary weights are quantised from the latent ones exactly as the
 // training forward quantises them (the CPU and CUDA quantisers give the same bits, so this runs
 // on the CPU), packed at 2 bits with their multiplying scale; the rest is copied. The file is
 // written to FILE.tmp and renamed, so a failure leaves no partial FILE and never touches CKPT.
@@ -14,8 +14,8 @@
 #include "data/token_shards.h"
 #include "data/llmc_format.h"
 #include "data/safetensors.h"
-#include "models/gpt_packed.h"
-#include "models/gpt_weights.h"
+#include "models/gpt/gpt_packed.h"
+#include "models/gpt/gpt_weights.h"
 #include "models/lm_checkpoint.h"
 
 namespace bg::cli {

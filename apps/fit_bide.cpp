@@ -12,7 +12,7 @@
 
 #include "cli.h"
 #include "core/config.h"
-#include "models/bide_fit.h"
+#include "models/bide_fit/bide_fit.h"
 #include "models/trainer.h"
 
 namespace bg::cli {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "models/bide_fit_data.h"
+#include "models/bide_fit/bide_fit_data.h"
 
 namespace bg {
 class ConfigReader;
@@ -17,7 +17,7 @@ namespace bg::cli {
 FitConfig read_fit_config(ConfigReader& r);
 
 // Evaluates the fitted distributions (w_all (N, H, B), r_all (N, H)) against their data
-// (models/bide_fit_eval.h) and writes every output of the run (summary.csv, curves.csv, fit.svg, metrics.csv, loss.svg,
+// (models/bide_fit/bide_fit_eval.h) and writes every output of the run (summary.csv, curves.csv, fit.svg, metrics.csv, loss.svg,
 // config.yaml, checkpoint.h5) into cfg.out_dir, after printing the summary table.
 struct FitResult {
   const Tensor& w_all;

@@ -1,5 +1,5 @@
 // fit_bide_report.cpp: what `bitgrad fit-bide` prints and writes from its evaluation
-// (models/bide_fit_eval.h): the summary table and summary.csv, curves.csv and fit.svg,
+// (models/bide_fit/bide_fit_eval.h): the summary table and summary.csv, curves.csv and fit.svg,
 // metrics.csv and loss.svg, config.yaml and checkpoint.h5. Everything is computed first and
 // written last.
 #include <algorithm>
@@ -12,7 +12,7 @@
 #include "core/config.h"
 #include "data/csv.h"
 #include "fit_bide.h"
-#include "models/bide_fit_eval.h"
+#include "models/bide_fit/bide_fit_eval.h"
 #include "plot.h"
 
 namespace bg::cli {

@@ -1,6 +1,6 @@
 // forecast.cpp: `bitgrad forecast CKPT --data FILE`: sample paths and quantiles of the points
-// after each series (models/forecast.h), written as CSV; and `bitgrad eval` of a forecaster
-// (models/forecast_eval.h): its scores on each series' test window against seasonal naive.
+// after each series (models/forecast/forecast.h), written as CSV; and `bitgrad eval` of a forecaster
+// (models/forecast/forecast_eval.h): its scores on each series' test window against seasonal naive.
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -11,9 +11,9 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "data/csv.h"
-#include "models/forecast.h"
-#include "models/forecast_eval.h"
-#include "models/forecast_run.h"
+#include "models/forecast/forecast.h"
+#include "models/forecast/forecast_eval.h"
+#include "models/forecast/forecast_run.h"
 
 namespace bg::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include "data/gpt2_bpe.h"
 #include "data/lm_data.h"
 #include "data/tokenizer.h"
-#include "models/gpt_weights.h"
+#include "models/gpt/gpt_weights.h"
 #include "models/lm_checkpoint.h"
 
 namespace bg::cli {

@@ -1,4 +1,4 @@
-// sample.cpp: `bitgrad sample CKPT`: text from a trained GPT (models/generate.h), written as it
+// sample.cpp: `bitgrad sample CKPT`: text from a trained GPT (models/gpt/generate.h), written as it
 // is drawn.
 #include <atomic>
 #include <csignal>

@@ -27,7 +27,7 @@ LanguageModelRun read_train_config(ConfigReader& r) {
     const ForecasterConfig& f = c.model.forecaster;
     if (const SettingProblem p = forecaster_config_problem(f)) r.fail_at(p.key, p.message);
     // A forecast of data.horizon steps reads block_size - horizon + 1 values, scaled by their
-    // first scale_window (models/forecast.h): a run whose own horizon leaves no value after the
+    // first scale_window (models/forecast/forecast.h): a run whose own horizon leaves no value after the
     // scale window would train a model that cannot forecast it.
     if (c.data.horizon > f.block_size - f.scale_window)
       r.fail_at("data.horizon",

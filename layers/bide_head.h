@@ -3,7 +3,7 @@
 // bit patterns of a value (core/bide.h, normalised by a SICK pass): NLL, log-prob, CDF,
 // quantiles, sampling, moments. A model that predicts a value rather than a token (a GPT with a
 // BIDE output head) puts one of these on its features; `bitgrad fit-bide`'s model
-// (models/bide_fit.h) learns W and r directly, one embedding row per distribution.
+// (models/bide_fit/bide_fit.h) learns W and r directly, one embedding row per distribution.
 #pragma once
 #include <array>
 #include <memory>

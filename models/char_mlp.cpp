@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/checkpoint.h"
-#include "models/generate.h"
+#include "models/gpt/generate.h"
 
 namespace bg {
 

@@ -1,7 +1,7 @@
 // language_model.h: what every language model is to the trainer, the sampler, `eval` and the
 // checkpoint: windows of token ids in, the next target's distribution out. GPT and CharMLP
 // implement it; nothing outside the builder (models/lm_builder.h) asks which model it is. The
-// forecaster (models/forecaster.h) does not: its windows are real values and its targets laws
+// forecaster (models/forecast/forecaster.h) does not: its windows are real values and its targets laws
 // over a value's patterns; it shares the trunk (models/transformer.h), the run entry
 // (models/run.h), the Trainer and the run record's checks instead.
 #pragma once

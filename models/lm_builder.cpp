@@ -1,7 +1,7 @@
 #include "lm_builder.h"
 
 #include "core/checkpoint.h"
-#include "models/gpt_weights.h"
+#include "models/gpt/gpt_weights.h"
 #include "models/lm_checkpoint.h"
 
 namespace bg {
@@ -123,7 +123,7 @@ std::unique_ptr<LanguageModel> build_language_model(const ModelSpec& spec, const
       model = std::make_unique<CharMLP>(m, init);
       break;
     }
-    case ModelType::forecaster:  // not a language model: models/forecast_run.h builds it
+    case ModelType::forecaster:  // not a language model: models/forecast/forecast_run.h builds it
       fail("config", "model.type: forecaster reads series (data.format: series), not text");
   }
   model->set_compute_mode(mode);

@@ -9,14 +9,14 @@
 #include "core/optim.h"
 #include "data/tokenizer.h"
 #include "models/char_mlp.h"
-#include "models/forecaster.h"
-#include "models/gpt.h"
+#include "models/forecast/forecaster.h"
+#include "models/gpt/gpt.h"
 #include "models/lm_checkpoint.h"
 
 namespace bg {
 
 // model.type: the kinds of model a run trains. A forecaster reads series (data.format: series;
-// models/forecast_run.h), the others text.
+// models/forecast/forecast_run.h), the others text.
 #define BG_MODEL_TYPES(X) X(char_mlp, "char_mlp") X(gpt, "gpt") X(forecaster, "forecaster")
 BG_NAMED_ENUM(ModelType, BG_MODEL_TYPES)
 

@@ -6,7 +6,7 @@
 
 #include "core/checkpoint.h"
 #include "core/error.h"
-#include "models/gpt_packed.h"
+#include "models/gpt/gpt_packed.h"
 #include "models/trainer.h"
 
 namespace bg {

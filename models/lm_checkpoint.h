@@ -9,7 +9,7 @@
 #include "core/optim.h"
 #include "data/tokenizer.h"
 #include "models/char_mlp.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace bg {
 

@@ -8,7 +8,7 @@
 #include "core/config.h"
 #include "core/files.h"
 #include "core/sha256.h"
-#include "models/forecast_run.h"
+#include "models/forecast/forecast_run.h"
 
 namespace bg {
 namespace {

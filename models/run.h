@@ -2,7 +2,7 @@
 // device in a data-parallel run, the resolved compute mode), the outputs checked before any
 // work, the process group joined, a resume checked against the run its last.h5 records; then
 // the model's own training, a token model's (models/lm_run.h) or a forecaster's
-// (models/forecast_run.h), each through run_trainer.
+// (models/forecast/forecast_run.h), each through run_trainer.
 #pragma once
 #include "models/lm_run.h"
 

@@ -7,7 +7,7 @@
 
 #include "core/optim.h"
 #include "data/text.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace bg::test {
 

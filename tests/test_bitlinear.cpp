@@ -12,7 +12,7 @@
 #include "core/optim.h"
 #include "harness.h"
 #include "layers/bitlinear.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace bg::test {
 namespace {

@@ -11,7 +11,7 @@
 #include "core/checkpoint.h"
 #include "data/tokenizer.h"
 #include "harness.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace bg::test {
 namespace {

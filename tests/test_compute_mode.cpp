@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "harness.h"
 #include "layers/linear.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace bg {
 namespace {

@@ -7,8 +7,8 @@
 #include "core/optim.h"
 #include "data/series.h"
 #include "harness.h"
-#include "models/forecast.h"
-#include "models/forecast_run.h"
+#include "models/forecast/forecast.h"
+#include "models/forecast/forecast_run.h"
 
 namespace bg::test {
 

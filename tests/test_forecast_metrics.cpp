@@ -1,4 +1,4 @@
-// test_forecast_metrics.cpp: models/forecast_metrics.h against independent computations: the
+// test_forecast_metrics.cpp: models/forecast/forecast_metrics.h against independent computations: the
 // exact CRPS against a numeric integral and the empirical identity, the fair estimator's
 // expectation over every sample set, the Gaussian closed form, quantiles, the weighted quantile
 // loss, MASE with seasonal naive, coverage and the geometric mean.
@@ -8,8 +8,8 @@
 #include <random>
 
 #include "harness.h"
-#include "models/forecast_metrics.h"
-#include "models/forecast_truth.h"
+#include "models/forecast/forecast_metrics.h"
+#include "data/forecast_truth.h"
 
 using namespace bg;
 

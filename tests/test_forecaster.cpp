@@ -1,5 +1,5 @@
-// test_forecaster.cpp: the forecaster (models/forecaster.h), its four heads
-// (models/forecast_heads.h) and forecasting (models/forecast.h): each head's training NLL equals
+// test_forecaster.cpp: the forecaster (models/forecast/forecaster.h), its four heads
+// (models/forecast/forecast_heads.h) and forecasting (models/forecast/forecast.h): each head's training NLL equals
 // its host law's density at the target, in float64 (the law evaluation and the forecast's
 // quantiles read the same law training fits); inverse CDFs are monotone and agree with the grid;
 // a small forecaster learns; a series' forecast is the same bits alone and in a batch under the
@@ -8,8 +8,8 @@
 
 #include "data/series.h"
 #include "harness.h"
-#include "models/forecast.h"
-#include "models/forecast_run.h"
+#include "models/forecast/forecast.h"
+#include "models/forecast/forecast_run.h"
 
 namespace bg::test {
 namespace {

@@ -11,7 +11,7 @@
 #include "data/tokenizer.h"
 #include "gpt_train_loop.h"
 #include "harness.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace bg::test {
 namespace {

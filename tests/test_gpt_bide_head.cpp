@@ -1,4 +1,4 @@
-// test_gpt_bide_head.cpp: the GPT's BIDE output head (models/gpt_head.h). Its gradients against
+// test_gpt_bide_head.cpp: the GPT's BIDE output head (models/gpt/gpt_head.h). Its gradients against
 // float64 finite differences; its restricted normaliser against an explicit log-softmax over the
 // logits of the ids [0, V); sampling through it against its probabilities (chi-square); a
 // BIDE-head GPT that learns, repeats bit for bit and gives the same numbers on CUDA as on the
@@ -10,8 +10,8 @@
 #include "data/tokenizer.h"
 #include "gpt_train_loop.h"
 #include "harness.h"
-#include "models/generate.h"
-#include "models/gpt.h"
+#include "models/gpt/generate.h"
+#include "models/gpt/gpt.h"
 
 namespace bg::test {
 namespace {

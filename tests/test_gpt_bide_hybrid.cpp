@@ -11,8 +11,8 @@
 #include "data/tokenizer.h"
 #include "gpt_train_loop.h"
 #include "harness.h"
-#include "models/generate.h"
-#include "models/gpt.h"
+#include "models/gpt/generate.h"
+#include "models/gpt/gpt.h"
 
 namespace bg::test {
 namespace {

@@ -1,4 +1,4 @@
-// test_gpt_bide_variants.cpp: the BIDE head's variants on the GPT (models/gpt.h, gpt_head.h).
+// test_gpt_bide_variants.cpp: the BIDE head's variants on the GPT (models/gpt/gpt.h, gpt_head.h).
 // A token code other than the id (ids ranked by frequency): the ranks, the refusal of a code
 // that is not a permutation, and logits that are the id head's permuted; the vocabulary-free
 // input (model.input: bits): each token's features are its +-1 bits times the layer's weight,
@@ -12,8 +12,8 @@
 #include "data/tokenizer.h"
 #include "gpt_train_loop.h"
 #include "harness.h"
-#include "models/generate.h"
-#include "models/gpt.h"
+#include "models/gpt/generate.h"
+#include "models/gpt/gpt.h"
 
 namespace bg::test {
 namespace {

@@ -1,5 +1,5 @@
 // test_gpt_weights.cpp: GPT-2's weights between bitgrad's names and other tools' layouts
-// (models/gpt_weights.h): Hugging Face's state dict (Conv1D transposed, the prefix optional,
+// (models/gpt/gpt_weights.h): Hugging Face's state dict (Conv1D transposed, the prefix optional,
 // mask buffers skipped, a tied lm_head checked, the vocabulary padded and cut) and llm.c's
 // stacked tensors, both ways bit for bit; a model loaded from the exported weights computes the
 // original's logits bit for bit; config.json read and written; bad dicts refused in one line.
@@ -11,7 +11,7 @@
 #include "data/safetensors.h"
 #include "harness.h"
 #include "data/tokenizer.h"
-#include "models/gpt_weights.h"
+#include "models/gpt/gpt_weights.h"
 #include "models/lm_builder.h"
 
 namespace bg::test {

@@ -1,4 +1,4 @@
-// test_packed_export.cpp: the packed inference file of a BitLinear GPT (models/gpt_packed.h).
+// test_packed_export.cpp: the packed inference file of a BitLinear GPT (models/gpt/gpt_packed.h).
 // A model rebuilt from it gives the latent model's logits bit for bit (full forward and the
 // KV-cached sampler, with and without a BitLinear LM head, on the CPU and CUDA), stores no
 // latent weights, and a bad file (missing array, wrong shape, wrong scale count, a bad scale, an
@@ -11,7 +11,7 @@
 #include "core/checkpoint.h"
 #include "core/optim.h"
 #include "harness.h"
-#include "models/gpt_packed.h"
+#include "models/gpt/gpt_packed.h"
 
 namespace bg::test {
 namespace {

@@ -9,7 +9,7 @@
 #include "core/optim.h"
 #include "harness.h"
 #include "kernels/cuda/device_runtime.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace bg::test {
 namespace {

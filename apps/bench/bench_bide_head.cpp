@@ -15,7 +15,7 @@
 #include "core/allocator.h"
 #include "core/optim.h"
 #include "kernels/cuda/device_runtime.h"
-#include "models/gpt_head.h"
+#include "models/gpt/gpt_head.h"
 
 namespace bg::cli {
 

@@ -18,7 +18,7 @@
 #include "core/allocator.h"
 #include "core/optim.h"
 #include "kernels/cuda/device_runtime.h"
-#include "models/forecast.h"
+#include "models/forecast/forecast.h"
 
 namespace bg::cli {
 namespace {

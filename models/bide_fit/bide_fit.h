@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "core/bide.h"
-#include "models/bide_fit_data.h"
+#include "models/bide_fit/bide_fit_data.h"
 #include "layers/embedding.h"
 #include "models/trainer.h"
 

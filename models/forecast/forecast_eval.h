@@ -1,19 +1,19 @@
 // forecast_eval.h: a forecaster scored on each series' test window (its last `horizon` points,
-// the context everything before), as the forecasting field scores (models/forecast_metrics.h):
+// the context everything before), as the forecasting field scores (models/forecast/forecast_metrics.h):
 // CRPS (exact off the head's law for one step, the fair estimator over sample paths for more),
 // the weighted quantile loss over levels 0.1..0.9, MASE of the median against the in-sample
 // seasonal-naive scale, 80% interval coverage, the teacher-forced one-step NLL; and each against
 // seasonal naive: per-series ratios, aggregated by their geometric mean. With a synthetic file's
-// truth (models/forecast_truth.h) and a one-step horizon, the true law's CRPS and NLL on the same
+// truth (data/forecast_truth.h) and a one-step horizon, the true law's CRPS and NLL on the same
 // grid: the floor.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "data/series.h"
-#include "models/forecast.h"
-#include "models/forecast_metrics.h"
-#include "models/forecaster.h"
+#include "models/forecast/forecast.h"
+#include "models/forecast/forecast_metrics.h"
+#include "models/forecast/forecaster.h"
 
 namespace bg {
 

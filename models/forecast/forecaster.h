@@ -2,7 +2,7 @@
 // scaled value x_t (data/series.h: scaled from the window's first scale_window values by
 // model.scaling, then rounded to float16) and predicts x_{t+1}; the trunk is the GPT's
 // (models/transformer.h: learned position embeddings, n_layer pre-LayerNorm blocks of causal
-// attention and MLP, a final LayerNorm), the head one of models/forecast_heads.h's laws. Inputs:
+// attention and MLP, a final LayerNorm), the head one of models/forecast/forecast_heads.h's laws. Inputs:
 //   value  the scaled value and a flag for the left padding before a series starts, through a
 //          bias-free 2 -> n_embd linear layer (transformer.wve);
 //   bits   the value's 16 float16 bits in {-1, +1} through a 16 -> n_embd linear layer
@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "data/series.h"
-#include "models/forecast_heads.h"
+#include "models/forecast/forecast_heads.h"
 #include "models/transformer.h"
 
 namespace bg {

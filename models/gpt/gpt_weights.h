@@ -19,7 +19,7 @@
 
 #include "core/tensor.h"
 #include "data/llmc_format.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace bg {
 

@@ -96,7 +96,7 @@ class TiedSoftmaxHead : public GPTHead {
   // (N, vocab) logits or their gradient, when they would pass softmax_loss_chunk_rows's budget.
   Tensor loss(const Tensor& h, const Tensor& targets,
               const std::string& reduction = "mean") const override;
-  // The BitLinear head's packed form (models/gpt_packed.h); wte stays for the embedding.
+  // The BitLinear head's packed form (models/gpt/gpt_packed.h); wte stays for the embedding.
   void use_packed(PackedTernary packed);
 
  private:

@@ -18,7 +18,7 @@
 #include "core/bide.h"
 #include "core/settings.h"
 #include "layers/layers.h"
-#include "models/forecast_metrics.h"
+#include "models/forecast/forecast_metrics.h"
 
 namespace bg {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "data/series.h"
-#include "models/forecaster.h"
+#include "models/forecast/forecaster.h"
 
 namespace bg {
 

@@ -4,7 +4,7 @@
 #include <functional>
 #include <vector>
 
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace bg {
 

@@ -8,10 +8,10 @@
 
 #include "core/json.h"
 #include "data/csv.h"
-#include "models/forecast.h"
-#include "models/forecast_metrics.h"
-#include "models/forecast_run.h"
-#include "models/forecast_truth.h"
+#include "models/forecast/forecast.h"
+#include "models/forecast/forecast_metrics.h"
+#include "models/forecast/forecast_run.h"
+#include "data/forecast_truth.h"
 
 namespace bg {
 namespace {

@@ -5,7 +5,7 @@
 // weights are stored. Every other parameter (embeddings, norms, biases) is stored as in a
 // training checkpoint, so the packed model's logits equal the training forward's bit for bit.
 #pragma once
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace bg {
 

@@ -1,4 +1,4 @@
-// forecast_run.h: training a forecaster (models/forecaster.h) on a series file: the Trainer's
+// forecast_run.h: training a forecaster (models/forecast/forecaster.h) on a series file: the Trainer's
 // task (windows sampled across the series, the validation window's NLL), the run, and the
 // checkpoint read back for `bitgrad forecast` and `bitgrad eval`.
 #pragma once
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "data/series.h"
-#include "models/forecaster.h"
+#include "models/forecast/forecaster.h"
 #include "models/lm_checkpoint.h"
 #include "models/lm_run.h"
 

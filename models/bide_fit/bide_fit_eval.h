@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "models/bide_fit_data.h"
+#include "models/bide_fit/bide_fit_data.h"
 
 namespace bg {
 

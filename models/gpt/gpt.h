@@ -33,7 +33,7 @@ struct GPTConfig : TrunkConfig {
   // is the id sum_j token[t + 1 + j] vocab_size^(P - 1 - j), one of vocab_size^P
   // (joint_target_ids below).
   int64_t predict_tokens = 1;
-  // The output head (models/gpt_head.h): the tied softmax head, dense or (bitlinear.lm_head) a
+  // The output head (models/gpt/gpt_head.h): the tied softmax head, dense or (bitlinear.lm_head) a
   // BitLinear product of the token embedding; or a BIDE head over the token's bits (bide).
   HeadKind head = HeadKind::softmax;
   BideHeadSpec bide;  // head == bide
@@ -129,7 +129,7 @@ class GPT : public LanguageModel {
   // The BIDE head (model.head: bide), else null.
   BideTokenHead* bide_head() { return dynamic_cast<BideTokenHead*>(head_.get()); }
   const BideTokenHead* bide_head() const { return dynamic_cast<const BideTokenHead*>(head_.get()); }
-  // With a BitLinear head, its packed form (models/gpt_packed.h): the tied head then runs
+  // With a BitLinear head, its packed form (models/gpt/gpt_packed.h): the tied head then runs
   // bitlinear_packed, while wte stays for the embedding.
   void use_packed_head(PackedTernary packed);
   // The input table (model.input: embedding; undefined with bits).
