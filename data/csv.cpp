@@ -1,8 +1,6 @@
 #include "csv.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -21,7 +19,8 @@ std::string trim_field(const std::string& s) {
 
 }  // namespace
 
-std::vector<std::string> csv_fields(std::string_view line, const std::string& where) {
+std::vector<std::string> csv_fields(std::string_view line, std::string_view path,
+                                    int64_t line_no) {
   std::vector<std::string> out;
   std::string field;
   bool quoted = false, was_quoted = false;
@@ -51,8 +50,8 @@ std::vector<std::string> csv_fields(std::string_view line, const std::string& wh
       field += c;
     }
   }
-  BG_CHECK(!quoted, "csv", where, ": a quoted field is not closed (a line break inside quotes "
-           "is not read)");
+  BG_CHECK(!quoted, "csv", path, line_no > 0 ? ":" + std::to_string(line_no) : std::string(),
+           ": a quoted field is not closed (a line break inside quotes is not read)");
   finish();
   return out;
 }

@@ -16,8 +16,10 @@
 namespace bg {
 
 // One line's fields, each trimmed of spaces, tabs and a trailing '\r' outside quotes. A quote
-// left open is refused in one line naming `where` ("FILE:LINE").
-std::vector<std::string> csv_fields(std::string_view line, const std::string& where);
+// left open is refused in one line naming "PATH:LINE" (PATH alone for line 0); the name is
+// built only then, not for every line of a large file.
+std::vector<std::string> csv_fields(std::string_view line, std::string_view path,
+                                    int64_t line_no = 0);
 // `text` as one CSV field: as it is, or quoted when it holds a comma, a quote, a line break, or
 // begins or ends with a space or tab (which readers trim).
 std::string csv_field(std::string_view text);

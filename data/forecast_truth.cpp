@@ -39,13 +39,13 @@ double TruthLaw::cdf(double x) const {
 std::map<std::pair<std::string, std::string>, TruthLaw> read_truth(const std::string& path) {
   LineReader in(path, "truth", "truth file");
   std::string line;
-  BG_CHECK(in.next(&line) && csv_fields(line, in.where()) == csv_fields(kHeader, "header"),
+  BG_CHECK(in.next(&line) && csv_fields(line, in.path(), 1) == csv_fields(kHeader, "header"),
            "truth", path, ":1: expected the header ", kHeader);
   std::map<std::pair<std::string, std::string>, TruthLaw> out;
   while (in.next(&line)) {
     if (line.empty()) continue;
     const std::string where = in.where();
-    const std::vector<std::string> f = csv_fields(line, where);
+    const std::vector<std::string> f = csv_fields(line, in.path(), in.line_no());
     BG_CHECK(f.size() == 13, "truth", where, ": ", f.size(), " fields, expected 13");
     TruthLaw law;
     law.zero_mass = number(f[2], where, "zero_mass");

@@ -58,7 +58,7 @@ SampleSet read_text(const SampleFileSpec& spec, bool csv,
     if (t.empty() || t[0] == '#') continue;
     std::string token = t;
     if (csv) {
-      const std::vector<std::string> cells = csv_fields(t, f.where());
+      const std::vector<std::string> cells = csv_fields(t, f.path(), f.line_no());
       if (!header_done) {  // the column is named: find it in the header
         for (size_t i = 0; i < cells.size(); ++i)
           if (cells[i] == spec.column) col = int(i);

@@ -64,7 +64,7 @@ SeriesSet read_series(const std::string& path) {
   std::string header;
   BG_CHECK(in.next(&header) && !trim(header).empty(), "series", path,
            ": the file is empty (its first line is blank)");
-  const std::vector<std::string> names = csv_fields(header, in.where());
+  const std::vector<std::string> names = csv_fields(header, in.path(), in.line_no());
   bool long_format = false;
   for (const std::string& n : names) long_format |= n == "unique_id" || n == "ds" || n == "y";
   if (!long_format) return read_plain(in, header);
@@ -87,22 +87,22 @@ SeriesSet read_series(const std::string& path) {
   bool kind_known = false;
   while (in.next(&line)) {
     if (trim(line).empty()) continue;
-    const std::string where = in.where();
-    const std::vector<std::string> f = csv_fields(line, where);
-    BG_CHECK(f.size() == names.size(), "series", where, ": ", f.size(),
+    // in.where() names the line in a message only: not built for every row.
+    const std::vector<std::string> f = csv_fields(line, in.path(), in.line_no());
+    BG_CHECK(f.size() == names.size(), "series", in.where(), ": ", f.size(),
              " fields, the header has ", names.size());
     const std::string id = col_id >= 0 ? f[size_t(col_id)] : "", ds = f[size_t(col_ds)],
                       ytext = f[size_t(col_y)];
     double y;
     const ValueCheck check = parse_value(ytext, &y);
-    BG_CHECK(check == ValueCheck::ok, "series", where, ": y '", ytext, "' ",
+    BG_CHECK(check == ValueCheck::ok, "series", in.where(), ": y '", ytext, "' ",
              check == ValueCheck::out_of_bounds
                  ? kOutOfBounds
                  : "is missing or not a finite number (fill or drop the row)");
     Stamp stamp;
     std::string why;
-    BG_CHECK(parse_stamp(ds, &stamp, &why), "series", where, ": ds: ", why);
-    BG_CHECK(!kind_known || stamp.kind == set.stamps, "series", where, ": ds '", ds,
+    BG_CHECK(parse_stamp(ds, &stamp, &why), "series", in.where(), ": ds: ", why);
+    BG_CHECK(!kind_known || stamp.kind == set.stamps, "series", in.where(), ": ds '", ds,
              "' mixes dates and steps");
     set.stamps = stamp.kind;
     kind_known = true;
@@ -112,7 +112,7 @@ SeriesSet read_series(const std::string& path) {
       last_at.push_back(0);
     }
     Series& s = set.series[it->second];
-    BG_CHECK(s.ds.empty() || stamp.at > last_at[it->second], "series", where, ": ds ", ds,
+    BG_CHECK(s.ds.empty() || stamp.at > last_at[it->second], "series", in.where(), ": ds ", ds,
              " of series '", id, "' is not after its previous row's ", s.ds.back(),
              " (sort each series by ds; a stamp may appear once)");
     last_at[it->second] = stamp.at;

@@ -72,7 +72,7 @@ std::vector<MetricsRow> parse_metrics_csv(const std::string& text, const std::st
   std::vector<MetricsRow> rows;
   for (int64_t line_no = 2; std::getline(in, line); ++line_no) {
     if (line.empty()) continue;
-    std::vector<std::string> f = csv_fields(line, origin + ":" + std::to_string(line_no));
+    std::vector<std::string> f = csv_fields(line, origin, line_no);
     f.resize(std::max<size_t>(f.size(), 3));  // a row without a validation loss
     double v[3] = {0, 0, NAN};
     for (int i = 0; i < 3; ++i) {

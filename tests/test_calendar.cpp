@@ -146,7 +146,7 @@ TEST_CASE("cpu: csv: fields quoted on the way out read back whole") {
   }
   CHECK(csv_field("x,y") == "\"x,y\"");
   CHECK(csv_fields(" a , \"b c\" ,d", "t") == Texts{"a", "b c", "d"});
-  CHECK_THROWS_WITH(csv_fields("\"open,x", "f.csv:3"), doctest::Contains("f.csv:3: a quoted field"));
+  CHECK_THROWS_WITH(csv_fields("\"open,x", "f.csv", 3), doctest::Contains("f.csv:3: a quoted field"));
   for (const double v : {0.1, 1.0 / 3.0, 1e300, -2.5e-300, 65504.0, 0.5000001})
     CHECK(std::strtod(csv_number(v).c_str(), nullptr) == v);
   CHECK(csv_number(0.1) == "0.1");

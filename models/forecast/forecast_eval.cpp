@@ -230,7 +230,7 @@ std::vector<SeriesForecast> read_forecast_paths(const std::string& path, const S
   LineReader in(path, "eval", "paths file");
   std::string line;
   const std::vector<std::string> header = {"unique_id", "ds", "path", "y"};
-  BG_CHECK(in.next(&line) && csv_fields(line, in.where()) == header, "eval", path, ":1: expected the header unique_id,ds,path,y");
+  BG_CHECK(in.next(&line) && csv_fields(line, in.path(), 1) == header, "eval", path, ":1: expected the header unique_id,ds,path,y");
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < set.series.size(); ++i) index[set.series[i].id] = i;
   // Each series' test window by instant: a stamp matches however it is written (with or without
@@ -246,27 +246,27 @@ std::vector<SeriesForecast> read_forecast_paths(const std::string& path, const S
       set.series.size(), std::vector<std::map<int64_t, double>>(size_t(horizon)));
   while (in.next(&line)) {
     if (line.empty()) continue;
-    const std::string where = in.where();
-    const std::vector<std::string> f = csv_fields(line, where);
-    BG_CHECK(f.size() == 4, "eval", where, ": expected 4 fields, got ", f.size());
+    // in.where() names the line in a message only: not built for every row.
+    const std::vector<std::string> f = csv_fields(line, in.path(), in.line_no());
+    BG_CHECK(f.size() == 4, "eval", in.where(), ": expected 4 fields, got ", f.size());
     const auto it = index.find(f[0]);
-    BG_CHECK(it != index.end(), "eval", where, ": series '", f[0], "' is not in the data");
+    BG_CHECK(it != index.end(), "eval", in.where(), ": series '", f[0], "' is not in the data");
     Stamp stamp;
     std::string why;
-    BG_CHECK(parse_stamp(f[1], &stamp, &why), "eval", where, ": ds: ", why);
+    BG_CHECK(parse_stamp(f[1], &stamp, &why), "eval", in.where(), ": ds: ", why);
     const auto step = window[it->second].find(stamp.at);
-    BG_CHECK(stamp.kind == set.stamps && step != window[it->second].end(), "eval", where, ": ",
+    BG_CHECK(stamp.kind == set.stamps && step != window[it->second].end(), "eval", in.where(), ": ",
              f[1], " is not in series '", f[0], "''s test window (its last ", horizon,
              " points)");
     char* end = nullptr;
     const long long j = std::strtoll(f[2].c_str(), &end, 10);
-    BG_CHECK(end && *end == 0 && !f[2].empty() && j >= 0, "eval", where, ": path '",
+    BG_CHECK(end && *end == 0 && !f[2].empty() && j >= 0, "eval", in.where(), ": path '",
              f[2], "' is not a whole number");
     const double v = std::strtod(f[3].c_str(), &end);
-    BG_CHECK(end && *end == 0 && !f[3].empty() && std::isfinite(v), "eval", where, ": y '", f[3],
+    BG_CHECK(end && *end == 0 && !f[3].empty() && std::isfinite(v), "eval", in.where(), ": y '", f[3],
              "' is not a finite number");
     auto& at = values[it->second][size_t(step->second)];
-    BG_CHECK(at.emplace(j, v).second, "eval", where, ": path ", j, " of ", f[0],
+    BG_CHECK(at.emplace(j, v).second, "eval", in.where(), ": path ", j, " of ", f[0],
              " at ", f[1], " given twice");
   }
   std::vector<SeriesForecast> out(set.series.size());
