@@ -21,7 +21,7 @@
 #include <sstream>
 
 #include "cli.h"
-#include "models/run.h"
+#include "models/train_run.h"
 #include "core/allocator.h"
 #include "core/checkpoint.h"
 #include "core/config.h"
@@ -31,7 +31,7 @@
 #include "kernels/cuda/device_runtime.h"
 #include "models/lm_builder.h"
 #include "train.h"
-#include "data/lm_data.h"
+#include "data/token_streams.h"
 
 namespace bg::cli {
 namespace {
@@ -180,7 +180,7 @@ Row gemm_sources_row(const cuda::GemmAlgoSources& before) {
 // steps than --steps, would make the report describe something that did not run.
 void check_user_config(const Args& args, int64_t steps) {
   ConfigReader user(args.positional[0], args.overrides);
-  const LanguageModelRun as_given = read_train_config(user);
+  const TrainRun as_given = read_train_config(user);
   BG_CHECK(!user.has("train.deterministic") || as_given.mode.deterministic, "check-determinism",
            "the config sets train.deterministic: false; this command checks the deterministic "
            "mode (drop the setting, or set it true)");

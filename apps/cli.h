@@ -36,24 +36,6 @@ int64_t parse_integer(const std::string& text, const std::string& option, int64_
 double parse_number(const std::string& text, const std::string& option, double lo, double hi);
 
 
-// run.name and run.out_dir: the folder a run writes, runs/<run.name> unless run.out_dir names
-// another. A name is one folder name (not ".", "..", nor a path); a --set run.name on a config
-// that pins run.out_dir is refused, since the output would not move.
-std::string read_out_dir(ConfigReader& r, const std::string& default_name);
-
-// Per-command defaults of the shared optimizer.* and schedule.* keys.
-struct OptimizerDefaults {
-  double lr;
-  std::vector<double> betas;
-  double weight_decay;
-  ScheduleKind schedule;
-  double min_lr;
-};
-// optimizer.{lr, betas, eps, weight_decay} and schedule.{type, warmup_steps, min_lr}, checked;
-// the schedule spans `steps`. Without `adam` (SGD), betas and eps are reported as not used.
-void read_adamw_and_schedule(ConfigReader& r, const OptimizerDefaults& defaults, int64_t steps,
-                             AdamWConfig* adamw, LrSchedule* schedule, bool adam = true);
-
 // usage.cpp: the usage of one command, or of all of them (bitgrad help).
 bool is_command(const std::string& name);
 void print_usage(const std::string& name);
@@ -67,8 +49,11 @@ int run_check_determinism(const Args& args);
 int run_bench(const Args& args);
 int run_fit_bide(const Args& args);
 int run_config(const Args& args);
-// config_meanings.cpp: the one-line meaning of every config key (`bitgrad config`).
+// The one-line meaning of every config key (`bitgrad config`), from the commands' declared
+// lists (train's run_settings, fit-bide's fit_settings and its distributions' parameters).
 const std::map<std::string, std::string>& config_key_meanings();
+// fit_bide_config.cpp: the distributions' keys, distributions[].<key>, with their meanings.
+void add_distribution_meanings(std::map<std::string, std::string>& out);
 int run_sample(const Args& args);
 int run_eval(const Args& args);
 // forecast.cpp: `bitgrad forecast`, and `bitgrad eval` of a forecaster checkpoint.

@@ -1,9 +1,10 @@
 // config_schema.cpp: `bitgrad config train|fit-bide [--markdown]`: every key a command reads,
 // with its type, default, range and one-line meaning, taken from the validator itself: the
 // command's config reader is run over a few probe configs that together take every branch, and
-// ConfigReader records each key as it is read (core/config.h, ConfigKeySpec). The meanings live in
-// config_meanings.cpp; a key without one, or a meaning for a key no command reads, is an error,
-// so the printed reference (and docs/config.md, generated from it) cannot drift.
+// ConfigReader records each key as it is read (core/config.h, ConfigKeySpec). The meanings come
+// from the commands' declared lists (core/settings.h) and fit-bide's distribution table; a key
+// without one, or a meaning for a key no command reads, is an error, so the printed reference
+// (and docs/config.md, generated from it) cannot drift.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -13,6 +14,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "fit_bide.h"
+#include "models/bide_fit/bide_fit_data.h"
 #include "train.h"
 
 namespace bg::cli {
@@ -90,6 +92,17 @@ std::vector<ConfigKeySpec> command_schema(const std::string& command) {
   return schema_of(fit_bide_probes(), [](ConfigReader& r) { read_fit_config(r); });
 }
 
+const std::map<std::string, std::string>& config_key_meanings() {
+  static const std::map<std::string, std::string> m = [] {
+    std::map<std::string, std::string> m;
+    add_meanings(run_settings(), m);
+    add_meanings(fit_settings(), m);
+    add_distribution_meanings(m);
+    return m;
+  }();
+  return m;
+}
+
 int run_config(const Args& args) {
   args.allow_only({"markdown"});
   BG_CHECK(args.positional.size() == 1, "config",
@@ -100,11 +113,11 @@ int run_config(const Args& args) {
   for (const char* c : {"train", "fit-bide"})
     for (const ConfigKeySpec& s : command_schema(c)) {
       BG_CHECK(meanings.count(s.key), "config", c, " reads ", s.key,
-               ", which has no meaning in apps/config_meanings.cpp");
+               ", which no declared list explains");
       read_somewhere.insert(s.key);
     }
   for (const auto& [key, meaning] : meanings)
-    BG_CHECK(read_somewhere.count(key), "config", "apps/config_meanings.cpp explains ", key,
+    BG_CHECK(read_somewhere.count(key), "config", "a declared list explains ", key,
              ", which no command reads");
   const std::vector<ConfigKeySpec> keys = command_schema(args.positional[0]);
   const bool markdown = args.has("markdown");

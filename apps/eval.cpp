@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "data/lm_data.h"
+#include "data/token_streams.h"
 #include "data/token_shards.h"
 #include "models/forecast/forecast_run.h"
 #include "models/lm_builder.h"

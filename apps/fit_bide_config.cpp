@@ -1,6 +1,9 @@
 // fit_bide_config.cpp: the keys of `bitgrad fit-bide`, checked (README lists them), and the
 // value ranges that bide.range gives each distribution.
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 
 #include "cli.h"
 #include "core/config.h"
@@ -13,107 +16,136 @@ const std::vector<std::string> kKinds = {
     "normal",    "gamma",   "mixture",     "pareto", "poisson", "binomial", "lognormal",
     "student_t", "uniform", "exponential", "beta",   "laplace", "weibull",  "file"};
 
-// Every kind's parameter keys, so that a parameter of another kind is named as such.
-const std::vector<std::pair<std::string, std::vector<std::string>>> kParams = {
-    {"normal", {"mu", "sigma"}},
-    {"lognormal", {"mu", "sigma"}},
-    {"gamma", {"alpha", "beta"}},
-    {"pareto", {"x_m", "alpha"}},
-    {"poisson", {"lambda"}},
-    {"binomial", {"n", "p"}},
-    {"student_t", {"nu", "scale"}},
-    {"uniform", {"low", "high"}},
-    {"exponential", {"rate"}},
-    {"beta", {"a", "b"}},
-    {"laplace", {"mu", "b"}},
-    {"weibull", {"k", "lambda"}},
-    {"mixture", {"weights", "means", "stds"}},
-    {"file", {"path", "format", "column", "dataset", "skip_invalid", "val_fraction"}}};
+// Parameters stay where the reference law and its moments are finite numbers: locations and
+// scales within 1e9 (beyond every BIDE value type's range but uint's 2^24), scales positive.
+constexpr double kTiny = 1e-300, kBig = 1e9, kRequiredParam = std::numeric_limits<double>::quiet_NaN();
+
+// Where a parameter goes: DistributionParams' a or b (a number, or an integer count), or a
+// reader of its own (a mixture's lists, a file's settings).
+enum class ParamSlot : uint8_t { a, b, a_integer, own_reader };
+
+// Every kind's parameters, declared once, in reading order: the reader, the refusal of another
+// kind's parameter and `bitgrad config`'s meanings all walk this table.
+struct DistParam {
+  const char* kind;
+  const char* key;
+  double lo, hi, def;  // def kRequiredParam: the config must set it
+  ParamSlot slot;
+  const char* meaning;
+};
+const DistParam kParams[] = {
+    {"normal", "mu", -kBig, kBig, kRequiredParam, ParamSlot::a, "location"},
+    {"normal", "sigma", kTiny, kBig, kRequiredParam, ParamSlot::b, "scale"},
+    {"lognormal", "mu", -kBig, kBig, kRequiredParam, ParamSlot::a, "location"},
+    {"lognormal", "sigma", kTiny, kBig, kRequiredParam, ParamSlot::b, "scale"},
+    {"gamma", "alpha", kTiny, kBig, kRequiredParam, ParamSlot::a, "shape"},
+    {"gamma", "beta", kTiny, kBig, 1.0, ParamSlot::b, "rate"},
+    {"pareto", "x_m", kTiny, kBig, 1.0, ParamSlot::a, "scale (the minimum)"},
+    {"pareto", "alpha", kTiny, kBig, kRequiredParam, ParamSlot::b, "shape"},
+    {"poisson", "lambda", kTiny, 1e6, kRequiredParam, ParamSlot::a, "mean"},
+    {"binomial", "n", 1, 1e6, 10, ParamSlot::a_integer, "trials"},
+    {"binomial", "p", 0.0, 1.0, kRequiredParam, ParamSlot::b, "success probability"},
+    {"student_t", "nu", kTiny, kBig, kRequiredParam, ParamSlot::a, "degrees of freedom"},
+    {"student_t", "scale", kTiny, kBig, 1.0, ParamSlot::b, "scale"},
+    {"uniform", "low", -kBig, kBig, kRequiredParam, ParamSlot::a, "lower end"},
+    {"uniform", "high", -kBig, kBig, kRequiredParam, ParamSlot::b, "upper end"},
+    {"exponential", "rate", kTiny, kBig, kRequiredParam, ParamSlot::a, "rate"},
+    {"beta", "a", kTiny, kBig, kRequiredParam, ParamSlot::a, "alpha"},
+    {"beta", "b", kTiny, kBig, kRequiredParam, ParamSlot::b, "beta"},
+    {"laplace", "mu", -kBig, kBig, kRequiredParam, ParamSlot::a, "location"},
+    {"laplace", "b", kTiny, kBig, kRequiredParam, ParamSlot::b, "scale"},
+    {"weibull", "k", kTiny, kBig, kRequiredParam, ParamSlot::a, "shape"},
+    {"weibull", "lambda", kTiny, kBig, kRequiredParam, ParamSlot::b, "scale"},
+    {"mixture", "weights", 0, 0, 0, ParamSlot::own_reader, "component weights (positive)"},
+    {"mixture", "means", 0, 0, 0, ParamSlot::own_reader, "component means"},
+    {"mixture", "stds", 0, 0, 0, ParamSlot::own_reader,
+     "component standard deviations (positive)"},
+    {"file", "path", 0, 0, 0, ParamSlot::own_reader, "the samples file"},
+    {"file", "format", 0, 0, 0, ParamSlot::own_reader, "auto, text, csv or hdf5"},
+    {"file", "column", 0, 0, 0, ParamSlot::own_reader, "csv column (index or header name)"},
+    {"file", "dataset", 0, 0, 0, ParamSlot::own_reader, "hdf5 dataset name"},
+    {"file", "skip_invalid", 0, 0, 0, ParamSlot::own_reader,
+     "skip values that do not parse instead of refusing"},
+    {"file", "val_fraction", 0, 0, 0, ParamSlot::own_reader, "fraction of the samples held out"},
+};
+
+bool has_param(const std::string& kind, const std::string& key) {
+  for (const DistParam& d : kParams)
+    if (kind == d.kind && key == d.key) return true;
+  return false;
+}
+
+// A mixture's lists, checked entry by entry.
+void read_mixture(ConfigReader& r, const std::string& p, DistributionParams& q) {
+  const size_t n = r.list_size(p + "weights");
+  if (n == 0) r.fail_at(p + "weights", "a mixture needs weights, means and stds lists");
+  q.weights = r.numbers(p + "weights", {}, n);
+  q.means = r.numbers(p + "means", {}, n);
+  q.stds = r.numbers(p + "stds", {}, n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!(q.weights[i] > 0 && q.weights[i] <= kBig))
+      r.fail_at(p + "weights", "weights must be positive and at most 1e9");
+    if (!(q.stds[i] > 0 && q.stds[i] <= kBig))
+      r.fail_at(p + "stds", "stds must be positive and at most 1e9");
+    if (!(std::fabs(q.means[i]) <= kBig)) r.fail_at(p + "means", "means must be within +-1e9");
+  }
+}
+
+void read_file_source(ConfigReader& r, const std::string& p, DistSpec& d) {
+  d.from_file = true;
+  d.file.path = r.string(p + "path");
+  d.file.format = r.choice(p + "format", "auto", {"auto", "text", "csv", "hdf5"});
+  d.file.column = r.string(p + "column", "0");
+  d.file.dataset = r.string(p + "dataset", "samples");
+  d.file.skip_invalid = r.boolean(p + "skip_invalid", false);
+  d.val_fraction = r.number(p + "val_fraction", 0.1, 0.01, 0.9);
+}
 
 void read_dist_params(ConfigReader& r, const std::string& p, DistSpec& d) {
-  for (const auto& [kind, keys] : kParams)
-    if (kind != d.params.kind)
-      for (const std::string& k : keys) {
-        bool own = false;
-        for (const auto& [k2, keys2] : kParams)
-          if (k2 == d.params.kind)
-            for (const std::string& o : keys2) own |= o == k;
-        if (!own) r.not_used(p + k, "kind is " + d.params.kind);
-      }
-  // Parameters stay where the reference law and its moments are finite numbers: locations and
-  // scales within 1e9 (beyond every BIDE value type's range but uint's 2^24), scales positive.
-  const double tiny = 1e-300, big = 1e9;
   DistributionParams& q = d.params;
-  const std::string& k = q.kind;
-  auto num = [&](const char* key, double lo, double hi) { return r.number(p + key, lo, hi); };
-  if (k == "normal" || k == "lognormal") {
-    q.a = num("mu", -big, big);
-    q.b = num("sigma", tiny, big);
-  } else if (k == "gamma") {
-    q.a = num("alpha", tiny, big);
-    q.b = r.number(p + "beta", 1.0, tiny, big);
-  } else if (k == "pareto") {
-    q.a = r.number(p + "x_m", 1.0, tiny, big);
-    q.b = num("alpha", tiny, big);
-  } else if (k == "poisson") {
-    q.a = num("lambda", tiny, 1e6);
-  } else if (k == "binomial") {
-    q.a = double(r.integer(p + "n", 10, 1, 1000000));
-    q.b = num("p", 0.0, 1.0);
-  } else if (k == "student_t") {
-    q.a = num("nu", tiny, big);
-    q.b = r.number(p + "scale", 1.0, tiny, big);
-  } else if (k == "uniform") {
-    q.a = num("low", -big, big);
-    q.b = num("high", -big, big);
-    if (q.b <= q.a) r.fail_at(p + "high", "must be greater than low");
-  } else if (k == "exponential") {
-    q.a = num("rate", tiny, big);
-  } else if (k == "beta") {
-    q.a = num("a", tiny, big);
-    q.b = num("b", tiny, big);
-  } else if (k == "laplace") {
-    q.a = num("mu", -big, big);
-    q.b = num("b", tiny, big);
-  } else if (k == "weibull") {
-    q.a = num("k", tiny, big);
-    q.b = num("lambda", tiny, big);
-  } else if (k == "mixture") {
-    const size_t n = r.list_size(p + "weights");
-    if (n == 0) r.fail_at(p + "weights", "a mixture needs weights, means and stds lists");
-    q.weights = r.numbers(p + "weights", {}, n);
-    q.means = r.numbers(p + "means", {}, n);
-    q.stds = r.numbers(p + "stds", {}, n);
-    for (size_t i = 0; i < n; ++i) {
-      if (!(q.weights[i] > 0 && q.weights[i] <= big))
-        r.fail_at(p + "weights", "weights must be positive and at most 1e9");
-      if (!(q.stds[i] > 0 && q.stds[i] <= big))
-        r.fail_at(p + "stds", "stds must be positive and at most 1e9");
-      if (!(std::fabs(q.means[i]) <= big)) r.fail_at(p + "means", "means must be within +-1e9");
-    }
-  } else {  // file
-    d.from_file = true;
-    d.file.path = r.string(p + "path");
-    d.file.format = r.choice(p + "format", "auto", {"auto", "text", "csv", "hdf5"});
-    d.file.column = r.string(p + "column", "0");
-    d.file.dataset = r.string(p + "dataset", "samples");
-    d.file.skip_invalid = r.boolean(p + "skip_invalid", false);
-    d.val_fraction = r.number(p + "val_fraction", 0.1, 0.01, 0.9);
+  for (const DistParam& e : kParams)
+    if (e.kind != q.kind && !has_param(q.kind, e.key)) r.not_used(p + e.key, "kind is " + q.kind);
+  for (const DistParam& e : kParams) {
+    if (e.kind != q.kind || e.slot == ParamSlot::own_reader) continue;
+    const std::string key = p + e.key;
+    const double v = e.slot == ParamSlot::a_integer
+                         ? double(r.integer(key, int64_t(e.def), int64_t(e.lo), int64_t(e.hi)))
+                     : std::isnan(e.def) ? r.number(key, e.lo, e.hi)
+                                         : r.number(key, e.def, e.lo, e.hi);
+    (e.slot == ParamSlot::b ? q.b : q.a) = v;
   }
+  if (q.kind == "uniform" && q.b <= q.a) r.fail_at(p + "high", "must be greater than low");
+  if (q.kind == "mixture") read_mixture(r, p, q);
+  if (q.kind == "file") read_file_source(r, p, d);
 }
 
 }  // namespace
 
+void add_distribution_meanings(std::map<std::string, std::string>& out) {
+  out["distributions[].kind"] = "a built-in law (normal, gamma, ...) or file";
+  out["distributions[].name"] = "the name in the summary and plots (default: the kind)";
+  // Kinds sharing a key and a meaning are named together: "normal, lognormal, laplace: location".
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_key;
+  for (const DistParam& e : kParams) {
+    auto& groups = by_key[e.key];
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.second == e.meaning; });
+    if (it == groups.end())
+      groups.emplace_back(e.kind, e.meaning);
+    else
+      it->first += std::string(", ") + e.kind;
+  }
+  for (const auto& [key, groups] : by_key) {
+    std::string m;
+    for (const auto& [kinds, meaning] : groups) m += (m.empty() ? "" : "; ") + kinds + ": " + meaning;
+    out["distributions[]." + key] = m;
+  }
+}
+
 FitConfig read_fit_config(ConfigReader& r) {
   FitConfig c;
-  c.out_dir = read_out_dir(r, "bide_fit");
   fit_settings().read(r, c);
-  // Batch-invariant arithmetic (docs/determinism.md): the projections' matmuls take the
-  // batch-invariant algorithm and the SICK pass a partition fixed per example.
-  c.mode = read_compute_mode(r, ModeKeys::deterministic_only);
   c.bide.batch_invariant = c.mode.deterministic;
-  read_adamw_and_schedule(r, {0.1, {0.9, 0.96}, 0.01, ScheduleKind::exponential, 1e-5}, c.steps, &c.adamw,
-                          &c.schedule);
   const size_t n = r.list_size("distributions");
   if (n == 0) r.fail_at("distributions", "list at least one distribution");
   for (size_t i = 0; i < n; ++i) {

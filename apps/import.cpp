@@ -11,7 +11,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "data/gpt2_bpe.h"
-#include "data/lm_data.h"
+#include "data/token_streams.h"
 #include "data/tokenizer.h"
 #include "models/gpt/gpt_weights.h"
 #include "models/lm_checkpoint.h"

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "cli.h"
-#include "data/lm_data.h"
+#include "data/token_streams.h"
 #include "core/error.h"
 #include "data/text.h"
 #include "data/token_shards.h"

@@ -4,7 +4,7 @@
 
 #include "cli.h"
 #include "core/config.h"
-#include "models/run.h"
+#include "models/train_run.h"
 
 namespace bg::cli {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "models/lm_run.h"
+#include "models/run.h"
 
 namespace bg {
 class ConfigReader;
@@ -11,7 +11,7 @@ class ConfigReader;
 
 namespace bg::cli {
 
-LanguageModelRun read_train_config(ConfigReader& r);
+TrainRun read_train_config(ConfigReader& r);
 
 // The train and validation loss against step, from the metrics CSV (resumed runs included).
 std::string loss_plot(const std::string& metrics_csv);
@@ -19,7 +19,7 @@ std::string loss_plot(const std::string& metrics_csv);
 // The run a config file and its --set overrides describe (the config read, checked and
 // finished), as train_run takes it.
 struct ConfiguredRun {
-  LanguageModelRun run;
+  TrainRun run;
   RunContext context;
 };
 ConfiguredRun configured_run(const std::string& config_path,

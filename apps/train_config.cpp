@@ -8,10 +8,9 @@
 
 namespace bg::cli {
 
-LanguageModelRun read_train_config(ConfigReader& r) {
-  LanguageModelRun c;
+TrainRun read_train_config(ConfigReader& r) {
+  TrainRun c;
   c.trainer.command = "train";
-  c.trainer.out_dir = read_out_dir(r, "run");
   if (r.has("bitlinear.lm_head"))
     r.fail_at("bitlinear.lm_head",
               "replaced by model.head: bitlinear (the tied LM head as a BitLinear product)");
@@ -56,9 +55,11 @@ LanguageModelRun read_train_config(ConfigReader& r) {
       r.fail_at("model.vocab_size",
                 "byte_pair pairs ids as first * 256 + second: leave model.vocab_size at 0 (256)");
   }
-  c.mode = read_compute_mode(r);
-  const std::string activations = activations_problem(
-      c.mode, c.model.type == ModelType::gpt ? &c.model.gpt : nullptr);
+  if (const auto [key, why] = compute_mode_problem(c.mode); !key.empty()) r.fail_at(key, why);
+  const std::string activations =
+      c.model.type == ModelType::forecaster
+          ? trunk_activations_problem(c.mode, c.model.forecaster)
+          : activations_problem(c.mode, c.model.type == ModelType::gpt ? &c.model.gpt : nullptr);
   if (!activations.empty()) r.fail_at("train.activations", activations);
   // A char MLP has no attention: an L-Mul scope of attention alone would change nothing.
   if (c.model.type == ModelType::char_mlp && c.mode.algo == MatmulAlgo::lmul &&
@@ -66,13 +67,6 @@ LanguageModelRun read_train_config(ConfigReader& r) {
     r.fail_at("lmul.scope",
               "a char_mlp has no attention products; use mlp (its hidden layers) "
               "or all");
-  c.trainer.optimizer = r.choice("optimizer.type", OptimizerKind::adamw);
-  read_adamw_and_schedule(r, {1e-3, {0.9, 0.999}, 0.0, ScheduleKind::constant, 0.0}, c.trainer.steps,
-                          &c.trainer.adamw, &c.trainer.schedule, c.trainer.optimizer == OptimizerKind::adamw);
-  if (c.trainer.optimizer == OptimizerKind::sgd)
-    c.trainer.momentum = r.number("optimizer.momentum", 0.9, 0.0, 1.0);
-  else
-    r.not_used("optimizer.momentum", "optimizer.type is adamw");
   BG_CHECK(!(c.trainer.shard_optimizer && c.trainer.optimizer == OptimizerKind::sgd), "config",
            "train.shard_optimizer shards AdamW's state; optimizer.type is sgd");
   r.finish();

@@ -3,6 +3,7 @@
 #include "checkpoint.h"
 #include "config.h"
 #include "error.h"
+#include "settings.h"
 
 namespace bg {
 
@@ -52,103 +53,111 @@ ComputeMode ComputeMode::backward() const {
   return m;
 }
 
-ComputeMode read_compute_mode(ConfigReader& r, ModeKeys keys) {
-  ComputeMode m;
-  // Batch-invariant arithmetic (docs/determinism.md): every matmul, forward and backward, runs
-  // the batch-invariant algorithm, whose K order per output is fixed whatever the batch.
-  if (keys == ModeKeys::deterministic_only) {
-    m.deterministic = r.boolean("train.deterministic", false);
-    if (m.deterministic) m.algo = MatmulAlgo::batch_invariant;
-    return m;
-  }
-  // CUDA matmuls: fp32, tf32 or bf16 operands (fp32 accumulation, fp32 master weights,
-  // activations and optimizer state in every mode). The CPU always computes in fp32.
-  m.precision = r.choice("train.precision", MatmulPrecision::fp32);
-  m.activations = r.choice("train.activations", ActivationDtype::fp32);
-  if (m.activations == ActivationDtype::bf16 && m.precision != MatmulPrecision::bf16)
-    r.fail_at("train.activations",
-              "bf16 activations are the operands of bf16 matmuls; set train.precision: bf16");
-  m.deterministic = r.boolean("train.deterministic", false);
-  if (m.deterministic) m.algo = MatmulAlgo::batch_invariant;
-  // L-Mul (docs/lmul.md): every multiply of the matmuls lmul.scope covers is an integer add.
-  if (r.choice("train.matmul", MatmulChoice::standard) == MatmulChoice::lmul) {
-    if (m.precision != MatmulPrecision::fp32)
-      r.fail_at("train.matmul",
-                "L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; "
-                "train.precision must be fp32");
-    m.algo = MatmulAlgo::lmul;
-    m.lmul_mantissa_bits =
-        int(r.integer("lmul.mantissa_bits", kMaxMantissaBits, kMinMantissaBits, kMaxMantissaBits));
-    m.lmul_scope = r.choice("lmul.scope", LmulScope::all);
-    m.lmul_exact_backward = r.choice("lmul.backward", LmulBackward::lmul) == LmulBackward::exact;
-  } else {
-    r.not_used("lmul", "train.matmul is standard");
-  }
-  return m;
-}
-
 namespace {
 MatmulChoice matmul_choice(const ComputeMode& m) {
   return m.algo == MatmulAlgo::lmul ? MatmulChoice::lmul : MatmulChoice::standard;
 }
-template <typename E>
-E read_enum_attr(const CheckpointReader& ck, const std::string& path, const std::string& name) {
-  const std::string text = ck.str_attr(name);
-  E v{};
-  BG_CHECK(parse_enum(text, &v), "checkpoint", path, ": attribute ", name, " is '", text,
-           "', expected ", enum_names_text<E>());
-  return v;
+
+// train.deterministic and train.matmul both set the algorithm: L-Mul where chosen, else the
+// exact product, batch-invariant under the flag (docs/determinism.md: every matmul, forward
+// and backward, runs the algorithm whose K order per output is fixed whatever the batch).
+void set_deterministic(ComputeMode& m, bool on) {
+  m.deterministic = on;
+  if (m.algo != MatmulAlgo::lmul) m.algo = exact_algo(m);
 }
+void set_matmul(ComputeMode& m, MatmulChoice c) {
+  m.algo = c == MatmulChoice::lmul ? MatmulAlgo::lmul : exact_algo(m);
+}
+
+const char* const kDeterministicMeaning =
+    "batch-invariant arithmetic: the same bits run to run and whatever the batch "
+    "(docs/determinism.md)";
 }  // namespace
 
+const Settings<ComputeMode>& compute_mode_settings() {
+  static const Settings<ComputeMode> s = [] {
+    Settings<ComputeMode> s;
+    // CUDA matmuls: fp32, tf32 or bf16 operands (fp32 accumulation, fp32 master weights and
+    // optimizer state in every mode). The CPU always computes in fp32.
+    s.choice("train.precision", [](auto& m) -> auto& { return m.precision; },
+             "CUDA matmul operands: fp32, tf32 or bf16 (fp32 accumulation and master weights; "
+             "the CPU computes fp32)",
+             kRecorded)
+        .saved_as("compute_precision");
+    // Files before train.activations kept f32 activations.
+    s.choice("train.activations", [](auto& m) -> auto& { return m.activations; },
+             "CUDA activations: fp32, or bf16 (the residual stream, norms, GELU and dropout "
+             "stored in bf16; needs train.precision: bf16; fp32 weights, optimizer state and "
+             "reductions)",
+             kRecorded | kOptional)
+        .saved_as("compute_activations");
+    s.boolean("train.deterministic", [](const ComputeMode& m) { return m.deterministic; },
+              set_deterministic, kDeterministicMeaning, kRecorded)
+        .saved_as("compute_deterministic");
+    // L-Mul (docs/lmul.md): every multiply of the matmuls lmul.scope covers is an integer add.
+    // Files before L-Mul recorded no compute_matmul: they multiplied exactly.
+    s.choice<MatmulChoice>("train.matmul", matmul_choice, set_matmul,
+                           "standard, or lmul: multiplies as L-Mul integer adds (docs/lmul.md)",
+                           kRecorded | kOptional)
+        .saved_as("compute_matmul");
+    s.when([](const ComputeMode& m) { return m.algo == MatmulAlgo::lmul; },
+           [](const ComputeMode&) { return std::string("train.matmul is standard"); });
+    s.integer("lmul.mantissa_bits", [](auto& m) -> auto& { return m.lmul_mantissa_bits; },
+              kMinMantissaBits, kMaxMantissaBits,
+              "operands rounded to this many mantissa bits (7: bf16's)", kRecorded);
+    s.choice("lmul.scope", [](auto& m) -> auto& { return m.lmul_scope; },
+             "which matmuls multiply by L-Mul: attention, mlp or all", kRecorded);
+    s.choice<LmulBackward>(
+        "lmul.backward",
+        [](const ComputeMode& m) {
+          return m.lmul_exact_backward ? LmulBackward::exact : LmulBackward::lmul;
+        },
+        [](ComputeMode& m, LmulBackward b) { m.lmul_exact_backward = b == LmulBackward::exact; },
+        "the gradients' products: lmul too, or exact", kRecorded);
+    return s;
+  }();
+  return s;
+}
+
+const Settings<ComputeMode>& deterministic_mode_settings() {
+  static const Settings<ComputeMode> s = [] {
+    Settings<ComputeMode> s;
+    s.boolean("train.deterministic", [](const ComputeMode& m) { return m.deterministic; },
+              set_deterministic, kDeterministicMeaning, kRecorded);
+    return s;
+  }();
+  return s;
+}
+
+std::pair<std::string, std::string> compute_mode_problem(const ComputeMode& m) {
+  if (m.activations == ActivationDtype::bf16 && m.precision != MatmulPrecision::bf16)
+    return {"train.activations",
+            "bf16 activations are the operands of bf16 matmuls; set train.precision: bf16"};
+  if (m.algo == MatmulAlgo::lmul && m.precision != MatmulPrecision::fp32)
+    return {"train.matmul",
+            "L-Mul multiplies f32 operands rounded to lmul.mantissa_bits; train.precision must "
+            "be fp32"};
+  return {};
+}
+
+ComputeMode read_compute_mode(ConfigReader& r, ModeKeys keys) {
+  ComputeMode m;
+  (keys == ModeKeys::all ? compute_mode_settings() : deterministic_mode_settings()).read(r, m);
+  const auto [key, why] = compute_mode_problem(m);
+  if (!key.empty()) r.fail_at(key, why);
+  return m;
+}
+
 void save_compute_mode(CheckpointWriter& ck, const ComputeMode& mode) {
-  ck.attr("compute_precision", std::string(enum_name(mode.precision)));
-  ck.attr("compute_activations", std::string(enum_name(mode.activations)));
-  ck.attr("compute_deterministic", int64_t(mode.deterministic ? 1 : 0));
-  ck.attr("compute_matmul", std::string(enum_name(matmul_choice(mode))));
-  if (mode.algo == MatmulAlgo::lmul) {
-    ck.attr("lmul.mantissa_bits", int64_t(mode.lmul_mantissa_bits));
-    ck.attr("lmul.scope", std::string(enum_name(mode.lmul_scope)));
-    ck.attr("lmul.backward", std::string(enum_name(mode.lmul_exact_backward ? LmulBackward::exact
-                                                                            : LmulBackward::lmul)));
-  }
+  compute_mode_settings().save(ck, mode, kRecorded);
 }
 
 ComputeMode load_compute_mode(const CheckpointReader& ck, const std::string& path, bool* recorded) {
-  ComputeMode m;
   if (recorded) *recorded = ck.has_attr("compute_precision");
-  if (!ck.has_attr("compute_precision")) return m;
-  m.precision = read_enum_attr<MatmulPrecision>(ck, path, "compute_precision");
-  // Checkpoints before train.activations kept f32 activations.
-  if (ck.has_attr("compute_activations")) {
-    m.activations = read_enum_attr<ActivationDtype>(ck, path, "compute_activations");
-    BG_CHECK(m.activations == ActivationDtype::fp32 || m.precision == MatmulPrecision::bf16,
-             "checkpoint", path, ": compute_activations bf16 with compute_precision ",
-             enum_name(m.precision), " (bf16 activations run under bf16 precision only)");
-  }
-  const int64_t det = ck.int_attr("compute_deterministic");
-  BG_CHECK(det == 0 || det == 1, "checkpoint", path, ": attribute compute_deterministic is ", det,
-           ", expected 0 or 1");
-  m.deterministic = det == 1;
-  if (m.deterministic) m.algo = MatmulAlgo::batch_invariant;
-  // Checkpoints before L-Mul recorded no compute_matmul: they multiplied exactly.
-  const MatmulChoice choice = ck.has_attr("compute_matmul")
-                                  ? read_enum_attr<MatmulChoice>(ck, path, "compute_matmul")
-                                  : MatmulChoice::standard;
-  if (choice == MatmulChoice::lmul) {
-    BG_CHECK(m.precision == MatmulPrecision::fp32, "checkpoint", path,
-             ": compute_matmul lmul with compute_precision ", enum_name(m.precision),
-             " (L-Mul runs fp32 only)");
-    m.algo = MatmulAlgo::lmul;
-    const int64_t bits = ck.int_attr("lmul.mantissa_bits");
-    BG_CHECK(bits >= kMinMantissaBits && bits <= kMaxMantissaBits, "checkpoint", path,
-             ": attribute lmul.mantissa_bits is ", bits, ", expected ", kMinMantissaBits, " to ",
-             kMaxMantissaBits);
-    m.lmul_mantissa_bits = int(bits);
-    m.lmul_scope = read_enum_attr<LmulScope>(ck, path, "lmul.scope");
-    m.lmul_exact_backward =
-        read_enum_attr<LmulBackward>(ck, path, "lmul.backward") == LmulBackward::exact;
-  }
+  if (!ck.has_attr("compute_precision")) return ComputeMode();
+  const ComputeMode m = compute_mode_settings().load(ck, path, kRecorded);
+  const auto [key, why] = compute_mode_problem(m);
+  BG_CHECK(key.empty(), "checkpoint", path, ": the recorded mode's ", key, ": ", why);
   return m;
 }
 
@@ -160,26 +169,7 @@ void copy_compute_mode(const CheckpointReader& from, const std::string& path,
 }
 
 std::string compute_mode_difference(const ComputeMode& a, const ComputeMode& b) {
-  auto differ = [](const char* key, const std::string& x, const std::string& y) {
-    return x == y ? std::string() : str_cat(key, ": ", x, " vs ", y);
-  };
-  std::string d = differ("train.precision", enum_name(a.precision), enum_name(b.precision));
-  if (d.empty())
-    d = differ("train.activations", enum_name(a.activations), enum_name(b.activations));
-  if (d.empty())
-    d = differ("train.deterministic", a.deterministic ? "true" : "false",
-               b.deterministic ? "true" : "false");
-  if (d.empty())
-    d = differ("train.matmul", enum_name(matmul_choice(a)), enum_name(matmul_choice(b)));
-  if (d.empty() && a.algo == MatmulAlgo::lmul && b.algo == MatmulAlgo::lmul) {
-    d = differ("lmul.mantissa_bits", std::to_string(a.lmul_mantissa_bits),
-               std::to_string(b.lmul_mantissa_bits));
-    if (d.empty()) d = differ("lmul.scope", enum_name(a.lmul_scope), enum_name(b.lmul_scope));
-    if (d.empty())
-      d = differ("lmul.backward", a.lmul_exact_backward ? "exact" : "lmul",
-                 b.lmul_exact_backward ? "exact" : "lmul");
-  }
-  return d;
+  return compute_mode_settings().difference(a, b, kRecorded);
 }
 
 ComputeMode inference_mode(const ComputeMode& trained) {

@@ -97,27 +97,34 @@ struct ComputeMode {
   ComputeMode on(Device device) const;
 };
 
-// The config keys a command offers for its mode: train and check-determinism read all of them
-// (train.precision, train.deterministic, train.matmul, lmul.*); fit-bide, whose SICK pass has no
-// matmul to choose, reads train.deterministic alone.
-enum class ModeKeys : uint8_t { all, deterministic_only };
-// The one reader of the mode's config keys: each checked once, combinations that cannot run
-// refused naming the key (L-Mul needs fp32 precision; lmul.* without train.matmul: lmul).
-ComputeMode read_compute_mode(ConfigReader& r, ModeKeys keys = ModeKeys::all);
+// The mode's declared fields (core/settings.h), kRecorded: train.precision,
+// train.activations, train.deterministic, train.matmul and, for L-Mul, lmul.mantissa_bits,
+// lmul.scope and lmul.backward. Saved in a checkpoint as compute_precision,
+// compute_activations, compute_deterministic, compute_matmul (the names files had before the
+// keys) and lmul.*, so that resume compares the mode and sample, eval and export reproduce it;
+// every value is read back exactly, a name or number out of range refused naming the file and
+// attribute. fit-bide, whose SICK pass has no matmul to choose, offers train.deterministic
+// alone (deterministic_mode_settings).
+template <typename S>
+class Settings;
+const Settings<ComputeMode>& compute_mode_settings();
+const Settings<ComputeMode>& deterministic_mode_settings();
+// The rules between the fields: bf16 activations under bf16 precision, L-Mul under fp32. The
+// key to blame (empty: none) and why.
+std::pair<std::string, std::string> compute_mode_problem(const ComputeMode& m);
 
-// The mode as checkpoint attributes, so that resume compares it and sample, eval and export
-// reproduce it: compute_precision, compute_deterministic, compute_matmul (standard | lmul) and,
-// for L-Mul, lmul.mantissa_bits, lmul.scope, lmul.backward. Every value is read back exactly:
-// a name that is not one of the enum's, or a number out of range, is refused naming the file and
-// attribute. `recorded` says whether the file holds the mode at all (checkpoints before the mode
-// was recorded do not: they ran fp32 standard).
+enum class ModeKeys : uint8_t { all, deterministic_only };
+// The list's keys read and its rules checked, each refusal naming the key.
+ComputeMode read_compute_mode(ConfigReader& r, ModeKeys keys = ModeKeys::all);
+// `recorded` says whether the file holds the mode at all (checkpoints before the mode was
+// recorded do not: they ran fp32 standard).
 void save_compute_mode(CheckpointWriter& ck, const ComputeMode& mode);
 ComputeMode load_compute_mode(const CheckpointReader& ck, const std::string& path,
                               bool* recorded = nullptr);
 // Copies the mode's attributes from one file to another as they are (export).
 void copy_compute_mode(const CheckpointReader& from, const std::string& path, CheckpointWriter& to);
-// "" when a and b compute alike; else the first config key whose value differs, with both
-// values: "train.matmul: lmul vs standard".
+// "" when a and b compute alike; else each config key whose value differs, with both values:
+// "train.matmul: lmul vs standard".
 std::string compute_mode_difference(const ComputeMode& a, const ComputeMode& b);
 // The mode sample and eval run a trained model in: a deterministic run's own mode (sampler =
 // trainer, bit for bit), an L-Mul run's multiplies; otherwise fp32 matmuls.

@@ -580,4 +580,17 @@ std::string ConfigReader::effective_yaml() const {
   return std::string(out.c_str()) + "\n";
 }
 
+std::string read_out_dir(ConfigReader& r, const std::string& default_name) {
+  const std::string name = r.string("run.name", default_name);
+  if (name == "." || name == ".." || name.find('/') != std::string::npos)
+    r.fail_at("run.name", "'" + name + "' is not a folder name (the run writes runs/<run.name>; " +
+                              "run.out_dir names any other folder)");
+  if (r.from_command_line("run.name") && r.has("run.out_dir") &&
+      !r.from_command_line("run.out_dir"))
+    r.fail_at("run.name", "the config pins run.out_dir: " + r.string("run.out_dir", "") +
+                              ", so the output would not move; --set run.out_dir=runs/" + name +
+                              " instead");
+  return r.string("run.out_dir", "runs/" + name);
+}
+
 }  // namespace bg

@@ -119,4 +119,15 @@ inline constexpr int64_t kMaxConfigBytes = 1 << 20;
 inline constexpr int kMaxConfigDepth = 32;
 inline constexpr int64_t kMaxConfigValues = 100000;
 
+// run.name and run.out_dir: the folder a run writes, runs/<run.name> unless run.out_dir names
+// another. A name is one folder name (not ".", "..", nor a path); a --set run.name on a config
+// that pins run.out_dir is refused, since the output would not move.
+std::string read_out_dir(ConfigReader& r, const std::string& default_name);
+
+// The two keys' meanings, as every command's list declares them (core/settings.h's custom).
+inline constexpr const char* kRunNameMeaning =
+    "run name; outputs go to runs/<name> unless run.out_dir is set";
+inline constexpr const char* kRunOutDirMeaning =
+    "output folder (checkpoints, metrics.csv, config.yaml, plots)";
+
 }  // namespace bg

@@ -24,16 +24,27 @@
 
 namespace bg {
 
-// kArchitecture: saved as a checkpoint attribute named by the key and read back on load; a model
-// loaded or resumed must match it, while resume may change any other field. kDerived: resolved
-// from other settings and the data, never a config key (saved only). kOptional: files written
-// before the attribute existed lack it, and meant the struct's default.
-// kRequired: a config must set it (a string field: no default).
-enum SettingFlag : unsigned { kArchitecture = 1u, kDerived = 2u, kOptional = 4u, kRequired = 8u };
+// kArchitecture: saved as a checkpoint attribute (named by the key unless saved_as names
+// another) and read back on load; a model loaded or resumed must match it, while resume may
+// change any other field. kRecorded: saved and read back the same way, but a fact of the run
+// rather than of the model (the compute mode, the forecast horizon): what inference and eval
+// read back, compared only where a caller asks. kKeptOnResume: with kRecorded, a resume must
+// keep it (it splits the data). kDerived: resolved from other settings and the data, never a
+// config key (saved only). kOptional: files written before the attribute existed lack it, and
+// meant the default. kRequired: a config must set it (a string field: no default).
+enum SettingFlag : unsigned {
+  kArchitecture = 1u,
+  kDerived = 2u,
+  kOptional = 4u,
+  kRequired = 8u,
+  kRecorded = 16u,
+  kKeptOnResume = 32u,
+};
 
 template <typename S>
 struct Setting {
   std::string key, meaning;
+  std::string attribute;  // its checkpoint attribute's name: the key unless saved_as says
   std::string label;  // its list's: which kind of model or command reads it
   unsigned flags = 0;
   std::function<bool(const S&)> applies;         // whether it means anything in this value
@@ -44,16 +55,21 @@ struct Setting {
   // forecaster").
   std::function<bool(const S&)> own_reason;
   std::function<void(ConfigReader&, S&)> read;
-  std::function<void(CheckpointWriter&, const S&)> save;
-  std::function<void(const CheckpointReader&, const std::string&, S&)> load;
+  // Write and read the attribute named `name` (the field's attribute).
+  std::function<void(CheckpointWriter&, const std::string& name, const S&)> save;
+  std::function<void(const CheckpointReader&, const std::string& path, const std::string& name,
+                     S&)>
+      load;
   std::function<std::string(const S&)> text;  // the value as a config would write it
   bool architecture() const { return (flags & kArchitecture) != 0; }
+  bool in(unsigned which) const { return (flags & which) != 0; }
   bool config_key() const { return (flags & kDerived) == 0; }
 };
 
 template <typename S>
 class Settings {
  public:
+  using Condition = std::function<bool(const S&)>;
   // `label` prefixes the meanings `bitgrad config` prints where two lists share a key
   // ("char_mlp: hidden layers; gpt: transformer blocks"); empty for a list of its own keys.
   explicit Settings(std::string label = "") : label_(std::move(label)) {}
@@ -80,6 +96,13 @@ class Settings {
     return *this;
   }
 
+  // The checkpoint attribute of the field just added, where it is not the key (the compute
+  // mode's compute_precision for train.precision: files written before the key existed).
+  Settings& saved_as(std::string attribute) {
+    fields_.back().attribute = std::move(attribute);
+    return *this;
+  }
+
   template <typename F>
   Settings& integer(const char* key, F ref, int64_t lo, int64_t hi, const char* meaning,
                     unsigned flags = 0) {
@@ -89,10 +112,13 @@ class Settings {
       const int64_t def = int64_t(ref(s));  // the default: the enclosing struct's initialiser
       ref(s) = T(r.integer(key, def, lo, hi));
     };
-    f.save = [=](CheckpointWriter& ck, const S& s) { ck.attr(key, int64_t(ref(mut(s)))); };
-    f.load = [=](const CheckpointReader& ck, const std::string& path, S& s) {
-      const int64_t v = ck.int_attr(key);
-      BG_CHECK(v >= lo && v <= hi, "checkpoint", path, ": attribute ", key, " is ", v,
+    f.save = [=](CheckpointWriter& ck, const std::string& name, const S& s) {
+      ck.attr(name, int64_t(ref(mut(s))));
+    };
+    f.load = [=](const CheckpointReader& ck, const std::string& path, const std::string& name,
+                 S& s) {
+      const int64_t v = ck.int_attr(name);
+      BG_CHECK(v >= lo && v <= hi, "checkpoint", path, ": attribute ", name, " is ", v,
                ", expected ", lo, " to ", hi);
       ref(s) = T(v);
     };
@@ -102,20 +128,28 @@ class Settings {
 
   template <typename F>
   Settings& boolean(const char* key, F ref, const char* meaning, unsigned flags = 0) {
+    return boolean(
+        key, [ref](const S& s) { return bool(ref(mut(s))); },
+        [ref](S& s, bool v) { ref(s) = v; }, meaning, flags);
+  }
+  // A flag that sets more than one member (train.deterministic: the flag and the matmul
+  // algorithm): read through `get`, written through `set`.
+  Settings& boolean(const char* key, std::function<bool(const S&)> get,
+                    std::function<void(S&, bool)> set, const char* meaning, unsigned flags = 0) {
     Setting<S>& f = add(key, meaning, flags);
-    f.read = [=](ConfigReader& r, S& s) {
-      const bool def = ref(s);
-      ref(s) = r.boolean(key, def);
-    };
+    f.read = [=](ConfigReader& r, S& s) { set(s, r.boolean(key, get(s))); };
     // Saved as 0 or 1: HDF5 has no boolean attribute.
-    f.save = [=](CheckpointWriter& ck, const S& s) { ck.attr(key, int64_t(ref(mut(s)))); };
-    f.load = [=](const CheckpointReader& ck, const std::string& path, S& s) {
-      const int64_t v = ck.int_attr(key);
-      BG_CHECK(v == 0 || v == 1, "checkpoint", path, ": attribute ", key, " is ", v,
-               ", expected 0 or 1");
-      ref(s) = v == 1;
+    f.save = [=](CheckpointWriter& ck, const std::string& name, const S& s) {
+      ck.attr(name, int64_t(get(s) ? 1 : 0));
     };
-    f.text = [=](const S& s) { return std::string(ref(mut(s)) ? "true" : "false"); };
+    f.load = [=](const CheckpointReader& ck, const std::string& path, const std::string& name,
+                 S& s) {
+      const int64_t v = ck.int_attr(name);
+      BG_CHECK(v == 0 || v == 1, "checkpoint", path, ": attribute ", name, " is ", v,
+               ", expected 0 or 1");
+      set(s, v == 1);
+    };
+    f.text = [=](const S& s) { return std::string(get(s) ? "true" : "false"); };
     return *this;
   }
 
@@ -129,14 +163,17 @@ class Settings {
       const double def = ref(s);
       ref(s) = r.number(key, def, lo, hi);
     };
-    f.save = [=](CheckpointWriter& ck, const S& s) { ck.attr(key, double(ref(mut(s)))); };
-    f.load = [=](const CheckpointReader& ck, const std::string& path, S& s) {
-      const double v = ck.float_attr(key);
-      BG_CHECK(v >= lo && v <= hi, "checkpoint", path, ": attribute ", key, " is ", v,
+    f.save = [=](CheckpointWriter& ck, const std::string& name, const S& s) {
+      ck.attr(name, double(ref(mut(s))));
+    };
+    f.load = [=](const CheckpointReader& ck, const std::string& path, const std::string& name,
+                 S& s) {
+      const double v = ck.float_attr(name);
+      BG_CHECK(v >= lo && v <= hi, "checkpoint", path, ": attribute ", name, " is ", v,
                ", expected ", lo, " to ", hi);
       ref(s) = v;
     };
-    f.text = [=](const S& s) { return std::to_string(ref(mut(s))); };
+    f.text = [=](const S& s) { return shortest_text(double(ref(mut(s)))); };
     return *this;
   }
 
@@ -166,20 +203,29 @@ class Settings {
   template <typename F>
   Settings& choice(const char* key, F ref, const char* meaning, unsigned flags = 0) {
     using E = std::remove_reference_t<decltype(ref(std::declval<S&>()))>;
+    return choice<E>(
+        key, [ref](const S& s) { return E(ref(mut(s))); }, [ref](S& s, E v) { ref(s) = v; },
+        meaning, flags);
+  }
+  // A choice held otherwise than as its enum (train.matmul: lmul or the exact algorithm; an
+  // enum of two names for a flag): read through `get`, written through `set`.
+  template <typename E>
+  Settings& choice(const char* key, std::function<E(const S&)> get, std::function<void(S&, E)> set,
+                   const char* meaning, unsigned flags = 0) {
     Setting<S>& f = add(key, meaning, flags);
-    f.read = [=](ConfigReader& r, S& s) {
-      const E def = E(ref(s));
-      ref(s) = r.choice(key, def);
+    f.read = [=](ConfigReader& r, S& s) { set(s, r.choice(key, get(s))); };
+    f.save = [=](CheckpointWriter& ck, const std::string& name, const S& s) {
+      ck.attr(name, std::string(enum_name(get(s))));
     };
-    f.save = [=](CheckpointWriter& ck, const S& s) {
-      ck.attr(key, std::string(enum_name(ref(mut(s)))));
-    };
-    f.load = [=](const CheckpointReader& ck, const std::string& path, S& s) {
-      const std::string v = ck.str_attr(key);
-      BG_CHECK(parse_enum(v, &ref(s)), "checkpoint", path, ": attribute ", key, " is '", v,
+    f.load = [=](const CheckpointReader& ck, const std::string& path, const std::string& name,
+                 S& s) {
+      const std::string v = ck.str_attr(name);
+      E e{};
+      BG_CHECK(parse_enum(v, &e), "checkpoint", path, ": attribute ", name, " is '", v,
                "', expected ", enum_names_text<E>());
+      set(s, e);
     };
-    f.text = [=](const S& s) { return std::string(enum_name(ref(mut(s)))); };
+    f.text = [=](const S& s) { return std::string(enum_name(get(s))); };
     return *this;
   }
 
@@ -190,6 +236,7 @@ class Settings {
     for (const Setting<Sub>& g : sub.fields()) {
       Setting<S>& f = add(g.key, g.meaning, g.flags);
       f.label = g.label;
+      f.attribute = g.attribute;
       const std::function<bool(const S&)> outer = f.applies;
       f.applies = [outer, inner = g.applies, ref](const S& s) {
         return (!outer || outer(s)) && (!inner || inner(ref(mut(s))));
@@ -206,11 +253,12 @@ class Settings {
       };
       if (g.read) f.read = [h = g.read, ref](ConfigReader& r, S& s) { h(r, ref(s)); };
       if (g.save)
-        f.save = [h = g.save, ref](CheckpointWriter& ck, const S& s) { h(ck, ref(mut(s))); };
-      if (g.load)
-        f.load = [h = g.load, ref](const CheckpointReader& ck, const std::string& p, S& s) {
-          h(ck, p, ref(s));
+        f.save = [h = g.save, ref](CheckpointWriter& ck, const std::string& name, const S& s) {
+          h(ck, name, ref(mut(s)));
         };
+      if (g.load)
+        f.load = [h = g.load, ref](const CheckpointReader& ck, const std::string& p,
+                                   const std::string& name, S& s) { h(ck, p, name, ref(s)); };
       f.text = [h = g.text, ref](const S& s) { return h(ref(mut(s))); };
     }
     return *this;
@@ -229,31 +277,36 @@ class Settings {
         f.read(r, s);
     }
   }
-  // The architecture fields that apply, as attributes named by their keys.
-  void save(CheckpointWriter& ck, const S& s) const {
+  // The fields of kind `which` (kArchitecture, kRecorded) that apply, as attributes.
+  void save(CheckpointWriter& ck, const S& s, unsigned which = kArchitecture) const {
     for (const Setting<S>& f : fields_)
-      if (f.architecture() && (!f.applies || f.applies(s))) f.save(ck, s);
+      if (f.in(which) && (!f.applies || f.applies(s))) f.save(ck, f.attribute, s);
   }
-  // The architecture fields back, each checked against its range or names; an optional one a
-  // file lacks keeps the default.
-  S load(const CheckpointReader& ck, const std::string& path) const {
-    S s{};
+  // Those fields back into `base` (the defaults, or what the caller knows already: a series
+  // run's data.format), each checked against its range or names; an optional one a file lacks
+  // keeps its value there.
+  S load(const CheckpointReader& ck, const std::string& path, unsigned which = kArchitecture,
+         S base = S{}) const {
+    S& s = base;
     for (const Setting<S>& f : fields_) {
-      if (!f.architecture() || (f.applies && !f.applies(s))) continue;
-      if ((f.flags & kOptional) && !ck.has_attr(f.key)) continue;
-      BG_CHECK(ck.has_attr(f.key), "checkpoint", path, ": missing attribute ", f.key);
-      f.load(ck, path, s);
+      if (!f.in(which) || (f.applies && !f.applies(s))) continue;
+      if ((f.flags & kOptional) && !ck.has_attr(f.attribute)) continue;
+      BG_CHECK(ck.has_attr(f.attribute), "checkpoint", path, ": missing attribute ", f.attribute);
+      f.load(ck, path, f.attribute, s);
     }
     return s;
   }
-  // Empty when a and b have the same architecture; else each field that differs,
+  // Empty when a and b agree on the fields of kind `which`; else each field that differs,
   // "model.n_layer: 2 vs 3".
-  std::string difference(const S& a, const S& b) const {
+  std::string difference(const S& a, const S& b, unsigned which = kArchitecture) const {
     std::string d;
     for (const Setting<S>& f : fields_) {
-      if (!f.architecture()) continue;
+      if (!f.in(which)) continue;
       const bool in_a = !f.applies || f.applies(a), in_b = !f.applies || f.applies(b);
       if (!in_a && !in_b) continue;
+      // A field one side lacks follows from a difference already named (train.matmul: lmul vs
+      // standard needs no lmul.scope: all vs (none) after it).
+      if (in_a != in_b && !d.empty()) continue;
       const std::string x = in_a ? f.text(a) : "(none)", y = in_b ? f.text(b) : "(none)";
       if (x != y) d += (d.empty() ? "" : ", ") + f.key + ": " + x + " vs " + y;
     }
@@ -264,6 +317,7 @@ class Settings {
   static S& mut(const S& s) { return const_cast<S&>(s); }  // accessors read through one ref
   Setting<S>& add(std::string key, std::string meaning, unsigned flags) {
     Setting<S> f;
+    f.attribute = key;
     f.key = std::move(key);
     f.meaning = std::move(meaning);
     f.label = label_;

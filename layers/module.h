@@ -22,8 +22,9 @@ class Module {
   void train(bool on = true);
   bool training() const { return training_; }
   // How this module and its children compute (core/compute_mode.h): set once per run, resolved
-  // for the parameters' device (ComputeMode::on); layers pass it to every matmul they run.
-  void set_compute_mode(const ComputeMode& mode);
+  // for the parameters' device (ComputeMode::on); layers pass it to every matmul they run. A
+  // model may hand a child another mode (the forecaster's head keeps f32 activations).
+  virtual void set_compute_mode(const ComputeMode& mode);
   const ComputeMode& compute_mode() const { return mode_; }
 
  protected:

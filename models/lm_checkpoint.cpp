@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <limits>
-#include <set>
 
 #include "core/checkpoint.h"
 #include "core/error.h"
@@ -10,20 +9,6 @@
 #include "models/trainer.h"
 
 namespace bg {
-
-void check_root_datasets(const CheckpointReader& ck, const std::string& path,
-                         const std::vector<std::pair<std::string, Tensor>>& named,
-                         bool tied_alias) {
-  std::set<std::string> params;
-  for (const auto& [name, t] : named) params.insert(name);
-  if (tied_alias) params.insert(kTiedHeadAlias);
-  for (const std::string& name : ck.datasets())  // bitgrad-train-1 kept optimizer.* at the root
-    BG_CHECK(name.find('/') != std::string::npos || params.count(name) ||
-                 name.rfind("optimizer.", 0) == 0,
-             "checkpoint", path,
-             ": dataset '", name, "' is not a parameter of the model its attributes describe; "
-             "the attributes do not match the file");
-}
 
 namespace {
 
@@ -39,20 +24,15 @@ void check_tied_alias(const CheckpointReader& ck, const std::string& path, const
            " differs from transformer.wte.weight, which the tied head stores again");
 }
 
-// The run's step and validation source, as its checkpoint records them.
-void read_run_record(const CheckpointReader& ck, LoadedRun* out) {
-  out->step = ck.int_attr("step");
-  out->val_data = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
-  out->val_fraction = ck.has_attr("val_fraction") ? ck.float_attr("val_fraction") : 0.1;
+// The run's step, validation source and split, as its checkpoint records them.
+void read_loaded_record(const CheckpointReader& ck, const std::string& path, LoadedRun* out) {
+  const LoadedRecord r = read_run_record(ck, path, DataSpec());
+  out->step = r.step;
+  out->val_data = r.val_source;
+  out->val_fraction = r.data.val_fraction;
 }
 
 }  // namespace
-
-bool is_train_checkpoint(const CheckpointReader& ck) {
-  if (!ck.has_attr("format")) return false;
-  const std::string f = ck.str_attr("format");
-  return f == kTrainFormat || f == "bitgrad-train-1";
-}
 
 std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device) {
   CheckpointReader ck(path);
@@ -82,49 +62,28 @@ std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device d
   out->model->set_compute_mode(out->mode);
   if (packed) load_packed_weights(*out->model, ck, device);  // releases the latent weights
   const auto named = out->model->named_parameters();
-  if (!packed) check_root_datasets(ck, path, named, cfg.head != HeadKind::bide);
+  if (!packed) check_root_datasets(ck, path, named, cfg.head != HeadKind::bide ? kTiedHeadAlias : nullptr);
   load_parameters(ck, named);
   if (!packed && cfg.head != HeadKind::bide) check_tied_alias(ck, path, out->model->token_embedding());
   load_bide_code(ck, path, *out->model);
   out->params = FlatParameters(named, device);
   out->model->train(false);
-  read_run_record(ck, out.get());
+  read_loaded_record(ck, path, out.get());
   return out;
-}
-
-void check_resume_mode(const CheckpointReader& ck, const std::string& path,
-                       const ComputeMode& config_mode, bool allow_change) {
-  bool recorded = false;
-  const ComputeMode saved = load_compute_mode(ck, path, &recorded);
-  const std::string diff = recorded ? compute_mode_difference(saved, config_mode) : std::string();
-  BG_CHECK(diff.empty() || allow_change, "train", path,
-           " was trained in another compute mode than the config's (checkpoint vs config: ", diff,
-           "); set run.resume_mode_change: true to continue it in the new mode");
-  if (!diff.empty())
-    std::printf("note: resuming in another compute mode (checkpoint vs config: %s)\n",
-                diff.c_str());
-}
-
-void save_run_record(CheckpointWriter& ck, const LanguageModel& model, const Tokenizer& tok,
-                     const RunRecord& record) {
-  ck.attr("format", std::string(kTrainFormat));
-  ck.attr("model_type", std::string(model.type()));
-  ck.attr("config", record.config_yaml);
-  tok.save(ck);
-  // How the forward ran: resume compares it, and sample, eval and export reproduce it.
-  save_compute_mode(ck, model.compute_mode());
-  model.save_description(ck);
-  ck.attr("val_data", record.val_source);
-  ck.attr("val_fraction", record.val_fraction);
-  ck.attr("data_rng_offset", int64_t(record.data_offset));
-  ck.attr("dropout_rng_offset", int64_t(record.dropout_offset));
 }
 
 void save_imported_checkpoint(const std::string& path, const GPT& model, const Tokenizer& tok,
                               const std::string& source, const std::string& config_yaml) {
   CheckpointWriter ck(path);
   for (const auto& [name, t] : model.named_parameters()) ck.tensor(name, t);
-  save_run_record(ck, model, tok, {config_yaml, "", 0.1, 0, 0});
+  RunRecord record;
+  record.model_type = model.type();
+  record.config_yaml = config_yaml;
+  record.mode = model.compute_mode();
+  save_run_record(ck, record, [&](CheckpointWriter& w) {
+    tok.save(w);
+    model.save_description(w);
+  });
   ck.attr(kImportedFromAttr, source);
   ck.attr("step", int64_t(0));
   ck.attr("optimizer_steps", int64_t(0));
@@ -153,7 +112,7 @@ std::unique_ptr<LoadedCharMLP> load_char_mlp_checkpoint(const std::string& path,
   Generator init(0);
   out->model = std::make_unique<CharMLP>(cfg, init);
   const auto named = out->model->named_parameters();
-  check_root_datasets(ck, path, named, false);
+  check_root_datasets(ck, path, named);
   load_parameters(ck, named);
   out->params = FlatParameters(named, device);
   const ComputeMode trained = load_compute_mode(ck, path);
@@ -162,7 +121,7 @@ std::unique_ptr<LoadedCharMLP> load_char_mlp_checkpoint(const std::string& path,
   out->mode = inference_mode(trained).on(device);
   out->model->set_compute_mode(out->mode);
   out->model->train(false);
-  read_run_record(ck, out.get());
+  read_loaded_record(ck, path, out.get());
   return out;
 }
 

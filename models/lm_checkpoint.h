@@ -10,32 +10,9 @@
 #include "data/tokenizer.h"
 #include "models/char_mlp.h"
 #include "models/gpt/gpt.h"
+#include "models/run_record.h"
 
 namespace bg {
-
-class CheckpointReader;
-class CheckpointWriter;
-
-// `bitgrad train` checkpoints: bitgrad-train-2 keeps optimizer and tokenizer datasets in
-// groups of their own (optimizer/, tokenizer/), so the root holds exactly the state_dict;
-// bitgrad-train-1 (read too) kept them at the root as optimizer.* and tokenizer.*.
-inline constexpr const char* kTrainFormat = "bitgrad-train-2";
-bool is_train_checkpoint(const CheckpointReader& ck);
-
-
-// A train checkpoint's root datasets are exactly the model's parameters (`named`, and with
-// `tied_alias` the tied head's lm_head.weight): a dataset the model its attributes describe has
-// no place for (a hybrid's softmax rows under tie_softmax: true, say) means an attribute was
-// changed, and the file would load as another model. bitgrad-train-1 kept optimizer.* at the
-// root. Every model's loader applies it.
-void check_root_datasets(const CheckpointReader& ck, const std::string& path,
-                         const std::vector<std::pair<std::string, Tensor>>& named,
-                         bool tied_alias);
-// A resume's compute mode against the checkpoint's: another one is refused naming the first key
-// that differs, unless run.resume_mode_change (`allow_change`) says to continue in it, which is
-// then said in a note. Every model's resume applies it.
-void check_resume_mode(const CheckpointReader& ck, const std::string& path,
-                       const ComputeMode& config_mode, bool allow_change);
 
 // What any loaded model carries beside the model itself: its tokenizer, its parameters on the
 // device, the mode inference runs in there, and the run's step and validation source.
@@ -53,18 +30,6 @@ struct LoadedGPT : LoadedRun {
   ComputeMode trained;  // the mode the run trained in, as recorded
 };
 std::unique_ptr<LoadedGPT> load_gpt_checkpoint(const std::string& path, Device device);
-
-// What a train checkpoint says beside the weights about the model and its run, for sample, eval,
-// export and resume: the format, model type, effective config, tokenizer, compute mode, the
-// model's description, the validation source and the data and dropout streams' positions.
-// LanguageModelTask::save and `bitgrad import` write it; read_run_record and the loaders read it.
-struct RunRecord {
-  std::string config_yaml, val_source;
-  double val_fraction = 0.1;
-  uint64_t data_offset = 0, dropout_offset = 0;
-};
-void save_run_record(CheckpointWriter& ck, const LanguageModel& model, const Tokenizer& tok,
-                     const RunRecord& record);
 
 // `bitgrad import`: a train-format checkpoint of `model` at step 0, with no optimizer state (the
 // attribute imported_from names the source; resume refuses such a file), for sample, eval and

@@ -75,17 +75,30 @@ double LanguageModelTask::validation_loss() {
   for (int64_t i = 0; i < cfg_.eval_iters; ++i) total += batch_loss(val_tokens, gen).item();
   return total / double(cfg_.eval_iters);
 }
-// The tied LM head is also stored as lm_head.weight so PyTorch's load_state_dict finds every
-// key; then what sample, eval and resume need to rebuild and check the run.
+// What sample, eval and resume need to rebuild and check the run (the tied LM head is also
+// stored as lm_head.weight, by the model's parameters, so PyTorch's load_state_dict finds every
+// key).
+RunRecord LanguageModelTask::record() const {
+  RunRecord r;
+  r.model_type = model_.type();
+  r.config_yaml = cfg_.config_yaml;
+  r.data = cfg_.data;
+  r.val_source = val_source;
+  r.mode = model_.compute_mode();
+  r.data_offset = streams_.data.offset;
+  r.dropout_offset = streams_.dropout.offset;
+  return r;
+}
 void LanguageModelTask::save(CheckpointWriter& ck) const {
-  save_run_record(ck, model_, tok_,
-                  {cfg_.config_yaml, val_source, cfg_.val_fraction, streams_.data.offset,
-                   streams_.dropout.offset});
+  save_run_record(ck, record(), [&](CheckpointWriter& w) {
+    tok_.save(w);
+    model_.save_description(w);
+  });
 }
 void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path) {
   BG_CHECK(is_train_checkpoint(ck), "train", path, " is not a bitgrad train checkpoint");
   BG_CHECK(ck.str_attr("model_type") == model_.type(), "train", path, " holds a ",
-           ck.str_attr("model_type"), " model, the config asks for ", model_.type());
+           ck.str_attr("model_type"), " model, the config asks for a ", model_.type());
   const auto saved = load_tokenizer(ck);
   BG_CHECK(saved->kind() == tok_.kind() && saved->vocab_size() == tok_.vocab_size() &&
                (tok_.kind() != "char" ||
@@ -98,9 +111,7 @@ void LanguageModelTask::load(const CheckpointReader& ck, const std::string& path
            " holds another architecture than the config (checkpoint vs config: ", diff, ")");
   // A BIDE head's token code is part of the model: the run continues with the saved one.
   model_.load_extras(ck, path);
-  check_resume_mode(ck, path, model_.compute_mode(), cfg_.allow_mode_change);
-  streams_.data.offset = uint64_t(ck.int_attr("data_rng_offset"));
-  streams_.dropout.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
+  check_resume_run(ck, path, record(), cfg_.allow_mode_change, streams_);
 }
 
 }  // namespace bg

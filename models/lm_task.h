@@ -8,6 +8,7 @@
 
 #include "data/tokenizer.h"
 #include "models/language_model.h"
+#include "models/run_record.h"
 #include "models/trainer.h"
 
 namespace bg {
@@ -15,7 +16,7 @@ namespace bg {
 struct LanguageModelTaskConfig {
   int64_t batch = 0, eval_iters = 0;
   uint64_t seed = 0;  // run.seed: the data, dropout and evaluation streams derive from it
-  double val_fraction = 0.1;
+  DataSpec data;             // the run's data.*: its recorded fields go into checkpoints
   std::string config_yaml;  // the effective config, saved as the config attribute
   // run.resume_mode_change: resume even when the checkpoint's compute mode differs from the
   // config's (the run then holds two arithmetics; said once at resume).
@@ -46,6 +47,7 @@ class LanguageModelTask : public TrainTask {
 
  private:
   Tensor batch_loss(const std::vector<int32_t>& tokens, Generator& gen);
+  RunRecord record() const;  // what save writes and load checks
   LanguageModelTaskConfig cfg_;
   Tokenizer& tok_;
   LanguageModel& model_;

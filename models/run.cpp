@@ -1,124 +1,156 @@
 #include "run.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 
+#include "core/allocator.h"
 #include "core/checkpoint.h"
 #include "core/config.h"
+#include "core/distributed.h"
 #include "core/files.h"
+#include "core/optim_settings.h"
 #include "core/sha256.h"
-#include "models/forecast/forecast_run.h"
+#include "models/trainer.h"
 
 namespace bg {
 namespace {
 
-// This process's place in a data-parallel run (bitgrad launch, torchrun, mpirun): on CUDA, a
-// rank trains on the GPU its LOCAL_RANK names; rank 0 alone prints and writes.
-Device rank_device(const DistEnv& dist, Device device) {
-  if (dist.world == 1 || !device.is_cuda()) return device;
-  BG_CHECK(dist.local_rank < cuda_device_count(), "train", "LOCAL_RANK=", dist.local_rank,
-           " but this host has ", cuda_device_count(), " CUDA device(s)");
-  select_cuda_device(dist.local_rank);
-  return Device::cuda(dist.local_rank);
-}
-
-// Before any work: an unwritable output folder, an output that is an input (a config or data
-// file inside run.out_dir), or a resume with nothing to resume would otherwise surface late.
-void check_outputs(const LanguageModelRun& run, const RunContext& context) {
-  const std::string& out = run.trainer.out_dir;
-  check_output_dir(out, "train");
-  std::vector<std::string> inputs = data_inputs(run.data);
-  inputs.push_back(context.config_path);
-  for (const char* name : kRunOutputs)
-    check_output_file(out + "/" + name, "train", "run.out_dir's", inputs);
-  BG_CHECK(!run.trainer.resume || std::filesystem::exists(out + "/last.h5"), "train",
-           "run.resume is true but there is no checkpoint to resume: ", out,
-           "/last.h5 does not exist (set run.resume: false to start from scratch)");
-}
-
-void print_group(const DistEnv& dist, const ProcessGroup& group, const TrainerConfig& tc) {
-  if (dist.world == 1 && tc.shard_optimizer)
-    std::printf(
-        "train.shard_optimizer: one process keeps the whole optimizer state (it shards over the "
-        "ranks of a data-parallel run)\n");
-  if (dist.world > 1)
-    std::printf(
-        "data parallel: %d ranks over %s; train.grad_accum = %lld micro-batches per step, %lld on "
-        "each rank%s\n",
-        dist.world, group.transport().c_str(), (long long)tc.grad_accum,
-        (long long)(tc.grad_accum / dist.world),
-        tc.shard_optimizer ? "; AdamW's state sharded over the ranks" : "");
-}
-
-// A resume against the run its last.h5 records (the checkpoint's "config" attribute): a
-// pretrained start is the run's origin, not an input of the resume (last.h5 holds every weight;
-// the source file may have moved), so another model.init_from is refused rather than recorded
-// as if the run had started from it; and a changed schedule (train.steps re-spreads a cosine
-// schedule: the rate jumps back up mid-run) is said, as a compute-mode change is.
-void check_resume_record(const LanguageModelRun& run, const RunContext& context) {
-  const std::string path = run.trainer.out_dir + "/last.h5";
-  const CheckpointReader ck(path);
-  // Import's checkpoints and unreadable records are refused by the trainer, by name.
-  if (ck.has_attr(kImportedFromAttr) || !ck.has_attr("config")) return;
-  std::map<std::string, std::string> was;
-  for (auto& [key, value] : flat_settings(ck.str_attr("config"))) was[key] = value;
-  std::vector<std::pair<std::string, std::string>> now = flat_settings(context.effective_yaml);
-  const auto value_in = [](const auto& settings, const std::string& key) -> std::string {
-    for (const auto& [k, v] : settings)
-      if (k == key) return v;
-    return "";
-  };
-  const auto path_in = [](std::string v) { return v == "\"\"" ? std::string() : v; };  // YAML's ""
-  const std::string origin = path_in(was.count("model.init_from") ? was.at("model.init_from") : "");
-  const std::string given = path_in(value_in(now, "model.init_from"));
-  BG_CHECK(given.empty() || given == origin, "train", "model.init_from: ", given,
-           ": the run in ", path, " started from ",
-           origin.empty() ? std::string("its own drawn weights") : origin,
-           "; a resume continues from last.h5 and reads no other start (keep the setting as "
-           "the run had it, or start a new run)");
-  std::string changed;
-  for (const auto& [key, value] : now) {
-    const bool schedule = key == "train.steps" || key == "train.batch_size" ||
-                          key == "train.grad_accum" || key.rfind("optimizer.", 0) == 0 ||
-                          key.rfind("schedule.", 0) == 0;
-    const auto it = was.find(key);
-    if (!schedule || (it != was.end() && it->second == value)) continue;
-    changed += (changed.empty() ? "" : ", ") + key + " " +
-               (it == was.end() ? std::string("(default)") : it->second) + " -> " + value;
+// The Trainer's settings for this run: the tree reduction of a deterministic mode, the steps a
+// profiler records (BITGRAD_PROFILE_STEPS=FIRST:COUNT, scripts/gpt2_breakdown.sh), and the
+// progress line's tok/s and MFU.
+TrainerConfig trainer_config(const TrainRun& run, const ComputeMode& mode,
+                             const TrainedModel& model, Device device, int world) {
+  TrainerConfig tc = run.trainer;
+  tc.tree_reduce = mode.deterministic;
+  tc.freeze_steps = run.model.freeze_trunk_steps;
+  tc.trainable_prefix = "lm_head.";  // a GPT's head: what GPT-2's weights do not hold
+  if (const char* p = std::getenv("BITGRAD_PROFILE_STEPS"); p && *p) {
+    const std::string text = p;
+    const size_t colon = text.find(':');
+    char* end = nullptr;
+    const long long first = std::strtoll(text.c_str(), &end, 10);
+    const long long count = colon == std::string::npos ? 0 : std::strtoll(&text[colon + 1], nullptr, 10);
+    BG_CHECK(colon != std::string::npos && end == text.c_str() + colon && first >= 0 &&
+                 first < tc.steps && count >= 1 && count <= tc.steps,
+             "train", "BITGRAD_PROFILE_STEPS is '", text,
+             "', expected FIRST:COUNT (steps from 0, FIRST below train.steps, COUNT at least 1)");
+    tc.profile_first = first;
+    tc.profile_count = count;
   }
-  if (!changed.empty())
-    std::printf("note: resuming with other optimizer or schedule settings than %s's run (%s): "
-                "the learning rate follows the config's schedule from step %lld on\n",
-                path.c_str(), changed.c_str(), (long long)ck.int_attr("step"));
+  tc.tokens_per_step = double(run.batch * tc.grad_accum * model.context);
+  if (device.is_cuda()) {
+    tc.flops_per_token = model.flops_per_token;
+    tc.peak_tflops = peak_bf16_tflops(cuda_device_name(device.index)) * world;
+  }
+  return tc;
 }
 
 }  // namespace
 
-int train_run(const LanguageModelRun& run, const RunContext& context) {
-  const DistEnv dist = read_dist_env();
-  const Device device = rank_device(dist, parse_device(run.device));
-  const bool lead = dist.rank == 0;
-  if (!lead) (void)std::freopen("/dev/null", "w", stdout);
-  const ComputeMode mode = run.mode.on(device);
-  if (lead) check_outputs(run, context);
-  std::printf("# effective config (%s)\n%s", context.config_path.c_str(),
-              context.effective_yaml.c_str());
-  // Every rank joins before the data and the model are built: a config that differs between
-  // ranks is refused here, naming the rank.
-  const std::unique_ptr<ProcessGroup> group = make_process_group(
-      dist, device, sha256_hex(context.effective_yaml.data(), context.effective_yaml.size()));
-  print_group(dist, *group, run.trainer);
-  const RunPlace place{dist, *group, device, mode};
-  // A replayed step reads its inputs from fixed buffers and shifts its dropout counters on the
-  // device: what the GPT's task and its kernels do.
-  BG_CHECK(!run.trainer.cuda_graph || run.model.type == ModelType::gpt, "train",
-           "train.cuda_graph captures a GPT's step only (model.type is ",
-           enum_name(run.model.type), "); set train.cuda_graph: false");
-  if (run.trainer.resume && lead) check_resume_record(run, context);
-  if (run.model.type == ModelType::forecaster) return train_forecaster(run, context, place);
-  return train_token_model(run, context, place);
+const Settings<TrainRun>& run_settings() {
+  static const Settings<TrainRun> s = [] {
+    Settings<TrainRun> s;
+    s.custom("run.name", kRunNameMeaning, [](ConfigReader& r, TrainRun& c) {
+      c.trainer.out_dir = read_out_dir(r, "run");
+    });
+    s.custom("run.out_dir", kRunOutDirMeaning, [](ConfigReader&, TrainRun&) {
+      // read with run.name, which it overrides
+    });
+    s.integer("run.seed", [](auto& c) -> auto& { return c.seed; }, 0, INT64_MAX,
+              "seeds the run's random streams (initialisation, data, dropout)");
+    s.string("run.device", [](auto& c) -> auto& { return c.device; },
+             "auto (CUDA when present), cpu, cuda or cuda:N");
+    s.boolean("run.resume", [](auto& c) -> auto& { return c.trainer.resume; },
+              "continue from out_dir/last.h5 exactly where it stopped");
+    s.when([](const TrainRun& c) { return c.trainer.resume; },
+           [](const TrainRun&) { return std::string("run.resume is false"); });
+    s.boolean("run.resume_mode_change", [](auto& c) -> auto& { return c.resume_mode_change; },
+              "with run.resume: continue even though the checkpoint's compute mode differs from "
+              "the config's (the run then holds two arithmetics)");
+    s.always();
+    // Stop (saving last.h5, as on SIGINT) after this many steps of this invocation: time-boxed
+    // jobs, and the interrupted-and-resumed test.
+    s.integer("run.stop_after_steps", [](auto& c) -> auto& { return c.trainer.stop_after; }, 0,
+              int64_t(1) << 40,
+              "stop after this many steps of this invocation, saving last.h5 (0: off)");
+    s.nested(data_settings(), [](auto& c) -> auto& { return c.data; });
+    s.nested(model_spec_settings(), [](auto& c) -> auto& { return c.model; });
+    s.integer("train.steps", [](auto& c) -> auto& { return c.trainer.steps; }, 1,
+              int64_t(1) << 40, "optimizer steps");
+    s.integer("train.batch_size", [](auto& c) -> auto& { return c.batch; }, 1, 1 << 24,
+              "train: sequences per micro-batch");
+    s.integer("train.grad_accum", [](auto& c) -> auto& { return c.trainer.grad_accum; }, 1,
+              1 << 16,
+              "micro-batches per optimizer step, over all ranks of a data-parallel run (each "
+              "runs grad_accum / ranks)");
+    s.boolean("train.shard_optimizer", [](auto& c) -> auto& { return c.trainer.shard_optimizer; },
+              "data parallel: each rank keeps and updates 1/N of AdamW's state (ZeRO-1); "
+              "checkpoints hold the whole state");
+    s.integer("train.eval_interval", [](auto& c) -> auto& { return c.trainer.eval_interval; }, 1,
+              int64_t(1) << 40, "steps between validation passes (and checkpoints)");
+    // A forecaster's validation pass reads every series' validation window once: no batches
+    // to count.
+    s.when([](const TrainRun& c) { return c.model.type != ModelType::forecaster; },
+           [](const TrainRun&) {
+             return std::string("model.type is forecaster (its validation pass reads every "
+                                "series' validation window once)");
+           });
+    s.integer("train.eval_iters", [](auto& c) -> auto& { return c.eval_iters; }, 1, 1 << 20,
+              "batches per validation pass");
+    s.always();
+    s.integer("train.log_interval", [](auto& c) -> auto& { return c.trainer.log_interval; }, 1,
+              int64_t(1) << 40, "steps between progress lines");
+    s.number("train.grad_clip", [](auto& c) -> auto& { return c.trainer.grad_clip; }, 0.0, 1e9,
+             "global gradient-norm clip (0: off)");
+    s.boolean("train.cuda_graph", [](auto& c) -> auto& { return c.trainer.cuda_graph; },
+              "train: capture a GPT's step as a CUDA graph after two eager steps and replay it, "
+              "one launch per step, the eager step's bits (AdamW, train.grad_accum 1, one "
+              "rank)");
+    s.nested(compute_mode_settings(), [](auto& c) -> auto& { return c.mode; });
+    s.choice("optimizer.type", [](auto& c) -> auto& { return c.trainer.optimizer; },
+             "adamw or sgd");
+    add_optimizer_fields(
+        s, [](TrainRun& c) -> AdamWConfig& { return c.trainer.adamw; },
+        [](TrainRun& c) -> LrSchedule& { return c.trainer.schedule; },
+        [](const TrainRun& c) { return c.trainer.steps; },
+        [](const TrainRun& c) { return c.trainer.optimizer == OptimizerKind::adamw; });
+    s.when([](const TrainRun& c) { return c.trainer.optimizer == OptimizerKind::sgd; },
+           [](const TrainRun&) { return std::string("optimizer.type is adamw"); });
+    s.number("optimizer.momentum", [](auto& c) -> auto& { return c.trainer.momentum; }, 0.0, 1.0,
+             "SGD momentum");
+    return s;
+  }();
+  return s;
 }
 
+TrainResult run_trainer(const TrainRun& run, const RunContext& context,
+                        const RunPlace& place, const TrainedModel& model, TrainTask& task) {
+  Trainer trainer(trainer_config(run, place.mode, model, place.device, place.dist.world),
+                  *model.params, task);
+  trainer.set_process_group(&place.group);
+  // The run's config and its loss curve are there from the start, the curve redrawn at each
+  // evaluation (not only when the run ends).
+  const std::string& out = run.trainer.out_dir;
+  if (place.dist.rank == 0) write_file_atomic(out + "/config.yaml", context.effective_yaml);
+  trainer.after_evaluation([&](const std::string& metrics) {
+    write_file_atomic(out + "/loss.svg", context.draw_losses(metrics));
+  });
+  const TrainResult result = trainer.run();
+  if (place.device.is_cuda())  // the allocator's high-water mark, and the GPU's whole use
+    std::printf("device memory: peak %.1f MiB allocated, %.1f MiB in use on the GPU\n",
+                double(cuda_allocator_stats(place.device.index).peak_allocated) / 1048576.0,
+                double(cuda_memory_in_use()) / 1048576.0);
+  if (result.finished && place.dist.rank == 0) {
+    write_file_atomic(out + "/loss.svg", context.draw_losses(result.metrics_csv));
+    std::printf(
+        "done: %lld steps in %.1f s | final train loss %.4f | best val loss %.4f | outputs in %s\n",
+        (long long)result.steps_run, result.seconds, result.last_loss, result.best_val,
+        out.c_str());
+  }
+  return result;
+}
 
 }  // namespace bg

@@ -253,10 +253,7 @@ void Trainer::step_once(int64_t step, double lr) {
   if (cfg_.record_every_loss) loss_buf_.copy_(loss.detach().to(DType::f32).reshape({1}));
 }
 
-TrainResult Trainer::run() {
-  const std::string last_path = cfg_.out_dir + "/last.h5", best_path = cfg_.out_dir + "/best.h5";
-  if (cfg_.resume) resume();
-  const bool checkpoints = !cfg_.out_dir.empty();
+void Trainer::prepare_step_buffers() {
   if (cfg_.record_every_loss) {
     device_losses_ = zeros({cfg_.steps}, DType::f32, device_);
     loss_buf_ = zeros({1}, DType::f32, device_);
@@ -264,7 +261,6 @@ TrainResult Trainer::run() {
   }
   // A graph step reads AdamW's {lr, 1 - beta1^t, 1 - beta2^t} from a device buffer, copied from
   // a table of every step's values before each replay.
-  std::unique_ptr<CudaGraph> graph;
   if (cfg_.cuda_graph) {
     hyper_ = empty({3}, DType::f32, device_);
     std::vector<float> table;
@@ -272,187 +268,232 @@ TrainResult Trainer::run() {
       for (float v : adamw_->hyper_values(st + 1, cfg_.schedule.at(st))) table.push_back(v);
     schedule_table_ = from_vector(table, {cfg_.steps, 3}, device_);
   }
+}
+
+bool Trainer::should_stop(int64_t step, RunStop* stop) {
+  // Every rank stops at the step rank 0 saw the signal before: one consistent checkpoint.
+  if (group_->agree(g_stop_signal != 0)) {
+    stop->signal = g_stop_signal ? int(g_stop_signal) : SIGINT;
+    return true;
+  }
+  if (cfg_.stop_after > 0 && step - first_step_ == cfg_.stop_after) {
+    stop->early = true;
+    return true;
+  }
+  return false;
+}
+
+void Trainer::enter_stage(int64_t step, std::unique_ptr<CudaGraph>& graph) {
+  if (cfg_.schedule.in_stage2(step) == in_stage2_) return;
+  // The weight decay is a kernel argument, so a captured graph is captured again.
+  in_stage2_ = !in_stage2_;
+  const double wd = in_stage2_ ? cfg_.schedule.stage2_weight_decay : cfg_.adamw.weight_decay;
+  if (adamw_) adamw_->set_weight_decay(wd);
+  if (sgd_) sgd_->set_weight_decay(wd);
+  graph.reset();
+}
+
+bool Trainer::train_step(int64_t step, double lr, std::unique_ptr<CudaGraph>& graph,
+                         RunStop* stop) {
+  const std::vector<uint64_t> streams =
+      stop_flag_ ? task_.stream_positions() : std::vector<uint64_t>();
+  task_.before_step(step);
+  if (cfg_.profile_count > 0 && step == cfg_.profile_first) profiler_capture(device_, true);
+  if (cfg_.cuda_graph) hyper_.copy_(schedule_table_.slice(0, step, step + 1).reshape({3}));
+  if (cfg_.cuda_graph && step - first_step_ >= 2) {  // two eager steps warm caches first
+    const bool captured = !graph;
+    if (captured) graph = std::make_unique<CudaGraph>(device_, [&] { step_once(step, lr); });
+    task_.before_replay(captured);
+    graph->replay();
+  } else {
+    try {
+      step_once(step, lr);
+    } catch (const StopRequested&) {  // the step is abandoned: its draws are undone
+      task_.set_stream_positions(streams);
+      stop->signal = int(g_stop_signal);
+      return false;
+    }
+  }
+  if (cfg_.profile_count > 0 && step + 1 == cfg_.profile_first + cfg_.profile_count)
+    profiler_capture(device_, false);
+  if (cfg_.record_every_loss) device_losses_.slice(0, step, step + 1).copy_(loss_buf_);
+  return true;
+}
+
+void Trainer::read_last_loss(int64_t step) {
+  if (cfg_.record_every_loss) {
+    fold_losses(step + 1);
+    result_.last_loss = step_losses_.back();
+  } else if (group_->size() > 1) {  // the ranks' mean of their last micro-batch's loss
+    const Tensor l = last_loss_.detach().to(DType::f32).reshape({1}).clone();
+    group_->all_reduce_sum(l);
+    result_.last_loss = l.item() / double(group_->size());
+  } else {
+    result_.last_loss = last_loss_.item();  // syncs the device
+  }
+  stop_if_nonfinite();
+}
+
+bool Trainer::evaluate(int64_t step, double* val, RunStop* stop) {
+  NoGradGuard no_grad;
+  try {
+    const StopCheckScope stoppable(stop_flag_);
+    *val = task_.validation_loss();
+  } catch (const StopRequested&) {  // the step is done; only its evaluation is skipped
+    stop->signal = int(g_stop_signal);
+    stop->abandoned_eval = true;
+    return false;
+  }
+  BG_CHECK(std::isfinite(*val), cfg_.command.c_str(), "the validation loss is ", *val,
+           " at step ", step + 1, "; stopping: ", checkpoint_note());
+  return true;
+}
+
+void Trainer::print_progress(const ProgressPoint& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "step %6lld/%lld | loss %.4f", (long long)(p.step + 1),
+                (long long)cfg_.steps, result_.last_loss);
+  std::string line = buf;
+  if (cfg_.eval_interval > 0) {
+    // The loss's own digits: %.4f as the training loss, whatever its size (cutting text to a
+    // width would show 2.3e9 as 231769).
+    std::snprintf(buf, sizeof buf, "val %.4f", p.val);
+    line += " | " + (p.evaluated ? std::string(buf) : std::string(10, ' '));
+  }
+  const std::string note = task_.progress_note(step_losses_);
+  if (!note.empty()) line += " | " + note;
+  std::snprintf(buf, sizeof buf, " | lr %.2e | %.2f ms/step", p.lr, p.ms);
+  line += buf;
+  const double tokens_per_s = cfg_.tokens_per_step * 1000.0 / p.ms;
+  if (cfg_.tokens_per_step > 0) {
+    std::snprintf(buf, sizeof buf, " | %.0f tok/s", tokens_per_s);
+    line += buf;
+  }
+  if (cfg_.peak_tflops > 0 && cfg_.flops_per_token > 0) {
+    std::snprintf(buf, sizeof buf, " | MFU %.1f%%",
+                  100.0 * cfg_.flops_per_token * tokens_per_s / (cfg_.peak_tflops * 1e12));
+    line += buf;
+  }
+  // This invocation's end: run.stop_after_steps (check-determinism's short runs) or train.steps.
+  const int64_t end =
+      cfg_.stop_after > 0 ? std::min(cfg_.steps, first_step_ + cfg_.stop_after) : cfg_.steps;
+  line += " | ETA " + format_duration(p.elapsed / double(p.step + 1 - first_step_) *
+                                      double(std::max<int64_t>(0, end - p.step - 1)));
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void Trainer::record_metrics(const ProgressPoint& p) {
+  // Losses and the rate to 9 significant digits (every f32 value exactly; %f would print a
+  // rate of 6e-5 as 0.000060 and a loss of 1e-7 as 0).
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%lld,%.9g,", (long long)(p.step + 1), result_.last_loss);
+  result_.metrics_csv += buf;
+  if (p.evaluated) {
+    std::snprintf(buf, sizeof buf, "%.9g", p.val);
+    result_.metrics_csv += buf;
+  }
+  std::snprintf(buf, sizeof buf, ",%.9g,%.3f\n", p.lr, p.ms);
+  result_.metrics_csv += buf;
+}
+
+void Trainer::save_evaluated(int64_t step, double val) {
+  result_.steps_done = step + 1;
+  // The streams where one process would have them after this step.
+  if (group_->size() > 1) task_.seek_micro_batch((step + 1 - first_step_) * cfg_.grad_accum);
+  const bool improved = val < result_.best_val;
+  if (improved) result_.best_val = val;
+  save(cfg_.out_dir + "/last.h5");
+  saved_step_ = result_.steps_done;
+  if (improved) save(cfg_.out_dir + "/best.h5");
+  write_file_atomic(cfg_.out_dir + "/metrics.csv", result_.metrics_csv);
+  if (eval_hook_) eval_hook_(result_.metrics_csv);
+}
+
+TrainResult Trainer::finish(int64_t step, const RunStop& stop, double seconds) {
+  if (adamw_ && cfg_.cuda_graph) adamw_->set_steps(step);  // the capture counted as a step
+  group_->wait();
+  synchronize(device_);
+  result_.seconds = seconds;
+  result_.steps_done = step;
+  result_.steps_run = step - first_step_;
+  result_.stop_signal = stop.signal;
+  if (!stop.signal && !stop.early) {
+    result_.finished = true;
+    return result_;
+  }
+  const bool checkpoints = !cfg_.out_dir.empty();
+  const std::string last_path = cfg_.out_dir + "/last.h5";
+  stop_if_nonfinite();  // a stop saves the state: never a non-finite one
+  if (cfg_.record_every_loss) fold_losses(step);
+  if (checkpoints && sharded()) gather_optimizer_state();
+  if (!lead()) return result_;
+  if (group_->size() > 1) task_.seek_micro_batch((step - first_step_) * cfg_.grad_accum);
+  if (checkpoints) {
+    save(last_path);
+    write_file_atomic(cfg_.out_dir + "/metrics.csv", result_.metrics_csv);
+  }
+  const std::string where =
+      checkpoints ? str_cat("checkpoint ", last_path, " (resume with --set run.resume=true)")
+                  : "nothing was written";
+  if (stop.early)
+    std::printf("stopped after step %lld (run.stop_after_steps): %s\n", (long long)step,
+                where.c_str());
+  else
+    std::printf("stopped by signal %d after step %lld%s: %s\n", stop.signal, (long long)step,
+                stop.abandoned_eval ? " (its evaluation skipped)" : "", where.c_str());
+  return result_;
+}
+
+// Each step: the stop checks, the stage, the step itself; at a progress line the loss read back,
+// rank 0's evaluation, the line, metrics.csv and the checkpoints.
+TrainResult Trainer::run() {
+  if (cfg_.resume) resume();
+  prepare_step_buffers();
+  std::unique_ptr<CudaGraph> graph;
   const SignalScope signals;
-  const std::vector<uint64_t> no_streams;
   if (group_->size() == 1 && !cfg_.cuda_graph && !task_.stream_positions().empty())
     stop_flag_ = &g_stop_signal;
-  bool abandoned_eval = false;  // a signal during the evaluation after a finished step
   synchronize(device_);
-  const auto t_start = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  const auto t_start = Clock::now();
   auto t_last = t_start;
-  const int64_t first_step = result_.steps_done;
-  first_step_ = first_step;
-  int64_t step = first_step;
-  int stop_signal = 0;             // the signal the ranks agreed to stop on (rank 0's)
-  int64_t line_step = first_step;  // the step the previous progress line ended at
-  bool stopped_early = false;
+  first_step_ = result_.steps_done;
+  int64_t step = first_step_;
+  int64_t line_step = first_step_;  // the step the previous progress line ended at
+  RunStop stop;
   for (; step < cfg_.steps; ++step) {
-    // Every rank stops at the step rank 0 saw the signal before: one consistent checkpoint.
-    if (group_->agree(g_stop_signal != 0)) {
-      stop_signal = g_stop_signal ? int(g_stop_signal) : SIGINT;
-      break;
-    }
-    if (cfg_.stop_after > 0 && step - first_step == cfg_.stop_after) {
-      stopped_early = true;
-      break;
-    }
+    if (should_stop(step, &stop)) break;
     const double lr = cfg_.schedule.at(step);
-    if (cfg_.schedule.in_stage2(step) != in_stage2_) {
-      // The weight decay is a kernel argument, so a captured graph is captured again.
-      in_stage2_ = !in_stage2_;
-      const double wd = in_stage2_ ? cfg_.schedule.stage2_weight_decay : cfg_.adamw.weight_decay;
-      if (adamw_) adamw_->set_weight_decay(wd);
-      if (sgd_) sgd_->set_weight_decay(wd);
-      graph.reset();
-    }
-    const std::vector<uint64_t> streams = stop_flag_ ? task_.stream_positions() : no_streams;
-    task_.before_step(step);
-    if (cfg_.profile_count > 0 && step == cfg_.profile_first) profiler_capture(device_, true);
-    if (cfg_.cuda_graph) hyper_.copy_(schedule_table_.slice(0, step, step + 1).reshape({3}));
-    if (cfg_.cuda_graph && step - first_step >= 2) {  // two eager steps warm caches first
-      const bool captured = !graph;
-      if (captured) graph = std::make_unique<CudaGraph>(device_, [&] { step_once(step, lr); });
-      task_.before_replay(captured);
-      graph->replay();
-    } else {
-      try {
-        step_once(step, lr);
-      } catch (const StopRequested&) {  // the step is abandoned: its draws are undone
-        task_.set_stream_positions(streams);
-        stop_signal = int(g_stop_signal);
-        break;
-      }
-    }
-    if (cfg_.profile_count > 0 && step + 1 == cfg_.profile_first + cfg_.profile_count)
-      profiler_capture(device_, false);
-    if (cfg_.record_every_loss) device_losses_.slice(0, step, step + 1).copy_(loss_buf_);
+    enter_stage(step, graph);
+    if (!train_step(step, lr, graph, &stop)) break;
     const bool log = (step + 1) % cfg_.log_interval == 0 || step == 0 || step + 1 == cfg_.steps;
     const bool eval =
         cfg_.eval_interval > 0 && ((step + 1) % cfg_.eval_interval == 0 || step + 1 == cfg_.steps);
     if (!log && !eval) continue;
-    if (cfg_.record_every_loss) {
-      fold_losses(step + 1);
-      result_.last_loss = step_losses_.back();
-    } else if (group_->size() > 1) {  // the ranks' mean of their last micro-batch's loss
-      const Tensor l = last_loss_.detach().to(DType::f32).reshape({1}).clone();
-      group_->all_reduce_sum(l);
-      result_.last_loss = l.item() / double(group_->size());
-    } else {
-      result_.last_loss = last_loss_.item();  // syncs the device
-    }
-    stop_if_nonfinite();
-    const auto now = std::chrono::steady_clock::now();
-    const double elapsed = std::chrono::duration<double>(now - t_start).count();
+    read_last_loss(step);
+    const auto now = Clock::now();
     // The steps since the previous line, timed from the end of that line's evaluation and save.
-    const double ms = std::chrono::duration<double, std::milli>(now - t_last).count() /
-                      double(step + 1 - line_step);
+    ProgressPoint p{step, lr, NAN, false, 0, 0};
+    p.elapsed = std::chrono::duration<double>(now - t_start).count();
+    p.ms = std::chrono::duration<double, std::milli>(now - t_last).count() /
+           double(step + 1 - line_step);
     line_step = step + 1;
-    double val = NAN;
-    if (eval && checkpoints && sharded()) gather_optimizer_state();
-    if (!lead()) {  // rank 0 evaluates, prints and saves; the others go on to the next step
-      t_last = std::chrono::steady_clock::now();
-      continue;
-    }
-    if (eval) {
-      NoGradGuard no_grad;
-      try {
-        const StopCheckScope stoppable(stop_flag_);
-        val = task_.validation_loss();
-      } catch (const StopRequested&) {  // the step is done; only its evaluation is skipped
-        stop_signal = int(g_stop_signal);
-        abandoned_eval = true;
-        ++step;
+    const bool checkpoints = eval && !cfg_.out_dir.empty();
+    if (checkpoints && sharded()) gather_optimizer_state();
+    if (lead()) {  // rank 0 evaluates, prints and saves; the others go on to the next step
+      if (eval && !evaluate(step, &p.val, &stop)) {
+        ++step;  // the step is done; only its evaluation is skipped
         break;
       }
-      BG_CHECK(std::isfinite(val), cfg_.command.c_str(), "the validation loss is ", val,
-               " at step ", step + 1, "; stopping: ", checkpoint_note());
+      p.evaluated = eval;
+      print_progress(p);
+      record_metrics(p);
+      if (checkpoints) save_evaluated(step, p.val);
     }
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "step %6lld/%lld | loss %.4f", (long long)(step + 1),
-                  (long long)cfg_.steps, result_.last_loss);
-    std::string line = buf;
-    if (cfg_.eval_interval > 0) {
-      // The loss's own digits: %.4f as the training loss, whatever its size (cutting text to a
-      // width would show 2.3e9 as 231769).
-      std::snprintf(buf, sizeof buf, "val %.4f", val);
-      line += " | " + (eval ? std::string(buf) : std::string(10, ' '));
-    }
-    const std::string note = task_.progress_note(step_losses_);
-    if (!note.empty()) line += " | " + note;
-    std::snprintf(buf, sizeof buf, " | lr %.2e | %.2f ms/step", lr, ms);
-    line += buf;
-    const double tokens_per_s = cfg_.tokens_per_step * 1000.0 / ms;
-    if (cfg_.tokens_per_step > 0) {
-      std::snprintf(buf, sizeof buf, " | %.0f tok/s", tokens_per_s);
-      line += buf;
-    }
-    if (cfg_.peak_tflops > 0 && cfg_.flops_per_token > 0) {
-      std::snprintf(buf, sizeof buf, " | MFU %.1f%%",
-                    100.0 * cfg_.flops_per_token * tokens_per_s / (cfg_.peak_tflops * 1e12));
-      line += buf;
-    }
-    // This invocation's end: run.stop_after_steps (check-determinism's short runs) or train.steps.
-    const int64_t end =
-        cfg_.stop_after > 0 ? std::min(cfg_.steps, first_step + cfg_.stop_after) : cfg_.steps;
-    line += " | ETA " + format_duration(elapsed / double(step + 1 - first_step) *
-                                        double(std::max<int64_t>(0, end - step - 1)));
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    // Losses and the rate to 9 significant digits (every f32 value exactly; %f would print a
-    // rate of 6e-5 as 0.000060 and a loss of 1e-7 as 0).
-    std::snprintf(buf, sizeof buf, "%lld,%.9g,", (long long)(step + 1), result_.last_loss);
-    result_.metrics_csv += buf;
-    if (eval) {
-      std::snprintf(buf, sizeof buf, "%.9g", val);
-      result_.metrics_csv += buf;
-    }
-    std::snprintf(buf, sizeof buf, ",%.9g,%.3f\n", lr, ms);
-    result_.metrics_csv += buf;
-    if (eval && checkpoints) {
-      result_.steps_done = step + 1;
-      // The streams where one process would have them after this step.
-      if (group_->size() > 1) task_.seek_micro_batch((step + 1 - first_step) * cfg_.grad_accum);
-      const bool improved = val < result_.best_val;
-      if (improved) result_.best_val = val;
-      save(last_path);
-      saved_step_ = result_.steps_done;
-      if (improved) save(best_path);
-      write_file_atomic(cfg_.out_dir + "/metrics.csv", result_.metrics_csv);
-      if (eval_hook_) eval_hook_(result_.metrics_csv);
-    }
-    t_last = std::chrono::steady_clock::now();
+    t_last = Clock::now();
   }
-  if (adamw_ && cfg_.cuda_graph) adamw_->set_steps(step);  // the capture counted as a step
-  group_->wait();
-  synchronize(device_);
-  result_.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  result_.steps_done = step;
-  result_.steps_run = step - first_step;
-  result_.stop_signal = stop_signal;
-  if (stop_signal || stopped_early) {
-    stop_if_nonfinite();  // a stop saves the state: never a non-finite one
-    if (cfg_.record_every_loss) fold_losses(step);
-    if (checkpoints && sharded()) gather_optimizer_state();
-    if (!lead()) return result_;
-    if (group_->size() > 1) task_.seek_micro_batch((step - first_step) * cfg_.grad_accum);
-    if (checkpoints) {
-      save(last_path);
-      write_file_atomic(cfg_.out_dir + "/metrics.csv", result_.metrics_csv);
-    }
-    const std::string where =
-        checkpoints ? str_cat("checkpoint ", last_path, " (resume with --set run.resume=true)")
-                    : "nothing was written";
-    if (stopped_early)
-      std::printf("stopped after step %lld (run.stop_after_steps): %s\n", (long long)step,
-                  where.c_str());
-    else
-      std::printf("stopped by signal %d after step %lld%s: %s\n", stop_signal, (long long)step,
-                  abandoned_eval ? " (its evaluation skipped)" : "", where.c_str());
-    return result_;
-  }
-  result_.finished = true;
-  return result_;
+  return finish(step, stop, std::chrono::duration<double>(Clock::now() - t_start).count());
 }
 
 }  // namespace bg

@@ -33,6 +33,8 @@
 
 namespace bg {
 
+class CudaGraph;
+
 // A checkpoint attribute naming the file a checkpoint was imported from (`bitgrad import`): such
 // a checkpoint has weights but no optimizer state, so resume refuses it.
 inline constexpr const char* kImportedFromAttr = "imported_from";
@@ -212,6 +214,28 @@ class Trainer {
   std::string checkpoint_note() const;
   void stop_if_nonfinite();
   void fold_losses(int64_t upto);
+  // run()'s steps. RunStop: why the loop ended early (a signal, run.stop_after_steps, a signal
+  // during an evaluation); ProgressPoint: what a progress line and metrics.csv's row say.
+  struct RunStop {
+    int signal = 0;  // the signal the ranks agreed to stop on (rank 0's)
+    bool early = false, abandoned_eval = false;
+  };
+  struct ProgressPoint {
+    int64_t step;
+    double lr, val;
+    bool evaluated;
+    double elapsed, ms;  // seconds since the run began; ms per step since the previous line
+  };
+  void prepare_step_buffers();
+  bool should_stop(int64_t step, RunStop* stop);
+  void enter_stage(int64_t step, std::unique_ptr<CudaGraph>& graph);
+  bool train_step(int64_t step, double lr, std::unique_ptr<CudaGraph>& graph, RunStop* stop);
+  void read_last_loss(int64_t step);
+  bool evaluate(int64_t step, double* val, RunStop* stop);
+  void print_progress(const ProgressPoint& p);
+  void record_metrics(const ProgressPoint& p);
+  void save_evaluated(int64_t step, double val);
+  TrainResult finish(int64_t step, const RunStop& stop, double seconds);
 
   TrainerConfig cfg_;
   FlatParameters& params_;

@@ -64,6 +64,12 @@ AttentionChoice load_trained_attention(const CheckpointReader& ck, const std::st
   return ran;
 }
 
+std::string trunk_activations_problem(const ComputeMode& mode, const TrunkConfig& cfg) {
+  if (mode.activations == ActivationDtype::bf16 && cfg.linear.kind != LinearKind::dense)
+    return "bf16 activations run dense projections; model.linear: bitlinear keeps fp32";
+  return "";
+}
+
 bool inference_fused_attention(const ComputeMode& trained, AttentionChoice ran,
                                const ComputeMode& mode, Device device, int64_t head_dim) {
   const AttentionChoice choice = trained.deterministic && ran == AttentionChoice::composed
@@ -124,7 +130,12 @@ Trunk::Trunk(const TrunkConfig& cfg, Generator& init) : cfg_(cfg) {
 
 Tensor Trunk::stream_input(const Tensor& features, int64_t past) const {
   // Positions past..past+T-1 embed to those rows of wpe: a slice, no index tensor to upload.
-  const Tensor sum = features + wpe_->weight.slice(0, past, past + features.size(1));
+  // Features a layer stored narrowed (a forecaster's input projection under bf16 activations)
+  // are widened first: the sum is f32 as the GPT's embedding sum, then stored in the stream's
+  // dtype once.
+  const Tensor& pos = wpe_->weight;
+  const Tensor f = features.dtype() == pos.dtype() ? features : features.to(pos.dtype());
+  const Tensor sum = f + pos.slice(0, past, past + features.size(1));
   const DType stream = activation_dtype(compute_mode(), features.device());
   return sum.dtype() == stream ? sum : sum.to(stream);
 }

@@ -41,6 +41,10 @@ struct TrunkConfig {
 const Settings<TrunkConfig>& trunk_settings();
 SettingProblem trunk_config_problem(const TrunkConfig& cfg);
 
+// Why a trunk of `cfg` cannot run `mode`'s activations ("" when it can): bf16 activations
+// (train.activations) run dense projections; BitLinear's keep fp32.
+std::string trunk_activations_problem(const ComputeMode& mode, const TrunkConfig& cfg);
+
 // model.attention: the fused kernel, the composed ops, or auto: the fused kernel wherever it
 // honours the run's compute mode, the composed ops elsewhere.
 #define BG_ATTENTION_CHOICES(X) X(automatic, "auto") X(fused, "fused") X(composed, "composed")

@@ -36,8 +36,16 @@ YAML
 grep -q "val" "$dir/train.log" || fail "no validation loss"
 # Resume continues where it stopped; a changed split or architecture is refused.
 "$bin" train "$dir/f.yaml" --set run.resume=true --set train.steps=9 > /dev/null 2>&1 || fail "resume"
-one_line_error "data.horizon" "$bin" train "$dir/f.yaml" --set run.resume=true --set data.horizon=5
 one_line_error "model.n_embd" "$bin" train "$dir/f.yaml" --set run.resume=true --set model.n_embd=32
+one_line_error "(checkpoint vs config: data.horizon: 4 vs 5)" "$bin" train "$dir/f.yaml" --set run.resume=true --set data.horizon=5
+# The forecaster stands on the GPT's trunk: the bf16 residual stream is accepted (the CPU
+# computes fp32), BitLinear with it refused as for the GPT; a CUDA graph cannot replay its step.
+"$bin" train "$dir/f.yaml" --set train.precision=bf16 --set train.activations=bf16 \
+  --set run.out_dir="$dir/stream" > /dev/null 2>&1 || fail "a forecaster with train.activations: bf16"
+one_line_error "train.activations: bf16 activations run dense projections" "$bin" train "$dir/f.yaml" \
+  --set train.precision=bf16 --set train.activations=bf16 --set model.linear=bitlinear --set run.out_dir="$dir/stream2"
+one_line_error "a forecaster's batches hold a varying number of targets" "$bin" train "$dir/f.yaml" \
+  --set train.cuda_graph=true --set run.out_dir="$dir/graph"
 "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --horizon 3 --samples 5 \
   --quantiles 0.1,0.5,0.9 --out "$dir/f.csv" --paths "$dir/p.csv" > /dev/null || fail "forecast"
 [ "$(head -1 "$dir/f.csv")" = "unique_id,ds,mean,q0.1,q0.5,q0.9" ] || fail "forecast header: $(head -1 "$dir/f.csv")"

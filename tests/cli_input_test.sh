@@ -59,7 +59,7 @@ one_line_error "train.activations: bf16 activations are the operands of bf16 mat
 bf16=(--set train.precision=bf16 --set train.activations=bf16)
 one_line_error "train.activations: bf16 activations run dense projections" "$bin" train "$ok" "${bf16[@]}" --set model.linear=bitlinear
 one_line_error "train.activations: bf16 activations feed the softmax head" "$bin" train "$ok" "${bf16[@]}" --set model.head=bide
-one_line_error "train.activations: bf16 activations are the GPT's (model.type: gpt)" "$bin" train "$(cfg mlp16.yaml "data: {path: $dir/corpus.txt}\nmodel: {type: char_mlp}\n")" "${bf16[@]}"
+one_line_error "train.activations: bf16 activations are a transformer trunk's (model.type: gpt or forecaster)" "$bin" train "$(cfg mlp16.yaml "data: {path: $dir/corpus.txt}\nmodel: {type: char_mlp}\n")" "${bf16[@]}"
 one_line_error "data.path: not used when data.train_bin is set" "$bin" train "$ok" --set data.train_bin=x.bin --set data.val_bin=y.bin --set data.tokenizer=byte
 one_line_error "model.n_hidden: not used when model.type is gpt" "$bin" train "$ok" --set model.n_hidden=8
 one_line_error "optimizer.momentum: not used when optimizer.type is adamw" "$bin" train "$ok" --set optimizer.momentum=0.9
@@ -123,6 +123,7 @@ one_line_error "--set model.=3: empty part in key 'model.'" "$bin" train "$ok" -
 # another unless run.resume_mode_change says so (and then the run says it once).
 "$bin" train "$ok" --set run.out_dir="$dir/mode" --set run.stop_after_steps=2 > /dev/null 2>&1 || fail "a stopped train failed"
 one_line_error "(checkpoint vs config: train.matmul: standard vs lmul)" "$bin" train "$ok" --set run.out_dir="$dir/mode" --set run.resume=true --set train.matmul=lmul
+one_line_error "split its data otherwise (checkpoint vs config: data.val_fraction: 0.1 vs 0.2)" "$bin" train "$ok" --set run.out_dir="$dir/mode" --set run.resume=true --set data.val_fraction=0.2
 one_line_error "(checkpoint vs config: train.deterministic: false vs true)" "$bin" train "$ok" --set run.out_dir="$dir/mode" --set run.resume=true --set train.deterministic=true
 one_line_error "run.resume_mode_change: not used when run.resume is false" "$bin" train "$ok" --set run.out_dir="$dir/mode2" --set run.resume_mode_change=true
 "$bin" train "$ok" --set run.out_dir="$dir/mode" --set run.resume=true --set train.matmul=lmul --set run.resume_mode_change=true > "$dir/mode.log" 2>&1 || fail "resume_mode_change did not resume: $(tail -2 "$dir/mode.log")"

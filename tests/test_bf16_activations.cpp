@@ -10,6 +10,7 @@
 #include "data/text.h"
 #include "data/tokenizer.h"
 #include "gpt_train_loop.h"
+#include "models/forecast/forecaster.h"
 #include "harness.h"
 
 namespace bg::test {
@@ -66,7 +67,7 @@ TEST_CASE("cpu: train.activations is read, checked, saved, loaded and compared")
     ck.commit();
   }
   CHECK_THROWS_WITH(load_compute_mode(CheckpointReader(dir + "/bad.h5"), "bad.h5"),
-                    doctest::Contains("compute_activations bf16 with compute_precision fp32"));
+                    doctest::Contains("the recorded mode's train.activations: bf16 activations are the operands of bf16 matmuls"));
   std::filesystem::remove_all(dir);
 }
 
@@ -75,7 +76,13 @@ TEST_CASE("cpu: one rule says which models bf16 activations run") {
   GPTConfig dense;
   CHECK(activations_problem(m, &dense).empty());
   CHECK(activations_problem(ComputeMode(), nullptr).empty());
-  CHECK(activations_problem(m, nullptr) == "bf16 activations are the GPT's (model.type: gpt)");
+  CHECK(activations_problem(m, nullptr) ==
+        "bf16 activations are a transformer trunk's (model.type: gpt or forecaster)");
+  ForecasterConfig forecaster;
+  CHECK(trunk_activations_problem(m, forecaster).empty());
+  forecaster.linear.kind = LinearKind::bitlinear;
+  CHECK(trunk_activations_problem(m, forecaster).find("model.linear: bitlinear") !=
+        std::string::npos);
   GPTConfig bitlinear = dense;
   bitlinear.linear.kind = LinearKind::bitlinear;
   CHECK(activations_problem(m, &bitlinear).find("model.linear: bitlinear") != std::string::npos);

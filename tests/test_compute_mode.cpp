@@ -145,7 +145,9 @@ TEST_CASE("cpu: the mode's keys, checkpoint attributes and comparison agree") {
   ComputeMode other = m;
   other.lmul_scope = LmulScope::all;
   CHECK(compute_mode_difference(m, other) == "lmul.scope: mlp vs all");
-  CHECK(compute_mode_difference(ComputeMode(), m) == "train.deterministic: false vs true");
+  // Every key that differs is named; lmul.* follow from train.matmul's difference.
+  CHECK(compute_mode_difference(ComputeMode(), m) ==
+        "train.deterministic: false vs true, train.matmul: standard vs lmul");
   CHECK(inference_mode(m) == m);  // deterministic and L-Mul runs infer in their own mode
   ComputeMode bf16;
   bf16.precision = MatmulPrecision::bf16;
@@ -184,7 +186,7 @@ TEST_CASE("cpu: the mode's keys refuse what cannot run, naming the key") {
     CHECK_THROWS_WITH((read_compute_mode(r), r.finish()), doctest::Contains(want.c_str()));
   };
   refused({"train.matmul=lmul", "train.precision=bf16"}, "train.matmul: L-Mul multiplies f32");
-  refused({"lmul.scope=mlp"}, "lmul: not used when train.matmul is standard");
+  refused({"lmul.scope=mlp"}, "lmul.scope: not used when train.matmul is standard");
   refused({"train.matmul=LMUL"}, "train.matmul: 'LMUL' is not one of: standard, lmul");
   refused({"train.matmul=lmul", "lmul.mantissa_bits=0"}, "lmul.mantissa_bits");
   ConfigReader r("", {"train.deterministic=true", "train.precision=bf16"});

@@ -52,6 +52,29 @@ SeriesSet ar1_set(int64_t count, int64_t length, uint64_t seed) {
 const ForecastHeadKind kHeads[] = {ForecastHeadKind::bide, ForecastHeadKind::gaussian,
                                    ForecastHeadKind::student_t, ForecastHeadKind::binned};
 
+// 60 AdamW steps of `model` (its parameters `params`, on `dev`) on windows of `set` (4 series
+// a batch, 24 values each); the mean loss of the first five steps minus that of the last five.
+double loss_drop(Forecaster& model, FlatParameters& params, const SeriesSet& set, Device dev,
+                 Generator& data, Generator& drop) {
+  AdamW adam(params, AdamWConfig());
+  std::vector<double> losses;
+  for (int step = 0; step < 60; ++step) {
+    Tensor x, y;
+    sample_series_windows(set, 4, 8, window_spec(model.config(), 24), data, dev, &x, &y);
+    params.zero_grad();
+    const Tensor loss = model.loss(x, y, drop);
+    loss.backward();
+    adam.step(3e-3);
+    losses.push_back(loss.item());
+  }
+  double first = 0, last = 0;
+  for (int i = 0; i < 5; ++i) {
+    first += losses[size_t(i)] / 5;
+    last += losses[losses.size() - 1 - size_t(i)] / 5;
+  }
+  return first - last;
+}
+
 }  // namespace
 
 TEST_CASE("cpu: each forecast head's NLL is its host law's log density at the target") {
@@ -140,24 +163,7 @@ TEST_CASE("cpu: a small forecaster learns an AR(1) (every head, both inputs)") {
       Generator init(1), data(2), drop(3);
       Forecaster model(small_config(kind, input), init);
       FlatParameters params(model.named_parameters(), Device::cpu());
-      AdamW adam(params, AdamWConfig());
-      std::vector<double> losses;
-      for (int step = 0; step < 60; ++step) {
-        Tensor x, y;
-        sample_series_windows(set, 4, 8, window_spec(model.config(), 24), data, Device::cpu(), &x,
-                              &y);
-        params.zero_grad();
-        const Tensor loss = model.loss(x, y, drop);
-        loss.backward();
-        adam.step(3e-3);
-        losses.push_back(loss.item());
-      }
-      double first = 0, last = 0;
-      for (int i = 0; i < 5; ++i) {
-        first += losses[size_t(i)] / 5;
-        last += losses[losses.size() - 1 - size_t(i)] / 5;
-      }
-      CHECK(last < first - 0.3);
+      CHECK(loss_drop(model, params, set, Device::cpu(), data, drop) > 0.3);
     }
 }
 
@@ -218,6 +224,39 @@ TEST_CASE("cuda: a series' forecast is the same bits alone and in a batch of 64 
       const auto alone = forecast_series(model, {set.series[i]}, s, Device::cuda(0));
       CHECK(alone[0].paths == batch[i].paths);
       CHECK(alone[0].quantiles == batch[i].quantiles);
+    }
+  }
+}
+
+// The forecaster stands on the GPT's trunk, so it takes the bf16 residual stream too: it learns,
+// and (deterministic) one value at a time through the KV cache gives the rows of the training
+// forward bit for bit, so a forecast draws from the law training fitted.
+TEST_CASE("cuda: a forecaster on the bf16 residual stream learns; its cached forward is training's") {
+  BG_REQUIRE_CUDA();
+  const Device dev = Device::cuda(0);
+  const SeriesSet set = ar1_set(8, 120, 21);
+  for (const ForecastHeadKind kind : {ForecastHeadKind::bide, ForecastHeadKind::student_t}) {
+    CAPTURE(enum_name(kind));
+    Generator init(12), data(13), drop(14);
+    ForecasterConfig cfg = small_config(kind);
+    cfg.fused_attention = false;
+    Forecaster model(cfg, init);
+    FlatParameters params(model.named_parameters(), dev);
+    ComputeMode mode = ComputeMode::deterministic_mode(MatmulPrecision::bf16);
+    mode.activations = ActivationDtype::bf16;
+    model.set_compute_mode(mode.on(dev));
+    CHECK(loss_drop(model, params, set, dev, data, drop) > 0.3);  // false for a NaN too
+    model.train(false);
+    Tensor x, y;
+    sample_series_windows(set, 4, 1, window_spec(cfg, 24), data, dev, &x, &y);
+    Generator unused;
+    const Tensor trained = model.hidden(x, unused).to(DType::f32).to(Device::cpu());
+    KVCache cache = model.new_cache(1, dev);
+    for (int64_t pos = 0; pos < x.size(1); ++pos) {
+      // ln_f's row as the head's bf16 matmuls read it: rounded to bf16 (training stores it so).
+      const Tensor row = model.forward_cached_hidden(x.slice(1, pos, pos + 1), cache);
+      CHECK(row.to(DType::bf16).to(DType::f32).to(Device::cpu()).to_vector<float>() ==
+            trained.slice(0, pos, pos + 1).contiguous().reshape({-1}).to_vector<float>());
     }
   }
 }

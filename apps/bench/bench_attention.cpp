@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -55,15 +54,15 @@ int run_bench_attention(const Args& args) {
   const Device dev = Device::cuda(0);
   const cuda::DeviceInfo info = cuda::device_info(0);
   const int64_t head_dim = 64;
-  std::ostringstream json;
-  json << "{\n  \"benchmark\": \"attention\",\n  \"device\": \"" << info.name
-       << "\",\n  \"head_dim\": " << head_dim << ", \"reps\": " << reps
-       << ", \"bf16_tensor_tflops\": " << kBf16TensorFlops / 1e12 << ",\n  \"results\": [\n";
+  BenchReport report("attention", info.name);
+  report.settings()
+      .add("head_dim", head_dim)
+      .add("reps", reps)
+      .add("bf16_tensor_tflops", kBf16TensorFlops / 1e12);
   std::printf("%-6s %5s %5s %5s %5s %-11s %-5s %9s %9s %9s %9s %8s\n", "shape", "B", "H", "T",
               "drop", "impl", "in", "fwd_ms", "bwd_ms", "fwd_floor", "bwd_floor", "TFLOP/s");
   ComputeMode bf16;  // the fused kernel's products are bf16
   bf16.precision = MatmulPrecision::bf16;
-  bool first = true;
   for (const AttentionShape& s :
        {AttentionShape{"baby", 64, 6, 256, 0.2}, AttentionShape{"baby", 64, 6, 256, 0.0},
         AttentionShape{"gpt2", 16, 12, 1024, 0.0}}) {
@@ -113,18 +112,23 @@ int run_bench_attention(const Args& args) {
       std::printf("%-6s %5lld %5lld %5lld %5.2f %-11s %-5s %9.3f %9.3f %9.3f %9.3f %8.1f\n", s.name,
                   (long long)s.batch, (long long)s.heads, (long long)s.t, s.dropout, variant.impl,
                   in, f, b, fwd_floor, bwd_floor, tflops);
-      json << (first ? "" : ",\n") << "    {\"shape\": \"" << s.name << "\", \"batch\": " << s.batch
-           << ", \"heads\": " << s.heads << ", \"t\": " << s.t << ", \"dropout\": " << s.dropout
-           << ", \"impl\": \"" << variant.impl << "\", \"inputs\": \"" << in
-           << "\", \"fwd_ms\": " << f << ", \"bwd_ms\": " << b
-           << ", \"fwd_floor_ms\": " << fwd_floor << ", \"bwd_floor_ms\": " << bwd_floor
-           << ", \"tflops\": " << tflops << "}";
-      first = false;
+      report.row(JsonObject()
+                     .add("shape", s.name)
+                     .add("batch", s.batch)
+                     .add("heads", s.heads)
+                     .add("t", s.t)
+                     .add("dropout", s.dropout)
+                     .add("impl", variant.impl)
+                     .add("inputs", in)
+                     .add("fwd_ms", f)
+                     .add("bwd_ms", b)
+                     .add("fwd_floor_ms", fwd_floor)
+                     .add("bwd_floor_ms", bwd_floor)
+                     .add("tflops", tflops));
     }
   }
   cuda::set_kernel_family(cuda::KernelFamily::best);
-  json << "\n  ]\n}\n";
-  write_bench_json(args, json.str());
+  report.write(args);
   return 0;
 }
 

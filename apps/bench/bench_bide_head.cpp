@@ -9,7 +9,6 @@
 // The softmax head's loss goes in row chunks (linear_cross_entropy), which make the gradients
 // beside the logits: its fwd_ms holds them, and its backward only scales.
 #include <cstdio>
-#include <sstream>
 
 #include "bench_common.h"
 #include "core/allocator.h"
@@ -30,12 +29,9 @@ int run_bench_bide_head(const Args& args) {
   constexpr int64_t kEmbd = 768, kVocab = 50257, kPadded = 50304;
   ComputeMode bf16;
   bf16.precision = MatmulPrecision::bf16;
-  std::ostringstream json;
-  json << "{\n  \"benchmark\": \"bide_head\",\n  \"device\": \"" << info.name
-       << "\", \"reps\": " << reps << ", \"n_embd\": " << kEmbd << ", \"vocab\": " << kVocab
-       << ",\n  \"results\": [\n";
+  BenchReport report("bide_head", info.name);
+  report.settings().add("reps", reps).add("n_embd", kEmbd).add("vocab", kVocab);
   std::printf("%-8s %-30s %10s %10s %12s\n", "N", "head", "fwd+bwd_ms", "fwd_ms", "extra_MiB");
-  bool first = true;
   for (const int64_t n : {int64_t(16384), int64_t(65536)}) {
     Generator gen(1);
     std::vector<Tensor> hs;
@@ -106,14 +102,15 @@ int run_bench_bide_head(const Args& args) {
           double(cuda_allocator_stats(dev.index).peak_allocated - base) / 1048576.0;
       const double b = median(both), f = median(fwd);
       std::printf("%-8lld %-30s %10.3f %10.3f %12.1f\n", (long long)n, h.name.c_str(), b, f, extra);
-      json << (first ? "" : ",\n") << "    {\"positions\": " << n << ", \"head\": \"" << h.name
-           << "\", \"fwd_bwd_ms\": " << b << ", \"fwd_ms\": " << f
-           << ", \"extra_peak_mib\": " << extra << "}";
-      first = false;
+      report.row(JsonObject()
+                     .add("positions", n)
+                     .add("head", h.name)
+                     .add("fwd_bwd_ms", b)
+                     .add("fwd_ms", f)
+                     .add("extra_peak_mib", extra));
     }
   }
-  json << "\n  ]\n}\n";
-  write_bench_json(args, json.str());
+  report.write(args);
   return 0;
 }
 

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <utility>
 
@@ -22,7 +21,7 @@
 namespace bg::cli {
 
 // bench_bitlinear_inference.cpp; `shapes`: "" for the built-in list, or "MxNxK[,MxNxK...]".
-std::string bench_bitlinear_inference(int reps, const std::string& shapes);
+void bench_bitlinear_inference(int reps, const std::string& shapes, JsonObject& out);
 
 int run_bench_bitlinear(const Args& args) {
   args.allow_only({"out", "reps", "part", "model", "shapes"});
@@ -62,20 +61,30 @@ int run_bench_bitlinear(const Args& args) {
                                  {"gpt2", "c_fc", 16384, 768, 3072},
                                  {"gpt2", "mlp.proj", 16384, 3072, 768}});
   const double bandwidth = part == "inference" ? 0 : copy_bandwidth(dev, reps);
-  std::ostringstream json;
+  BenchReport report("bitlinear", cuda::device_info(0).name);
+  report.settings()
+      .add("reps", reps)
+      .add("input_sets", kSets)
+      .add("copy_bandwidth_gbps", bandwidth / 1e9)
+      .add("bf16_tensor_tflops", kBf16TensorFlops / 1e12)
+      .add("int8_tensor_tops", kInt8TensorOps / 1e12);
   if (part != "inference")
     std::printf("device-to-device copy: %.0f GB/s\n%-6s %-10s %-22s %10s %10s %7s\n",
                 bandwidth / 1e9, "model", "layer", "part", "median_us", "floor_us", "share");
-  bool first = true;
   auto emit = [&](const char* model_name, const char* layer, int64_t tokens, int64_t in,
                   int64_t out, const char* part_name, double us, double floor_us) {
     std::printf("%-6s %-10s %-22s %10.1f %10.1f %6.0f%%\n", model_name, layer, part_name, us,
                 floor_us, 100 * floor_us / us);
-    json << (first ? "" : ",\n") << "    {\"model\": \"" << model_name << "\", \"layer\": \""
-         << layer << "\", \"tokens\": " << tokens << ", \"in\": " << in << ", \"out\": " << out
-         << ", \"part\": \"" << part_name << "\", \"median_us\": " << us
-         << ", \"floor_us\": " << floor_us << ", \"share_of_floor\": " << floor_us / us << "}";
-    first = false;
+    report.row(JsonObject()
+                   .add("model", model_name)
+                   .add("layer", layer)
+                   .add("tokens", tokens)
+                   .add("in", in)
+                   .add("out", out)
+                   .add("part", part_name)
+                   .add("median_us", us)
+                   .add("floor_us", floor_us)
+                   .add("share_of_floor", floor_us / us));
   };
   Generator gen(1);
   for (const Shape3& s : shapes) {
@@ -193,16 +202,8 @@ int run_bench_bitlinear(const Args& args) {
         dev, 1, reps, [&](int) { ternary_quantize_all(ws, opt.weight_scale, DType::bf16); });
     emit(name, layer.c_str(), 0, 0, 0, "weights_together", together, floor_us);
   }
-  const std::string inference =
-      part == "training" ? "" : bench_bitlinear_inference(reps, args.option("shapes", ""));
-  std::ostringstream out;
-  out << "{\n  \"benchmark\": \"bitlinear\",\n  \"device\": \"" << cuda::device_info(0).name
-      << "\",\n  \"reps\": " << reps << ", \"input_sets\": " << kSets
-      << ", \"copy_bandwidth_gbps\": " << bandwidth / 1e9
-      << ", \"bf16_tensor_tflops\": " << kBf16TensorFlops / 1e12
-      << ", \"int8_tensor_tops\": " << kInt8TensorOps / 1e12 << ",\n  \"results\": [\n"
-      << json.str() << "\n  ]" << (inference.empty() ? "" : ",\n" + inference) << "\n}\n";
-  write_bench_json(args, out.str());
+  if (part != "training") bench_bitlinear_inference(reps, args.option("shapes", ""), report.summary());
+  report.write(args);
   return 0;
 }
 

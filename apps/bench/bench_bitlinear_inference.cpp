@@ -57,7 +57,7 @@ std::vector<InferenceShape> parse_shapes(const std::string& list) {
 
 }  // namespace
 
-std::string bench_bitlinear_inference(int reps, const std::string& shape_list) {
+void bench_bitlinear_inference(int reps, const std::string& shape_list, JsonObject& out) {
   const Device dev = Device::cuda(0);
   const StreamHandle stream = stream_for(dev);
   const double bandwidth = copy_bandwidth(dev, reps);
@@ -76,9 +76,7 @@ std::string bench_bitlinear_inference(int reps, const std::string& shape_list) {
                                         {"square", 256, 8192, 8192}, {"square", 16, 4096, 4096},
                                         {"square", 256, 4096, 4096}, {"square", 4, 8192, 8192},
                                         {"square", 64, 8192, 8192},  {"square", 4096, 8192, 8192}};
-  std::ostringstream json;
-  json << "  \"copy_bandwidth_gbps\": " << bandwidth / 1e9 << ",\n  \"inference\": [\n";
-  bool first = true;
+  BenchReport rows("bitlinear inference", "");
   Generator gen(3);
   for (const InferenceShape& s : shapes) {
     const double w2_bytes = double(s.n) * double((s.k + 127) / 128 * 32);
@@ -165,13 +163,18 @@ std::string bench_bitlinear_inference(int reps, const std::string& shape_list) {
       std::printf("%-10s %5lld %6lld %6lld %-12s %10.2f %9.0f %9.2f %8.2f %8.2f\n", s.source,
                   (long long)s.m, (long long)s.n, (long long)s.k, kernel, us, gbps, floor_us,
                   t_fp16 / us, t_bf16 / us);
-      json << (first ? "" : ",\n") << "    {\"source\": \"" << s.source << "\", \"m\": " << s.m
-           << ", \"n\": " << s.n << ", \"k\": " << s.k << ", \"kernel\": \"" << kernel
-           << "\", \"median_us\": " << us << ", \"weight_gbps\": " << gbps
-           << ", \"floor_us\": " << floor_us << ", \"speedup_vs_cublas_fp16\": " << t_fp16 / us
-           << ", \"speedup_vs_cublas_bf16\": " << t_bf16 / us
-           << ", \"input_sets\": " << (weight_bytes == f16_bytes ? sets_f16 : sets_w2) << "}";
-      first = false;
+      rows.row(JsonObject()
+                   .add("source", s.source)
+                   .add("m", s.m)
+                   .add("n", s.n)
+                   .add("k", s.k)
+                   .add("kernel", kernel)
+                   .add("median_us", us)
+                   .add("weight_gbps", gbps)
+                   .add("floor_us", floor_us)
+                   .add("speedup_vs_cublas_fp16", t_fp16 / us)
+                   .add("speedup_vs_cublas_bf16", t_bf16 / us)
+                   .add("input_sets", weight_bytes == f16_bytes ? sets_f16 : sets_w2));
     };
     report("cublas_fp16", t_fp16, f16_bytes, 2 * act_bytes, out_bytes / 2);
     report("cublas_bf16", t_bf16, f16_bytes, 2 * act_bytes, out_bytes / 2);
@@ -180,11 +183,10 @@ std::string bench_bitlinear_inference(int reps, const std::string& shape_list) {
       report(name.c_str(), us, w2_bytes, act_bytes, out_bytes);
     report("bitplane", t_plane, w2_bytes, act_bytes / 4, out_bytes);
   }
-  json << "\n  ]";
-  return json.str();
+  out.add("inference_copy_bandwidth_gbps", bandwidth / 1e9).raw("inference", rows.rows_json());
 }
 #else
-std::string bench_bitlinear_inference(int, const std::string&) { return ""; }
+void bench_bitlinear_inference(int, const std::string&, JsonObject&) {}
 #endif
 
 }  // namespace bg::cli

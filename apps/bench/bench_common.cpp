@@ -3,8 +3,11 @@
 #include "bench_common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
+#include "core/error.h"
+#include "core/json.h"
 #include "core/ops.h"
 #include "kernels/cuda/device_runtime.h"
 
@@ -45,6 +48,40 @@ double graph_us(Device dev, int sets, int reps, const std::function<void(int)>& 
   cuda::graph_destroy(graph);
   return median(t);
 }
+
+JsonObject& JsonObject::add(const std::string& key, const std::string& value) {
+  return raw(key, json_quote(value));
+}
+
+JsonObject& JsonObject::raw(const std::string& key, const std::string& json) {
+  fields_ += (fields_.empty() ? "" : ", ") + json_quote(key) + ": " + json;
+  return *this;
+}
+
+std::string JsonObject::number_text(double v) {
+  return std::isfinite(v) ? shortest_text(v) : std::string("null");
+}
+
+BenchReport::BenchReport(const std::string& benchmark, const std::string& device) {
+  settings_.add("benchmark", benchmark).add("device", device);
+}
+
+std::string BenchReport::rows_json() const {
+  std::string out = "[";
+  for (size_t i = 0; i < rows_.size(); ++i) out += (i ? ",\n    " : "\n    ") + rows_[i];
+  return out + "\n  ]";
+}
+
+std::string BenchReport::str() const {
+  std::string out = settings_.str();
+  out.pop_back();  // the closing brace: the rows and the summary follow
+  out += ",\n  \"results\": " + rows_json();
+  const std::string summary = summary_.str();
+  if (summary.size() > 2) out += ",\n  " + summary.substr(1, summary.size() - 2);
+  return out + "\n}\n";
+}
+
+void BenchReport::write(const Args& args) const { write_bench_json(args, str()); }
 
 void write_bench_json(const Args& args, const std::string& json) {
   const std::string out = args.option("out", "");

@@ -12,7 +12,6 @@
 //     and the quantile op alone on 6,400 laws.
 // Series: AR(1) made here (the timing does not depend on the values). JSON with the GPU named.
 #include <cstdio>
-#include <sstream>
 
 #include "bench_common.h"
 #include "core/allocator.h"
@@ -64,13 +63,12 @@ int run_bench_forecast(const Args& args) {
   const Device dev = Device::cuda(0);
   const cuda::DeviceInfo info = cuda::device_info(0);
   const SeriesSet set = bench_series(64, 400);
-  std::ostringstream json;
-  json << "{\n  \"benchmark\": \"forecast\",\n  \"device\": \"" << info.name
-       << "\", \"reps\": " << reps
-       << ", \"model\": \"block 128, 4 x 128, scale window 32\", \"forecast\": \"64 series x 100 "
-          "paths x 64 steps\",\n  \"results\": [\n";
+  BenchReport report("forecast", info.name);
+  report.settings()
+      .add("reps", reps)
+      .add("model", "block 128, 4 x 128, scale window 32")
+      .add("forecast", "64 series x 100 paths x 64 steps");
   std::printf("%-14s %-10s %14s %14s\n", "mode", "head", "train_step_ms", "forecast_ms");
-  bool first = true;
   for (const bool deterministic : {false, true}) {
     const ComputeMode mode =
         (deterministic ? ComputeMode::deterministic_mode(MatmulPrecision::fp32) : ComputeMode())
@@ -108,10 +106,11 @@ int run_bench_forecast(const Args& args) {
         const double t = median(train_ms);
         const char* mode_name = deterministic ? "deterministic" : "fp32";
         std::printf("%-14s %-10s %14.3f %14s\n", mode_name, enum_name(kind), t, "-");
-        json << (first ? "" : ",\n") << "    {\"mode\": \"" << mode_name << "\", \"head\": \""
-             << enum_name(kind) << "\", \"train_step_ms\": " << t
-             << ", \"train_step_peak_mib\": " << train_peak_mib << "}";
-        first = false;
+        report.row(JsonObject()
+                       .add("mode", mode_name)
+                       .add("head", enum_name(kind))
+                       .add("train_step_ms", t)
+                       .add("train_step_peak_mib", train_peak_mib));
         std::fflush(stdout);
         continue;
       }
@@ -147,11 +146,14 @@ int run_bench_forecast(const Args& args) {
       std::printf("%-14s %-10s %14.3f %14.1f   (one step's draw %.2f ms; peak MiB: step %.0f, forecast %.0f)\n",
                   mode_name, enum_name(kind), t, f, d, train_peak_mib, forecast_peak_mib);
       std::fflush(stdout);
-      json << (first ? "" : ",\n") << "    {\"mode\": \"" << mode_name << "\", \"head\": \""
-           << enum_name(kind) << "\", \"train_step_ms\": " << t << ", \"forecast_ms\": " << f
-           << ", \"draw_step_ms\": " << d << ", \"train_step_peak_mib\": " << train_peak_mib
-           << ", \"forecast_peak_mib\": " << forecast_peak_mib << "}";
-      first = false;
+      report.row(JsonObject()
+                     .add("mode", mode_name)
+                     .add("head", enum_name(kind))
+                     .add("train_step_ms", t)
+                     .add("forecast_ms", f)
+                     .add("draw_step_ms", d)
+                     .add("train_step_peak_mib", train_peak_mib)
+                     .add("forecast_peak_mib", forecast_peak_mib));
     }
   }
   // The floor: one SICK normaliser over the finite float16 patterns per path and step.
@@ -210,10 +212,12 @@ int run_bench_forecast(const Args& args) {
     }
   }
   std::printf("the quantile op alone over 6,400 paths: %.3f ms\n", median(quantile_ms));
-  json << "\n  ],\n  \"sick_floor_ms\": " << floor << ", \"sick_pass_ms\": " << median(pass_ms)
-       << ", \"small_range_pass_ms\": " << median(tile_ms)
-       << ", \"quantile_op_ms\": " << median(quantile_ms) << "\n}\n";
-  write_bench_json(args, json.str());
+  report.summary()
+      .add("sick_floor_ms", floor)
+      .add("sick_pass_ms", median(pass_ms))
+      .add("small_range_pass_ms", median(tile_ms))
+      .add("quantile_op_ms", median(quantile_ms));
+  report.write(args);
   return 0;
 }
 

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 
 #include "bench_common.h"
 #include "core/ops.h"
@@ -59,14 +58,11 @@ int run_bench_gemm(const Args& args) {
   const int reps = int(parse_integer(args.option("reps", "30"), "--reps", 5, 100000));
   const Device dev = Device::cuda(0);
   const StreamHandle stream = stream_for(dev);
-  std::ostringstream json;
-  json << "{\n  \"benchmark\": \"gemm\",\n  \"device\": \"" << cuda::device_info(0).name
-       << "\",\n  \"reps\": " << reps << ", \"bf16_tensor_tflops\": " << kBf16TensorFlops / 1e12
-       << ",\n  \"results\": [\n";
+  BenchReport report("gemm", cuda::device_info(0).name);
+  report.settings().add("reps", reps).add("bf16_tensor_tflops", kBf16TensorFlops / 1e12);
   std::printf("%-5s %-8s %-4s %-4s %6s %5s %6s %10s %10s %8s %8s %9s %6s\n", "model", "layer",
               "prod", "type", "M", "K", "N", "cublas_us", "pinned_us", "cublasTF", "pinnedTF",
               "floor_us", "ratio");
-  bool first = true;
   const std::vector<GemmShape> shapes = {
       {"square", "4096^3", 4096, 4096, 4096}, {"baby", "c_attn", 16384, 384, 1152},
       {"baby", "attn.proj", 16384, 384, 384}, {"baby", "c_fc", 16384, 384, 1536},
@@ -126,19 +122,25 @@ int run_bench_gemm(const Args& args) {
         std::printf("%-5s %-8s %-4s %-4s %6lld %5lld %6lld %10.1f %10.1f %8.1f %8.1f %9.1f %6.3f\n",
                     s.model, s.layer, prod, type, (long long)m, (long long)k, (long long)n, uc, up,
                     tfc, tfp, floor_us, uc / up);
-        json << (first ? "" : ",\n") << "    {\"model\": \"" << s.model << "\", \"layer\": \""
-             << s.layer << "\", \"product\": \"" << prod << "\", \"precision\": \"" << type
-             << "\", \"m\": " << m << ", \"k\": " << k << ", \"n\": " << n
-             << ", \"cublas_us\": " << uc << ", \"pinned_us\": " << up
-             << ", \"cublas_tflops\": " << tfc << ", \"pinned_tflops\": " << tfp
-             << ", \"bf16_floor_us\": " << floor_us << ", \"pinned_over_cublas_speed\": " << uc / up
-             << ", \"input_sets\": " << sets << "}";
-        first = false;
+        report.row(JsonObject()
+                       .add("model", s.model)
+                       .add("layer", s.layer)
+                       .add("product", prod)
+                       .add("precision", type)
+                       .add("m", m)
+                       .add("k", k)
+                       .add("n", n)
+                       .add("cublas_us", uc)
+                       .add("pinned_us", up)
+                       .add("cublas_tflops", tfc)
+                       .add("pinned_tflops", tfp)
+                       .add("bf16_floor_us", floor_us)
+                       .add("pinned_over_cublas_speed", uc / up)
+                       .add("input_sets", sets));
       }
     }
   }
-  json << "\n  ]\n}\n";
-  write_bench_json(args, json.str());
+  report.write(args);
   return 0;
 #else
   return 1;

@@ -6,7 +6,6 @@
 // pipe's floor is stated in docs/lmul.md. Writes JSON.
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 
 #include "bench_common.h"
 #include "core/dispatch.h"
@@ -45,12 +44,10 @@ int run_bench_lmul(const Args& args) {
       {"attn QK^T", 384, 256, 64, 256, false, true},
       {"attn PV", 384, 256, 256, 64, false, false},
   };
-  std::ostringstream json;
-  json << "{\n  \"benchmark\": \"lmul\",\n  \"device\": \"" << cuda::device_info(0).name
-       << "\",\n  \"mantissa_bits\": " << bits << ", \"reps\": " << reps << ",\n  \"results\": [\n";
+  BenchReport report("lmul", cuda::device_info(0).name);
+  report.settings().add("mantissa_bits", bits).add("reps", reps);
   std::printf("%-14s %5s %6s %6s %6s %11s %11s %9s %9s %7s\n", "case", "batch", "M", "K", "N",
               "sgemm_us", "lmul_us", "sgemmT", "lmulT", "ratio");
-  bool first = true;
   Generator gen(11);
   for (const Case& c : cases) {
     const double bytes = 4.0 * double(c.batch) * double(c.m * c.k + c.k * c.n + c.m * c.n);
@@ -85,15 +82,20 @@ int run_bench_lmul(const Args& args) {
     std::printf("%-14s %5lld %6lld %6lld %6lld %11.1f %11.1f %9.2f %9.2f %7.3f\n", c.name,
                 (long long)c.batch, (long long)c.m, (long long)c.k, (long long)c.n, us_s, us_l,
                 tmac_s, tmac_l, tmac_l / tmac_s);
-    json << (first ? "" : ",\n") << "    {\"case\": \"" << c.name << "\", \"batch\": " << c.batch
-         << ", \"m\": " << c.m << ", \"k\": " << c.k << ", \"n\": " << c.n
-         << ", \"sgemm_us\": " << us_s << ", \"lmul_us\": " << us_l
-         << ", \"sgemm_tmacs\": " << tmac_s << ", \"lmul_tmacs\": " << tmac_l
-         << ", \"lmul_over_sgemm\": " << tmac_l / tmac_s << ", \"input_sets\": " << sets << "}";
-    first = false;
+    report.row(JsonObject()
+                   .add("case", c.name)
+                   .add("batch", c.batch)
+                   .add("m", c.m)
+                   .add("k", c.k)
+                   .add("n", c.n)
+                   .add("sgemm_us", us_s)
+                   .add("lmul_us", us_l)
+                   .add("sgemm_tmacs", tmac_s)
+                   .add("lmul_tmacs", tmac_l)
+                   .add("lmul_over_sgemm", tmac_l / tmac_s)
+                   .add("input_sets", sets));
   }
-  json << "\n  ]\n}\n";
-  write_bench_json(args, json.str());
+  report.write(args);
   return 0;
 #else
   return 1;

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 
 #include "bench_common.h"
 #include "core/ops.h"
@@ -40,13 +39,10 @@ int run_bench_norms(const Args& args) {
   BG_CHECK(cuda_available(), "bench", "no CUDA device: the norms benchmark times GPU kernels");
   const int reps = int(parse_integer(args.option("reps", "30"), "--reps", 5, 100000));
   const Device dev = Device::cuda(0);
-  std::ostringstream json;
-  json << "{\n  \"benchmark\": \"norms\",\n  \"device\": \"" << cuda::device_info(0).name
-       << "\",\n  \"reps\": " << reps << ", \"floor_bytes_per_s\": " << kCopyBytesPerS
-       << ",\n  \"results\": [\n";
+  BenchReport report("norms", cuda::device_info(0).name);
+  report.settings().add("reps", reps).add("floor_bytes_per_s", kCopyBytesPerS);
   std::printf("%-9s %6s %5s %-4s %-7s %10s %10s %9s %10s\n", "op", "rows", "C", "type", "pass",
               "median_us", "floor_us", "GB/s", "pytorch_us");
-  bool first = true;
   for (const NormShape s : {NormShape{16384, 384}, NormShape{16384, 768}, NormShape{65536, 4096}})
     for (const DType dt : {DType::f32, DType::bf16}) {
       const double elems = double(s.rows * s.hidden), esize = double(dtype_size(dt));
@@ -94,18 +90,22 @@ int run_bench_norms(const Args& args) {
           std::printf("%-9s %6lld %5lld %-4s %-7s %10.1f %10.1f %9.0f %10s\n", op,
                       (long long)s.rows, (long long)s.hidden, dtype_name(dt), pass_name, us,
                       floor_us, gbs, torch > 0 ? std::to_string(int(torch)).c_str() : "-");
-          json << (first ? "" : ",\n") << "    {\"op\": \"" << op << "\", \"rows\": " << s.rows
-               << ", \"hidden\": " << s.hidden << ", \"dtype\": \"" << dtype_name(dt)
-               << "\", \"pass\": \"" << pass_name << "\", \"median_us\": " << us
-               << ", \"floor_us\": " << floor_us << ", \"bytes\": " << bytes
-               << ", \"gb_per_s\": " << gbs << ", \"pytorch_h200_us\": " << torch
-               << ", \"input_sets\": " << sets << "}";
-          first = false;
+          report.row(JsonObject()
+                         .add("op", op)
+                         .add("rows", s.rows)
+                         .add("hidden", s.hidden)
+                         .add("dtype", dtype_name(dt))
+                         .add("pass", pass_name)
+                         .add("median_us", us)
+                         .add("floor_us", floor_us)
+                         .add("bytes", bytes)
+                         .add("gb_per_s", gbs)
+                         .add("pytorch_h200_us", torch)
+                         .add("input_sets", sets));
         }
       }
     }
-  json << "\n  ]\n}\n";
-  write_bench_json(args, json.str());
+  report.write(args);
   return 0;
 }
 

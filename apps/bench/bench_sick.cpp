@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <sstream>
 
 #include "bench_common.h"
 #include "core/bide.h"
@@ -65,15 +64,18 @@ int run_bench_sick(const Args& args) {
   const cuda::DeviceInfo info = cuda::device_info(0);
   const int bits = 16, hid = 32;
   const int64_t k_all = int64_t(1) << bits;
-  std::ostringstream json;
-  json << "{\n  \"benchmark\": \"sick\",\n  \"device\": \"" << info.name
-       << "\",\n  \"sm_count\": " << info.sm_count << ",\n  \"hidden\": " << hid
-       << ", \"bits\": " << bits << ", \"reps\": " << reps
-       << ",\n  \"ceilings\": {\"tensor_tflops\": " << kTensorFlops / 1e12
-       << ", \"cuda_core_tflops\": " << kCudaCoreFlops / 1e12 << "},\n  \"results\": [\n";
+  BenchReport report("sick", info.name);
+  report.settings()
+      .add("sm_count", info.sm_count)
+      .add("hidden", hid)
+      .add("bits", bits)
+      .add("reps", reps)
+      .raw("ceilings", JsonObject()
+                           .add("tensor_tflops", kTensorFlops / 1e12)
+                           .add("cuda_core_tflops", kCudaCoreFlops / 1e12)
+                           .str());
   std::printf("%-9s %6s %5s %-12s %10s %10s %10s %10s %9s\n", "op", "batch", "dtype", "variant",
               "median_ms", "kernel_ms", "min_ms", "floor_ms", "peak_MB");
-  bool first = true;
   for (int64_t batch : {int64_t(64), int64_t(16384)})
     for (const char* dtype : {"fp32", "fp16"})
       for (const char* variant : {"bruteforce", "precomputed"}) {
@@ -158,16 +160,20 @@ int run_bench_sick(const Args& args) {
           std::printf("%-9s %6lld %5s %-12s %10.4f %10.4f %10.4f %10.4f %9.1f\n", row.op,
                       (long long)batch, dtype, variant, row.st.median, row.kernel, row.st.min,
                       row.floor, peak_mb);
-          json << (first ? "" : ",\n") << "    {\"op\": \"" << row.op << "\", \"batch\": " << batch
-               << ", \"dtype\": \"" << dtype << "\", \"variant\": \"" << variant
-               << "\", \"median_ms\": " << row.st.median << ", \"min_ms\": " << row.st.min
-               << ", \"floor_ms\": " << row.floor << ", \"kernel_ms\": " << row.kernel
-               << ", \"peak_mb\": " << peak_mb << ", \"input_sets\": " << sets << "}";
-          first = false;
+          report.row(JsonObject()
+                         .add("op", row.op)
+                         .add("batch", batch)
+                         .add("dtype", dtype)
+                         .add("variant", variant)
+                         .add("median_ms", row.st.median)
+                         .add("min_ms", row.st.min)
+                         .add("floor_ms", row.floor)
+                         .add("kernel_ms", row.kernel)
+                         .add("peak_mb", peak_mb)
+                         .add("input_sets", sets));
         }
       }
-  json << "\n  ]\n}\n";
-  write_bench_json(args, json.str());
+  report.write(args);
   return 0;
 }
 

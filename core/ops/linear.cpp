@@ -33,8 +33,12 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
   Shape out_shape = x.shape();
   out_shape.back() = weight.size(0);
   Tensor act;
+  ProductExtras extras;
+  extras.bias = bias;
+  extras.gelu_out = &act;
+  extras.weight = weight;
   const Tensor pre = matmul_rows(x.reshape({-1, weight.size(1)}), weight.transpose(0, 1), mode,
-                                 Consumer::matmul, Rows::kept_apart, bias, Tensor(), &act, weight);
+                                 Consumer::matmul, Rows::kept_apart, extras);
   if (pre_out) *pre_out = pre.reshape(out_shape);
   return attach_gelu_backward(pre, act).reshape(out_shape);
 }
@@ -73,9 +77,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   const Tensor gelu_input2 = gelu_input.defined() && gelu_input.shape() == x.shape()
                                  ? gelu_input.reshape({-1, weight.size(1)})
                                  : Tensor();
+  ProductExtras extras;
+  extras.bias = fused_bias;
+  extras.residual = fused_residual;
+  extras.weight = weight;
+  extras.a_gelu_input = gelu_input2;
   Tensor out =
       matmul_rows(x2, wt, mode, bias.defined() && !fused_bias.defined() ? Consumer::any : consumer,
-                  Rows::kept_apart, fused_bias, fused_residual, nullptr, weight, gelu_input2);
+                  Rows::kept_apart, extras);
   if (bias.defined() && !fused_bias.defined()) out = out + bias;
   out = out.reshape(out_shape);
   return residual.defined() && !fused_residual.defined() ? residual + out : out;

@@ -268,22 +268,16 @@ Tensor to_bf16(const Tensor& t) {
 
 }  // namespace
 
-Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer,
-                   Rows rows, const Tensor& bias, const Tensor& residual, Tensor* gelu_out,
-                   const Tensor& weight, const Tensor& a_gelu_input) {
+namespace {
+
+// The operands' checks; whether they mix bf16 with f32 (bf16 precision rounds f32 operands to
+// bf16, so one may arrive as bf16 already: a producer that stored it for this matmul, as
+// stored_dtype says).
+bool check_operands(const Tensor& a, const Tensor& b, const ComputeMode& mode) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_device(a, b, "matmul");
   check_mode(mode, a.device());
-  // A residual the epilogue cannot take (another dtype than the product's) is added after it.
-  auto add_residual_after = [&] {
-    Tensor out = matmul_rows(a, b, mode, consumer, rows, bias);
-    BG_CHECK(out.dtype() == residual.dtype(), "linear", "the residual is ",
-             dtype_name(residual.dtype()), " but the product is ", dtype_name(out.dtype()));
-    return out + residual;
-  };
-  // bf16 precision rounds f32 operands to bf16, so one may arrive as bf16 already (a producer
-  // that stored it for this matmul, as stored_dtype says).
   const bool bf16_mix = a.is_cuda() && mode.precision == MatmulPrecision::bf16 &&
                         ((a.dtype() == DType::bf16 && b.dtype() == DType::f32) ||
                          (a.dtype() == DType::f32 && b.dtype() == DType::bf16));
@@ -294,10 +288,13 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
            " operands are refused");
   BG_CHECK(a.ndim() >= 2 && b.ndim() >= 2, "matmul", "operands must be at least 2-D, got ",
            shape_str(a.shape()), " and ", shape_str(b.shape()));
-  const int64_t k = a.size(-1);
-  BG_CHECK(b.size(-2) == k, "matmul", "inner dimensions differ: ", shape_str(a.shape()), " @ ",
-           shape_str(b.shape()));
-  // Broadcast the batch dims.
+  BG_CHECK(b.size(-2) == a.size(-1), "matmul", "inner dimensions differ: ", shape_str(a.shape()),
+           " @ ", shape_str(b.shape()));
+  return bf16_mix;
+}
+
+// The batch dims of a and b, broadcast.
+Shape broadcast_batch(const Tensor& a, const Tensor& b) {
   const Shape ab(a.shape().begin(), a.shape().end() - 2),
       bb(b.shape().begin(), b.shape().end() - 2);
   const size_t nb = std::max(ab.size(), bb.size());
@@ -309,97 +306,121 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
              " and ", shape_str(b.shape()), " cannot broadcast");
     batch[i] = da == 1 ? db : da;
   }
-  // The precision applies to f32 operands on CUDA (f16/bf16 operands are what they are).
-  ComputeMode run = mode;
-  if (!bf16_mix && !(a.is_cuda() && a.dtype() == DType::f32)) run.precision = MatmulPrecision::fp32;
-  if (run.precision == MatmulPrecision::bf16) {
-    // f32 operands rounded to bf16 once, the products kept f32. The backward reuses the rounded
-    // copies and rounds the incoming gradient once for both of its products. Each gradient has
-    // its operand's dtype: f32 for f32 operands (the weights), bf16 for an operand that arrived
-    // as bf16 (as under PyTorch's autocast; its producer's backward reads bf16 then).
-    // A bias is added to the f32 accumulators in the output's dtype: f32, or rounded to bf16
-    // for a bf16 output (cuBLASLt takes no f32 bias there; PyTorch's autocast rounds it too).
-    const DType out_dtype = stored_dtype(run, consumer, DType::f32, a.device());
-    if (residual.defined() && residual.dtype() != out_dtype) return add_residual_after();
-    const Tensor a16 = to_bf16(a), b16 = to_bf16(b);
-    Tensor out;
-    if (gelu_out) {
-      BG_CHECK(batch.empty() && !residual.defined(), "matmul",
-               "the GELU epilogue takes 2-D operands and no residual");
-      out = empty({a.size(0), b.size(1)}, out_dtype, a.device());
-      *gelu_out = product(a16, b16, batch, DType::bf16, out_dtype, run, rows, bias, Tensor(),
-                          Tensor(), out);
-    } else {
-      out = product(a16, b16, batch, DType::bf16, out_dtype, run, rows, bias, residual);
-    }
-    const Shape a_shape = a.shape(), b_shape = b.shape();
-    const DType da = a.dtype(), db = b.dtype();
-    const bool has_bias = bias.defined(), has_residual = residual.defined();
-    const bool weight_in_place = weight.defined() && batch.empty() && a.is_cuda() &&
-                                 run.algo == MatmulAlgo::standard && weight.dtype() == DType::f32 &&
-                                 weight.ndim() == 2 && weight.size(0) == b.size(1) &&
-                                 weight.size(1) == b.size(0);
-    // a = gelu(pre): the input-gradient product applies GELU's backward in its epilogue and
-    // hands pre its gradient, so a's own GELU record is passed by (the gradient of pre through
-    // a's other readers, if any, still reaches pre through it: the sum is the same).
-    const bool through_gelu =
-        a_gelu_input.defined() && batch.empty() && a.is_cuda() && gelu_epilogues(run) &&
-        a.dtype() == DType::bf16 &&
-        a_gelu_input.dtype() == DType::bf16 && a_gelu_input.shape() == a_shape &&
-        a_gelu_input.is_contiguous() && a_gelu_input.device() == a.device() &&
-        a_shape[1] % 8 == 0 && reinterpret_cast<uintptr_t>(a_gelu_input.data_ptr()) % 16 == 0;
-    const Tensor gelu_pre = through_gelu ? a_gelu_input.detach() : Tensor();
-    std::vector<Tensor> inputs{through_gelu ? a_gelu_input : a, b};
-    if (has_bias) inputs.push_back(bias);
-    if (has_residual) inputs.push_back(residual);
-    record(out, "matmul", inputs,
-           [a16, b16, a_shape, b_shape, da, db, run, has_bias, has_residual, weight_in_place,
-            weight, gelu_pre](const Tensor& g) {
-             const Tensor g16 = g.detach().to(DType::bf16);
-             const Tensor bt = b16.transpose(-1, -2), at = a16.transpose(-1, -2);
-             const Shape gb = batch_of(g16);
-             std::vector<Tensor> grads{
-                 gelu_pre.defined()
-                     ? product(g16, bt, gb, DType::bf16, da, run, Rows::kept_apart, Tensor(),
-                               Tensor(), Tensor(), Tensor(), Tensor(), gelu_pre)
-                     : sum_to(product(g16, bt, gb, DType::bf16, da, run, Rows::kept_apart),
-                              a_shape),
-                 Tensor()};
-             const Tensor buffer = weight_in_place ? leaf_gradient_buffer(weight) : Tensor();
-             // The bias gradient: the incoming gradient as it came (bf16 for a bf16 output),
-             // summed in f32 and kept f32. A bf16 one is what the weight-gradient product reads,
-             // so with that product in place cuBLASLt sums it there (BGRADB; the order of the
-             // sums is its own). An f32 gradient keeps its own sums (bf16's rounding would
-             // move them).
-             Tensor bias_grad;
-             if (buffer.defined()) {  // (N, K) += g^T a, the sum over rows in the epilogue
-               if (has_bias && g.dtype() == DType::bf16)
-                 bias_grad = empty({g16.size(1)}, DType::f32, g16.device());
-               gradient_product_into(buffer, g16.transpose(0, 1), a16, run, true, bias_grad);
-             } else {
-               grads[1] =
-                   sum_to(product(at, g16, gb, DType::bf16, db, run, Rows::summed_over), b_shape);
-             }
-             if (has_bias) grads.push_back(bias_grad.defined() ? bias_grad : column_sums(g));
-             if (has_residual) grads.push_back(g);  // out = residual + ...: passed through
-             return grads;
-           });
-    return out;
+  return batch;
+}
+
+// A residual the epilogue cannot take (another dtype than the product's) is added after it.
+Tensor add_residual_after(const Tensor& a, const Tensor& b, const ComputeMode& mode,
+                          Consumer consumer, Rows rows, const ProductExtras& extras) {
+  ProductExtras without;
+  without.bias = extras.bias;
+  Tensor out = matmul_rows(a, b, mode, consumer, rows, without);
+  BG_CHECK(out.dtype() == extras.residual.dtype(), "linear", "the residual is ",
+           dtype_name(extras.residual.dtype()), " but the product is ", dtype_name(out.dtype()));
+  return out + extras.residual;
+}
+
+// What the bf16 product's backward keeps: the rounded operands, their shapes and dtypes, and
+// where the weight gradient and GELU's backward go.
+struct Bf16Saved {
+  Tensor a16, b16;
+  Shape a_shape, b_shape;
+  DType da, db;
+  ComputeMode run;
+  bool has_bias, has_residual, weight_in_place;
+  Tensor weight, gelu_pre;
+};
+
+std::vector<Tensor> bf16_backward(const Bf16Saved& s, const Tensor& g) {
+  const Tensor g16 = g.detach().to(DType::bf16);
+  const Tensor bt = s.b16.transpose(-1, -2), at = s.a16.transpose(-1, -2);
+  const Shape gb = batch_of(g16);
+  std::vector<Tensor> grads{
+      s.gelu_pre.defined()
+          ? product(g16, bt, gb, DType::bf16, s.da, s.run, Rows::kept_apart, Tensor(), Tensor(),
+                    Tensor(), Tensor(), Tensor(), s.gelu_pre)
+          : sum_to(product(g16, bt, gb, DType::bf16, s.da, s.run, Rows::kept_apart), s.a_shape),
+      Tensor()};
+  const Tensor buffer = s.weight_in_place ? leaf_gradient_buffer(s.weight) : Tensor();
+  // The bias gradient: the incoming gradient as it came (bf16 for a bf16 output), summed in f32
+  // and kept f32. A bf16 one is what the weight-gradient product reads, so with that product in
+  // place cuBLASLt sums it there (BGRADB; the order of the sums is its own). An f32 gradient
+  // keeps its own sums (bf16's rounding would move them).
+  Tensor bias_grad;
+  if (buffer.defined()) {  // (N, K) += g^T a, the sum over rows in the epilogue
+    if (s.has_bias && g.dtype() == DType::bf16)
+      bias_grad = empty({g16.size(1)}, DType::f32, g16.device());
+    gradient_product_into(buffer, g16.transpose(0, 1), s.a16, s.run, true, bias_grad);
+  } else {
+    grads[1] = sum_to(product(at, g16, gb, DType::bf16, s.db, s.run, Rows::summed_over), s.b_shape);
   }
-  BG_CHECK(!gelu_out, "matmul", "the GELU epilogue runs under bf16 precision only");
-  // Without bf16 precision the product keeps the operands' dtype, whoever reads it.
+  if (s.has_bias) grads.push_back(bias_grad.defined() ? bias_grad : column_sums(g));
+  if (s.has_residual) grads.push_back(g);  // out = residual + ...: passed through
+  return grads;
+}
+
+// bf16 precision: f32 operands rounded to bf16 once, the products kept f32. The backward reuses
+// the rounded copies and rounds the incoming gradient once for both of its products. Each
+// gradient has its operand's dtype: f32 for f32 operands (the weights), bf16 for an operand that
+// arrived as bf16 (as under PyTorch's autocast; its producer's backward reads bf16 then). A bias
+// is added to the f32 accumulators in the output's dtype: f32, or rounded to bf16 for a bf16
+// output (cuBLASLt takes no f32 bias there; PyTorch's autocast rounds it too).
+Tensor bf16_product(const Tensor& a, const Tensor& b, const Shape& batch, const ComputeMode& run,
+                    Consumer consumer, Rows rows, const ProductExtras& x) {
+  const DType out_dtype = stored_dtype(run, consumer, DType::f32, a.device());
+  if (x.residual.defined() && x.residual.dtype() != out_dtype)
+    return add_residual_after(a, b, run, consumer, rows, x);
+  Bf16Saved s{to_bf16(a), to_bf16(b), a.shape(), b.shape(), a.dtype(), b.dtype(), run,
+              x.bias.defined(), x.residual.defined(), false, x.weight, Tensor()};
+  Tensor out;
+  if (x.gelu_out) {
+    BG_CHECK(batch.empty() && !x.residual.defined(), "matmul",
+             "the GELU epilogue takes 2-D operands and no residual");
+    out = empty({a.size(0), b.size(1)}, out_dtype, a.device());
+    *x.gelu_out = product(s.a16, s.b16, batch, DType::bf16, out_dtype, run, rows, x.bias, Tensor(),
+                          Tensor(), out);
+  } else {
+    out = product(s.a16, s.b16, batch, DType::bf16, out_dtype, run, rows, x.bias, x.residual);
+  }
+  const Tensor& w = x.weight;
+  s.weight_in_place = w.defined() && batch.empty() && a.is_cuda() &&
+                      run.algo == MatmulAlgo::standard && w.dtype() == DType::f32 &&
+                      w.ndim() == 2 && w.size(0) == b.size(1) && w.size(1) == b.size(0);
+  // a = gelu(pre): the input-gradient product applies GELU's backward in its epilogue and hands
+  // pre its gradient, so a's own GELU record is passed by (the gradient of pre through a's other
+  // readers, if any, still reaches pre through it: the sum is the same).
+  const Tensor& pre = x.a_gelu_input;
+  const bool through_gelu =
+      pre.defined() && batch.empty() && a.is_cuda() && gelu_epilogues(run) &&
+      a.dtype() == DType::bf16 && pre.dtype() == DType::bf16 && pre.shape() == s.a_shape &&
+      pre.is_contiguous() && pre.device() == a.device() && s.a_shape[1] % 8 == 0 &&
+      reinterpret_cast<uintptr_t>(pre.data_ptr()) % 16 == 0;
+  if (through_gelu) s.gelu_pre = pre.detach();
+  std::vector<Tensor> inputs{through_gelu ? pre : a, b};
+  if (s.has_bias) inputs.push_back(x.bias);
+  if (s.has_residual) inputs.push_back(x.residual);
+  record(out, "matmul", inputs, [s](const Tensor& g) { return bf16_backward(s, g); });
+  return out;
+}
+
+// Other precisions: the product keeps the operands' dtype, whoever reads it; the gradients are
+// products in the mode's backward (L-Mul's exact backward multiplies exactly).
+Tensor exact_product(const Tensor& a, const Tensor& b, const Shape& batch, const ComputeMode& mode,
+                     const ComputeMode& run, Consumer consumer, Rows rows,
+                     const ProductExtras& x) {
+  BG_CHECK(!x.gelu_out, "matmul", "the GELU epilogue runs under bf16 precision only");
   const DType operand = compute_dtype(a);
-  if (residual.defined() && (residual.dtype() != operand || operand != a.dtype()))
-    return add_residual_after();
-  Tensor out =
-      compute_output(product(a, b, batch, operand, operand, run, rows, bias, residual), a.dtype());
+  if (x.residual.defined() && (x.residual.dtype() != operand || operand != a.dtype()))
+    return add_residual_after(a, b, mode, consumer, rows, x);
+  Tensor out = compute_output(
+      product(a, b, batch, operand, operand, run, rows, x.bias, x.residual), a.dtype());
   const Tensor ad = a.detach(), bd = b.detach();
   const ComputeMode grad_mode = mode.backward();
-  const bool has_bias = bias.defined(), has_residual = residual.defined();
-  const Shape bias_shape = has_bias ? bias.shape() : Shape{};
+  const bool has_bias = x.bias.defined(), has_residual = x.residual.defined();
+  const Shape bias_shape = has_bias ? x.bias.shape() : Shape{};
   std::vector<Tensor> inputs{a, b};
-  if (has_bias) inputs.push_back(bias);
-  if (has_residual) inputs.push_back(residual);
+  if (has_bias) inputs.push_back(x.bias);
+  if (has_residual) inputs.push_back(x.residual);
   record(
       out, "matmul", inputs,
       [ad, bd, grad_mode, has_bias, has_residual, bias_shape](const Tensor& g) {
@@ -413,6 +434,20 @@ Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Co
         return grads;
       });
   return out;
+}
+
+}  // namespace
+
+Tensor matmul_rows(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer,
+                   Rows rows, const ProductExtras& extras) {
+  const bool bf16_mix = check_operands(a, b, mode);
+  const Shape batch = broadcast_batch(a, b);
+  // The precision applies to f32 operands on CUDA (f16/bf16 operands are what they are).
+  ComputeMode run = mode;
+  if (!bf16_mix && !(a.is_cuda() && a.dtype() == DType::f32)) run.precision = MatmulPrecision::fp32;
+  if (run.precision == MatmulPrecision::bf16)
+    return bf16_product(a, b, batch, run, consumer, rows, extras);
+  return exact_product(a, b, batch, mode, run, consumer, rows, extras);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, const ComputeMode& mode, Consumer consumer) {

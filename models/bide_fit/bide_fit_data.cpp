@@ -4,6 +4,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "core/optim_settings.h"
 #include "core/rng.h"
 
 namespace bg {
@@ -70,6 +71,11 @@ void read_support(ConfigReader& r, FitConfig& c) {
 const Settings<FitConfig>& fit_settings() {
   static const Settings<FitConfig> s = [] {
     Settings<FitConfig> s;
+    s.custom("run.name", kRunNameMeaning,
+             [](ConfigReader& r, FitConfig& c) { c.out_dir = read_out_dir(r, "bide_fit"); });
+    s.custom("run.out_dir", kRunOutDirMeaning, [](ConfigReader&, FitConfig&) {
+      // read with run.name, which it overrides
+    });
     s.integer("run.seed", [](auto& c) -> auto& { return c.seed; }, 0, INT64_MAX,
               "fit-bide: seeds the draws, the file splits and the initialisation");
     s.string("run.device", [](auto& c) -> auto& { return c.device; },
@@ -119,6 +125,13 @@ const Settings<FitConfig>& fit_settings() {
               "held-out samples per built-in distribution");
     s.integer("eval.plot_bins", [](auto& c) -> auto& { return c.plot_bins; }, 10, 10000,
               "bins of the CDF and density plots");
+    // Batch-invariant arithmetic (docs/determinism.md): the projections' matmuls take the
+    // batch-invariant algorithm and the SICK pass a partition fixed per example.
+    s.nested(deterministic_mode_settings(), [](auto& c) -> auto& { return c.mode; });
+    add_optimizer_fields(
+        s, [](FitConfig& c) -> AdamWConfig& { return c.adamw; },
+        [](FitConfig& c) -> LrSchedule& { return c.schedule; },
+        [](const FitConfig& c) { return c.steps; });
     return s;
   }();
   return s;

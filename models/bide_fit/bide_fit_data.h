@@ -54,13 +54,21 @@ struct FitConfig {
   bool cuda_graph = true;
   ComputeMode mode;  // train.deterministic (the one mode key fit-bide offers)
   double ema = 0.99;
-  AdamWConfig adamw;
-  LrSchedule schedule;
+  // fit-bide's optimizer defaults: AdamW (0.9, 0.96), weight decay 0.01, the rate 0.1 decaying
+  // exponentially to 1e-5.
+  AdamWConfig adamw = {0.9, 0.96, 1e-8, 0.01};
+  LrSchedule schedule = [] {
+    LrSchedule l;
+    l.kind = ScheduleKind::exponential;
+    l.lr = 0.1;
+    l.min_lr = 1e-5;
+    return l;
+  }();
   std::vector<DistSpec> dists;
 };
 
-// Its declared fields (core/settings.h), in reading order; the distributions' own keys are
-// read by `bitgrad fit-bide`'s reader.
+// Its declared fields (core/settings.h), in reading order, with train.deterministic,
+// optimizer.* and schedule.*; the distributions' keys are fit_distribution_settings'.
 const Settings<FitConfig>& fit_settings();
 
 // One distribution's data, as patterns.

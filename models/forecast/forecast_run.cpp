@@ -24,7 +24,7 @@ void held_out_windows(const SeriesSet& set, int64_t first_from_end, int64_t last
   *y = from_vector(ys, {rows, context}, device);
 }
 
-SeriesTask::SeriesTask(const LanguageModelRun& run, const std::string& config_yaml, SeriesSet set,
+SeriesTask::SeriesTask(const TrainRun& run, const std::string& config_yaml, SeriesSet set,
                        Forecaster& model, Device device)
     : run_(run),
       config_yaml_(config_yaml),
@@ -66,19 +66,24 @@ double SeriesTask::validation_loss() {
   return count > 0 ? total / double(count) : NAN;
 }
 
+RunRecord SeriesTask::record() const {
+  RunRecord r;
+  r.model_type = kForecasterType;
+  r.config_yaml = config_yaml_;
+  r.data = run_.data;
+  r.val_source = run_.data.path;
+  r.mode = model_.compute_mode();
+  r.data_offset = streams_.data.offset;
+  r.dropout_offset = streams_.dropout.offset;
+  return r;
+}
+
 void SeriesTask::save(CheckpointWriter& ck) const {
-  ck.attr("format", std::string(kTrainFormat));
-  ck.attr("model_type", std::string(kForecasterType));
-  ck.attr("config", config_yaml_);
-  save_compute_mode(ck, model_.compute_mode());
-  save_forecaster_config(ck, model_.config());
-  save_trained_attention(ck, model_.config().fused_attention ? AttentionChoice::fused
-                                                             : AttentionChoice::composed);
-  ck.attr("val_data", run_.data.path);
-  ck.attr("data.horizon", run_.data.horizon);
-  ck.attr("data.season", run_.data.season);
-  ck.attr("data_rng_offset", int64_t(streams_.data.offset));
-  ck.attr("dropout_rng_offset", int64_t(streams_.dropout.offset));
+  save_run_record(ck, record(), [&](CheckpointWriter& w) {
+    save_forecaster_config(w, model_.config());
+    save_trained_attention(w, model_.config().fused_attention ? AttentionChoice::fused
+                                                              : AttentionChoice::composed);
+  });
 }
 
 void SeriesTask::load(const CheckpointReader& ck, const std::string& path) {
@@ -89,15 +94,10 @@ void SeriesTask::load(const CheckpointReader& ck, const std::string& path) {
       forecaster_settings().difference(load_forecaster_config(ck, path), model_.config());
   BG_CHECK(diff.empty(), "train", path,
            " holds another architecture than the config (checkpoint vs config: ", diff, ")");
-  BG_CHECK(ck.int_attr("data.horizon") == run_.data.horizon, "train", path,
-           " was trained with data.horizon ", ck.int_attr("data.horizon"), ", the config says ",
-           run_.data.horizon, " (another split of the series)");
-  check_resume_mode(ck, path, model_.compute_mode(), run_.resume_mode_change);
-  streams_.data.offset = uint64_t(ck.int_attr("data_rng_offset"));
-  streams_.dropout.offset = uint64_t(ck.int_attr("dropout_rng_offset"));
+  check_resume_run(ck, path, record(), run_.resume_mode_change, streams_);
 }
 
-int train_forecaster(const LanguageModelRun& run, const RunContext& context,
+int train_forecaster(const TrainRun& run, const RunContext& context,
                      const RunPlace& place) {
   check_data_path(run.data.path, "data.path");
   SeriesSet set = read_series(run.data.path);
@@ -133,7 +133,7 @@ std::unique_ptr<LoadedForecaster> load_forecaster_checkpoint(const std::string& 
   auto out = std::make_unique<LoadedForecaster>();
   ForecasterConfig cfg = load_forecaster_config(ck, path);
   const ComputeMode trained = load_compute_mode(ck, path);
-  const std::string activations = activations_problem(trained, nullptr);
+  const std::string activations = trunk_activations_problem(trained, cfg);
   BG_CHECK(activations.empty(), "checkpoint", path, ": ", activations);
   out->mode = inference_mode(trained).on(device);
   cfg.fused_attention = inference_fused_attention(trained, load_trained_attention(ck, path),
@@ -142,16 +142,17 @@ std::unique_ptr<LoadedForecaster> load_forecaster_checkpoint(const std::string& 
   out->model = std::make_unique<Forecaster>(cfg, init);
   out->model->set_compute_mode(out->mode);
   const auto named = out->model->named_parameters();
-  check_root_datasets(ck, path, named, false);
+  check_root_datasets(ck, path, named);
   load_parameters(ck, named);
   out->params = FlatParameters(named, device);
   out->model->train(false);
-  out->step = ck.int_attr("step");
-  out->horizon = ck.int_attr("data.horizon");
-  out->season = ck.int_attr("data.season");
-  BG_CHECK(out->horizon >= 1 && out->season >= 1, "checkpoint", path, ": attributes data.horizon ",
-           out->horizon, " and data.season ", out->season, " must be at least 1");
-  out->data_path = ck.has_attr("val_data") ? ck.str_attr("val_data") : "";
+  DataSpec series;
+  series.format = DataFormat::series;
+  const LoadedRecord record = read_run_record(ck, path, series);
+  out->step = record.step;
+  out->horizon = record.data.horizon;
+  out->season = record.data.season;
+  out->data_path = record.val_source;
   return out;
 }
 

@@ -7,8 +7,8 @@
 
 #include "data/series.h"
 #include "models/forecast/forecaster.h"
-#include "models/lm_checkpoint.h"
-#include "models/lm_run.h"
+#include "models/run_record.h"
+#include "models/run.h"
 
 namespace bg {
 
@@ -24,7 +24,7 @@ void held_out_windows(const SeriesSet& set, int64_t first_from_end, int64_t last
 
 class SeriesTask : public TrainTask {
  public:
-  SeriesTask(const LanguageModelRun& run, const std::string& config_yaml, SeriesSet set,
+  SeriesTask(const TrainRun& run, const std::string& config_yaml, SeriesSet set,
              Forecaster& model, Device device);
   Tensor train_loss() override;
   // The mean NLL of every series' validation window (each point once, teacher-forced).
@@ -37,7 +37,8 @@ class SeriesTask : public TrainTask {
 
  private:
   Tensor batch_loss(Generator& data);
-  const LanguageModelRun& run_;
+  RunRecord record() const;  // what save writes and load checks
+  const TrainRun& run_;
   std::string config_yaml_;
   SeriesSet set_;
   Forecaster& model_;
@@ -46,7 +47,7 @@ class SeriesTask : public TrainTask {
 };
 
 // Trains `run` (model.type forecaster, data.format series) at `place`; as train_run.
-int train_forecaster(const LanguageModelRun& run, const RunContext& context, const RunPlace& place);
+int train_forecaster(const TrainRun& run, const RunContext& context, const RunPlace& place);
 
 // A trained forecaster read back, ready for inference on `device` in the mode its training
 // implies, with the run's data settings.

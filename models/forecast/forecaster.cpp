@@ -177,6 +177,13 @@ std::vector<double> Forecaster::target_nll(const Tensor& x, const Tensor& y) con
       .to_vector<double>();
 }
 
+void Forecaster::set_compute_mode(const ComputeMode& mode) {
+  Module::set_compute_mode(mode);
+  ComputeMode head_mode = mode;
+  head_mode.activations = ActivationDtype::fp32;
+  head_->set_compute_mode(head_mode);
+}
+
 KVCache Forecaster::new_cache(int64_t batch, Device device) const {
   return trunk_->new_cache(batch, device);
 }

@@ -65,6 +65,10 @@ class Forecaster : public Module {
   KVCache new_cache(int64_t batch, Device device) const;
   Tensor forward_cached_hidden(const Tensor& x, KVCache& cache) const;
   const ForecastHead& head() const { return *head_; }
+  // The trunk and input in `mode`; the head in it with f32 activations: under
+  // train.activations: bf16 the residual stream is bf16 and the head reads ln_f's bf16 rows (as
+  // under bf16 precision), while its own laws (log densities, SICK's normaliser) keep f32.
+  void set_compute_mode(const ComputeMode& mode) override;
   // A training token's FLOPs by the trunk's estimate (models/transformer.h), N the parameters
   // but the position table's.
   double flops_per_token() const {

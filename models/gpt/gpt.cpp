@@ -154,9 +154,9 @@ void append_target_tokens(const GPTConfig& cfg, int64_t target, std::vector<int3
 
 std::string activations_problem(const ComputeMode& mode, const GPTConfig* gpt) {
   if (mode.activations != ActivationDtype::bf16) return "";
-  if (!gpt) return "bf16 activations are the GPT's (model.type: gpt)";
-  if (gpt->linear.kind != LinearKind::dense)
-    return "bf16 activations run dense projections; model.linear: bitlinear keeps fp32";
+  if (!gpt)
+    return "bf16 activations are a transformer trunk's (model.type: gpt or forecaster)";
+  if (const std::string p = trunk_activations_problem(mode, *gpt); !p.empty()) return p;
   if (gpt->head != HeadKind::softmax)
     return "bf16 activations feed the softmax head; model.head: bide keeps fp32";
   return "";

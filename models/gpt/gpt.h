@@ -51,9 +51,10 @@ void resolve_bide_head(GPTConfig& cfg);
 int64_t joint_target(const GPTConfig& cfg, const int32_t* next_tokens);
 void append_target_tokens(const GPTConfig& cfg, int64_t target, std::vector<int32_t>& out);
 
-// Why a model cannot run with `mode`'s activations ("" when it can): bf16 activations
-// (train.activations) are the GPT's with dense projections and the softmax head. `gpt` is null
-// for the other models. The one rule train configs and checkpoint loaders apply.
+// Why a GPT (or, `gpt` null, a model without a trunk) cannot run `mode`'s activations ("" when
+// it can): bf16 activations (train.activations) run on the trunk's rule
+// (trunk_activations_problem: dense projections) and feed the softmax head. The forecaster
+// applies the trunk's rule alone. Train configs and checkpoint loaders apply them.
 std::string activations_problem(const ComputeMode& mode, const GPTConfig* gpt);
 
 // Its declared fields (core/settings.h): model.*, and the linear's and head's under their

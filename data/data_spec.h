@@ -1,8 +1,8 @@
-// lm_data.h: the token streams a language-model run reads: a text file split by a fraction (as
-// nanoGPT's prepare scripts split, then encode each part) or llm.c token shards, and a
-// checkpoint's validation stream read back the way its run read it (what `eval` scores).
+// data_spec.h: what a run reads, data.*, for every model: a text file split by a fraction or
+// llm.c token shards (language models: data/token_streams.h reads them), or a series file
+// (forecasters: data/series.h); the files a run reads, and the one refusal of a missing
+// shipped-data path.
 #pragma once
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,21 +36,6 @@ SettingProblem data_spec_problem(const DataSpec& spec);
 
 // The files a run of `spec` reads: the text or shards, the tokenizer's files.
 std::vector<std::string> data_inputs(const DataSpec& spec);
-
-struct TokenStreams {
-  std::unique_ptr<Tokenizer> tokenizer;  // a char vocabulary is the text's own
-  std::vector<int32_t> train, val;
-  std::string train_source, val_source;  // the files they came from
-};
-
-// Reads and encodes a run's data. A missing path under datasets/ (where the shipped configs
-// read) names scripts/get_data.sh; streams shorter than `context` + 1 tokens are refused.
-TokenStreams load_token_streams(const DataSpec& spec, int64_t context);
-
-// The validation tokens of `source` as its run read them: a shard whole, a text file's part
-// after the split at `val_fraction` (described in *what, e.g. "x.txt (last 0.10)").
-std::vector<int32_t> validation_tokens(const std::string& source, double val_fraction,
-                                       const Tokenizer& tok, std::string* what);
 
 // Refuses a missing path under datasets/ in one line naming `what` (a key or flag) and
 // scripts/get_data.sh, which fetches the data the shipped configs read.

@@ -1,4 +1,4 @@
-#include "lm_data.h"
+#include "data_spec.h"
 #include "data/gpt2_bpe.h"
 
 #include <cstdio>
@@ -30,10 +30,12 @@ const Settings<DataSpec>& data_settings() {
     s.when([](const DataSpec& d) { return d.format == DataFormat::series; }, format_is);
     s.integer("data.horizon", [](auto& d) -> auto& { return d.horizon; }, 1, 1 << 16,
               "series: forecast steps; each series' last horizon points test, the horizon "
-              "before them validate");
+              "before them validate",
+              kRecorded | kKeptOnResume);
     s.integer("data.season", [](auto& d) -> auto& { return d.season; }, 1, 1 << 16,
               "series: the seasonal period (12 for monthly data): the seasonal-naive baseline "
-              "and MASE's scale");
+              "and MASE's scale",
+              kRecorded);
     // Text (data.path, split by data.val_fraction) or llm.c shards (data.train_bin/val_bin).
     s.when([](const DataSpec& d) { return d.format == DataFormat::text; }, format_is);
     s.string("data.train_bin", [](auto& d) -> auto& { return d.train_bin; },
@@ -53,7 +55,9 @@ const Settings<DataSpec>& data_settings() {
                         : std::string("data.train_bin is set (token shards replace the text file)");
            });
     s.number("data.val_fraction", [](auto& d) -> auto& { return d.val_fraction; }, 0.0, 0.5,
-             "last fraction of the text's characters held out for validation");
+             "last fraction of the text's characters held out for validation",
+             kRecorded | kKeptOnResume | kOptional)
+        .saved_as("val_fraction");
     s.when([](const DataSpec& d) { return !d.train_bin.empty(); },
            [](const DataSpec&) {
              return std::string("data.train_bin is not set (data.path is split instead)");
@@ -91,43 +95,6 @@ std::vector<std::string> data_inputs(const DataSpec& spec) {
   if (spec.tokenizer == TokenizerKind::gpt2)
     for (const bool merges : {false, true}) inputs.push_back(gpt2_vocab_file(spec.gpt2_dir, merges));
   return inputs;
-}
-
-TokenStreams load_token_streams(const DataSpec& spec, int64_t context) {
-  TokenStreams out;
-  if (spec.tokenizer == TokenizerKind::gpt2) check_data_path(spec.gpt2_dir, "data.gpt2_dir");
-  if (spec.train_bin.empty()) {
-    check_data_path(spec.path, "data.path");
-    const std::string text = read_text_file(spec.path);
-    out.tokenizer = make_tokenizer(spec.tokenizer, text, spec.gpt2_dir);
-    const size_t cut = split_point(text, spec.val_fraction);
-    out.train = out.tokenizer->encode(text.substr(0, cut));
-    out.val = out.tokenizer->encode(text.substr(cut));
-    out.train_source = out.val_source = spec.path;
-  } else {
-    out.tokenizer = make_tokenizer(spec.tokenizer, "", spec.gpt2_dir);
-    out.train = read_tokens(spec.train_bin, *out.tokenizer);
-    out.val = read_tokens(spec.val_bin, *out.tokenizer);
-    out.train_source = spec.train_bin;
-    out.val_source = spec.val_bin;
-  }
-  BG_CHECK(int64_t(out.val.size()) > context, "train", out.val_source, ": validation split has ",
-           out.val.size(), " tokens, fewer than context + 1 = ", context + 1);
-  BG_CHECK(int64_t(out.train.size()) > context, "train", out.train_source,
-           ": training split has ", out.train.size(), " tokens, fewer than context + 1 = ",
-           context + 1);
-  return out;
-}
-
-std::vector<int32_t> validation_tokens(const std::string& source, double val_fraction,
-                                       const Tokenizer& tok, std::string* what) {
-  *what = source;
-  if (is_shard_path(source)) return read_tokens(source, tok);
-  const std::string text = read_text_file(source);
-  char fraction[16];
-  std::snprintf(fraction, sizeof fraction, "%.2f", val_fraction);
-  *what += std::string(" (last ") + fraction + ")";
-  return tok.encode(text.substr(split_point(text, val_fraction)));
 }
 
 }  // namespace bg
