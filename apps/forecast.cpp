@@ -60,10 +60,11 @@ void print_forecast_scores(const ForecastEvaluation& e, const std::string& what,
   std::printf("\n");
 }
 
-// --horizon: the run's data.horizon unless given; at most the model's block.
+// --horizon: the run's data.horizon unless given; any length (the window slides), the values a
+// series' paths hold bounded by forecast_series.
 int64_t horizon_option(const Args& args, const LoadedForecaster& ck) {
   return parse_integer(args.option("horizon", std::to_string(ck.horizon)), "--horizon", 1,
-                       ck.model->config().block_size);
+                       int64_t(1) << 20);
 }
 
 }  // namespace
@@ -73,9 +74,11 @@ bool is_paths_file(const std::string& path) {
 }
 
 int run_forecast(const Args& args) {
-  args.allow_only({"data", "horizon", "samples", "quantiles", "seed", "out", "paths", "device"});
+  args.allow_only(
+      {"data", "horizon", "context", "samples", "quantiles", "seed", "out", "paths", "device"});
   BG_CHECK(args.positional.size() == 1 && args.has("data") && args.has("out"), "forecast",
-           "usage: bitgrad forecast CKPT --data FILE --out FILE.csv [--horizon H] [--samples N] "
+           "usage: bitgrad forecast CKPT --data FILE --out FILE.csv [--horizon H] [--context C] "
+           "[--samples N] "
            "[--quantiles 0.1,0.5,0.9] [--seed S] [--paths FILE.csv] [--device D]");
   const std::string& path = args.positional[0];
   const Device device = parse_device(args.option("device", "auto"));
@@ -85,7 +88,9 @@ int run_forecast(const Args& args) {
   s.samples = parse_integer(args.option("samples", "100"), "--samples", 1, 1 << 20);
   s.levels = parse_levels(args.option("quantiles", "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"));
   s.seed = uint64_t(parse_integer(args.option("seed", "0"), "--seed", 0, INT64_MAX));
-  forecast_context(ck->model->config(), s.horizon);  // a horizon the block holds, before reading
+  s.min_context = parse_integer(args.option("context", "0"), "--context", 0, INT64_MAX);
+  // A context the block holds, before reading.
+  (void)forecast_window(ck->model->config(), s.horizon, s.min_context);
   const std::string data = args.option("data", "");
   const std::string out = args.option("out", ""), paths_out = args.option("paths", "");
   check_output_file(out, "forecast", "--out", {data});

@@ -25,16 +25,16 @@ TrainRun read_train_config(ConfigReader& r) {
   if (series) {
     const ForecasterConfig& f = c.model.forecaster;
     if (const SettingProblem p = forecaster_config_problem(f)) r.fail_at(p.key, p.message);
-    // A forecast of data.horizon steps reads block_size - horizon + 1 values, scaled by their
-    // first scale_window (models/forecast/forecast.h): a run whose own horizon leaves no value after the
-    // scale window would train a model that cannot forecast it.
+    // The validation pass scores each series' data.horizon held-out points teacher-forced in one
+    // window of block_size values, after its scale_window (held_out_windows): a longer horizon
+    // would leave some of them unscored. (A forecast may run any horizon: its window slides.)
     if (c.data.horizon > f.block_size - f.scale_window)
       r.fail_at("data.horizon",
-                std::to_string(c.data.horizon) + " leaves a forecast's context of " +
-                    std::to_string(f.block_size - c.data.horizon + 1) +
-                    " values, none after model.scale_window " + std::to_string(f.scale_window) +
+                std::to_string(c.data.horizon) + " held-out points do not fit one validation "
+                "window after model.scale_window " + std::to_string(f.scale_window) +
                     " in model.block_size " + std::to_string(f.block_size) + " (at most " +
-                    std::to_string(f.block_size - f.scale_window) + ")");
+                    std::to_string(f.block_size - f.scale_window) +
+                    "; forecast --horizon takes any length)");
   } else if (c.model.type == ModelType::char_mlp) {
     if (byte_pair)
       r.fail_at("data.tokenizer",

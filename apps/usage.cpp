@@ -82,12 +82,16 @@ const std::vector<Command> kCommands = {
                        "--seed S, --truth FILE (a synthetic file's true laws), --json FILE, "
                        "--device"}}},
       {"forecast",
-       "forecast CKPT --data FILE --out FILE.csv [--horizon H] [--samples N] [--quantiles LIST]",
+       "forecast CKPT --data FILE --out FILE.csv [--horizon H] [--context C] [--samples N] "
+       "[--quantiles LIST]",
        "probabilistic forecasts of the points after each series of a file (a forecaster "
        "checkpoint): the mean and quantiles per step, and optionally every sample path",
        {{"--data FILE", "series: CSV unique_id,ds,y or one value a line (required)"},
         {"--out FILE", "CSV unique_id,ds,mean,q0.1,... (required)"},
-        {"--horizon H", "steps ahead (default: the run's data.horizon)"},
+        {"--horizon H", "steps ahead, any number (default: the run's data.horizon)"},
+        {"--context C",
+         "the fewest values each draw conditions on: the window slides to the last C values when "
+         "the block is full (default: half model.block_size and one)"},
         {"--samples N", "sample paths per series (default 100)"},
         {"--quantiles LIST", "levels in (0, 1), comma-separated (default 0.1,...,0.9); exact "
                              "off the law for one step"},

@@ -111,7 +111,15 @@ printf 'unique_id,ds,y\na,1,3\na,2,NaN\n' > "$dir/bad.csv"
 one_line_error "bad.csv:3" "$bin" forecast "$dir/run/best.h5" --data "$dir/bad.csv" --out "$dir/x.csv"
 one_line_error "--quantiles" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/x.csv" --quantiles 0.5,0.2
 one_line_error "--quantiles" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/x.csv" --quantiles 1.5
-one_line_error "horizon" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/x.csv" --horizon 30
+# A horizon past the block (32 values) slides the window: 100 steps, every stamp and value there.
+"$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/long.csv" --horizon 100 --samples 4 \
+  > /dev/null 2>&1 || fail "a 100-step forecast from a 32-value block"
+[ "$(tail -n +2 "$dir/long.csv" | wc -l)" -eq $((100 * $(tail -n +2 "$dir/s.csv" | cut -d, -f1 | sort -u | wc -l))) ] ||
+  fail "a 100-step forecast has $(tail -n +2 "$dir/long.csv" | wc -l) rows"
+one_line_error "--context 8 is outside 9..32" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/x.csv" --context 8
+one_line_error "--context 33 is outside 9..32" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/x.csv" --context 33
+"$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/ctx.csv" --horizon 40 --context 32 --samples 2 \
+  > /dev/null 2>&1 || fail "a forecast with --context 32 (the whole block each step)"
 one_line_error "--out" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/s.csv"
 one_line_error "not a language model" "$bin" sample "$dir/run/best.h5"
 one_line_error "--truth" "$bin" eval "$dir/run/best.h5" --truth "$dir/truth.csv"

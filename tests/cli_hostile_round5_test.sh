@@ -230,7 +230,7 @@ one_line_error "'normal' names distributions.0 too" "$bin" fit-bide twins.yaml
 # 10. Settings that change nothing are refused; a season the context cannot hold is refused.
 one_line_error "train.eval_iters: not used when model.type is forecaster" "$bin" train f.yaml --set train.eval_iters=2
 one_line_error "--season 80 needs more than 80" "$bin" eval run/best.h5 --season 80
-one_line_error "data.horizon: 25 leaves a forecast's context of 8 values, none after model.scale_window 8" \
+one_line_error "data.horizon: 25 held-out points do not fit one validation window after model.scale_window 8" \
   "$bin" train f.yaml --set data.horizon=25
 
 # 11-12. A fine-tune resumes without its start (moved away), refuses another start, and a resume

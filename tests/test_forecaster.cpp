@@ -204,6 +204,53 @@ TEST_CASE("cpu: a series' forecast is the same bits alone and in a batch (determ
   }
 }
 
+// A horizon never shortens the context: past the block the window slides, so any two horizons
+// that start from the same window draw the same first steps, bit for bit, and a path far past
+// the block stays the same bits alone and in a batch (deterministic mode, with and without a
+// lag input, whose lagged values cross the slides).
+TEST_CASE("cpu: forecasts past the block slide their window; the horizon never shortens the context") {
+  const SeriesSet set = ar1_set(3, 60, 17);
+  for (const int64_t lag : {int64_t(0), int64_t(5)}) {
+    CAPTURE(lag);
+    Generator init(19);
+    ForecasterConfig cfg = small_config(ForecastHeadKind::student_t);
+    cfg.lag = lag;
+    Forecaster model(cfg, init);
+    model.set_compute_mode(
+        ComputeMode::deterministic_mode(MatmulPrecision::fp32).on(Device::cpu()));
+    model.train(false);
+    // block 24: the default slide is 13 values, so every horizon from 12 on starts from them.
+    CHECK(forecast_window(cfg, 1, 0).first == 24);
+    CHECK(forecast_window(cfg, 5, 0).first == 20);
+    CHECK(forecast_window(cfg, 12, 0).first == 13);
+    CHECK(forecast_window(cfg, 700, 0).first == 13);
+    CHECK(forecast_window(cfg, 700, 0).slide == 13);
+    CHECK(forecast_window(cfg, 700, 24).first == 24);
+    CHECK_THROWS_WITH(forecast_window(cfg, 10, 8), doctest::Contains("--context 8 is outside 9..24"));
+    CHECK_THROWS_WITH(forecast_window(cfg, 10, 25), doctest::Contains("--context 25 is outside"));
+    ForecastSettings s;
+    s.samples = 5;
+    s.seed = 2;
+    s.horizon = 12;
+    const auto short_run = forecast_series(model, set.series, s, Device::cpu());
+    s.horizon = 90;  // six slides of the 24-position block
+    const auto long_run = forecast_series(model, set.series, s, Device::cpu());
+    const auto alone = forecast_series(model, {set.series[1]}, s, Device::cpu());
+    for (size_t i = 0; i < set.series.size(); ++i)
+      for (size_t j = 0; j < 5; ++j) {
+        CHECK(std::vector<double>(long_run[i].paths[j].begin(), long_run[i].paths[j].begin() + 12) ==
+              short_run[i].paths[j]);
+        for (const double v : long_run[i].paths[j]) CHECK(std::isfinite(v));
+      }
+    CHECK(alone[0].paths == long_run[1].paths);
+    CHECK(alone[0].quantiles == long_run[1].quantiles);
+    // The same paths whatever the grouping: every path its own group.
+    ForecastSettings grouped = s;
+    grouped.max_group_bytes = 1;
+    CHECK(forecast_series(model, set.series, grouped, Device::cpu())[2].paths == long_run[2].paths);
+  }
+}
+
 TEST_CASE("cuda: a series' forecast is the same bits alone and in a batch of 64 (deterministic)") {
   BG_REQUIRE_CUDA();
   const SeriesSet set = ar1_set(64, 80, 13);
@@ -215,7 +262,7 @@ TEST_CASE("cuda: a series' forecast is the same bits alone and in a batch of 64 
   model.set_compute_mode(
       ComputeMode::deterministic_mode(MatmulPrecision::fp32).on(Device::cuda(0)));
   model.train(false);
-  for (const int64_t horizon : {1, 6}) {
+  for (const int64_t horizon : {1, 6, 40}) {  // 40: past the 24-value block, sliding
     ForecastSettings s;
     s.horizon = horizon;
     s.samples = 16;

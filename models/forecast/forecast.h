@@ -1,7 +1,10 @@
 // forecast.h: probabilistic forecasts from a trained forecaster. Each series' context (its last
-// model.block_size - horizon + 1 values, padded on the left when shorter) is scaled as in
-// training (data/series.h); then, through the KV cache, each of `samples` paths draws its next
-// value by the head's inverse CDF at a uniform, feeds it back and draws again. Uniforms come from
+// values, padded on the left when shorter: forecast_window) is scaled as in training
+// (data/series.h); then, through the KV cache, each of `samples` paths draws its next value by
+// the head's inverse CDF at a uniform, feeds it back and draws again. When the block is full the
+// window slides: each path re-reads its last values (the series' and its own draws), scaled
+// afresh as training scales a window, so that every draw conditions on at least the context
+// however far ahead the forecast goes. Uniforms come from
 // the series' own Philox stream (keyed by the seed and the series' id; 53 random bits each, as
 // 65,536 patterns need more than float32's 24), so a series' forecast does not depend on the
 // other series in the call; under train.deterministic it is the same bits alone or in a batch.
@@ -21,6 +24,9 @@ struct ForecastSettings {
   int64_t horizon = 1, samples = 100;
   std::vector<double> levels = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
   uint64_t seed = 0;
+  // The fewest values a draw conditions on (--context; forecast_window): 0 takes half the
+  // block and one.
+  int64_t min_context = 0;
   // The most bytes one group of paths may hold (KV cache, prefill activations, the head's laws:
   // forecast_row_bytes a path): series' paths are forecast in groups under it, a series' paths
   // split across groups when they do not fit (at least one path a group). Memory, not numbers:
@@ -36,16 +42,23 @@ struct SeriesForecast {
   std::vector<double> mean;
 };
 
-// The context length a forecast of `horizon` steps reads: block_size - horizon + 1. Refused in
-// one line when that leaves no value after the scale window (model.scale_window).
-int64_t forecast_context(const ForecasterConfig& cfg, int64_t horizon);
+// How a forecast of `horizon` steps walks the block (model.block_size positions): it reads the
+// last `first` values (max(slide, block_size - horizon + 1), at most the block: a horizon the
+// block holds keeps the longest context it leaves), feeds its draws through the KV cache until
+// the block is full, then slides to the last `slide` values and goes on. `slide` is
+// `min_context`, or half the block and one when 0; refused in one line unless it is more than
+// model.scale_window and at most the block.
+struct ForecastWindow {
+  int64_t first = 0, slide = 0;
+};
+ForecastWindow forecast_window(const ForecasterConfig& cfg, int64_t horizon, int64_t min_context);
 
 // The most values (samples x horizon) one series' forecast may hold: its paths are kept until
 // its quantiles are taken (1 GiB of doubles).
 inline constexpr int64_t kMaxForecastValues = int64_t(1) << 27;
 
 // The bytes one path costs a group (see ForecastSettings::max_group_bytes).
-int64_t forecast_row_bytes(const ForecasterConfig& cfg, int64_t horizon);
+int64_t forecast_row_bytes(const ForecasterConfig& cfg, int64_t horizon, int64_t min_context = 0);
 
 // Forecasts of the points after each series' values (every value of `series` is context),
 // handed to `sink` with the series' index as each is complete (in order), so that memory is

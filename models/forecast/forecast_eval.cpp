@@ -38,7 +38,7 @@ std::vector<DiscreteDistribution> one_step_laws(const Forecaster& model,
                                                 const std::vector<Series>& contexts,
                                                 Device device) {
   NoGradGuard no_grad;
-  const int64_t context = forecast_context(model.config(), 1);
+  const int64_t context = forecast_window(model.config(), 1, 0).first;
   std::vector<int64_t> xs, ys;
   std::vector<WindowScale> scales;
   for (const Series& s : contexts)
