@@ -148,7 +148,7 @@ int run_paths_eval(const Args& args) {
   const std::string data = args.option("data", ""), json = args.option("json", "");
   if (args.has("json")) check_output_file(json, "eval", "--json", {data, path, s.truth_path});
   const SeriesSet set = read_series(data);
-  check_split(set, s.horizon, 1);
+  check_test_window(set, s.horizon);
   const std::vector<SeriesForecast> f = read_forecast_paths(path, set, s.horizon);
   s.samples = int64_t(f.at(0).paths.size());
   const ForecastEvaluation e = score_forecasts(set, f, {}, s);

@@ -16,10 +16,16 @@ namespace {
 // and its forecast's values (up to float16's 65,504 scaled units) stay finite and normal doubles.
 constexpr double kMaxValue = 1e300, kMinValue = 1e-300;
 
-// Whether `text` is a series value: a finite number written whole (not "", "NA", "nan", "inf"
-// or "1.5x"), of a magnitude within the bounds above.
-enum class ValueCheck { ok, not_a_number, out_of_bounds };
+// Whether `text` is a series value: a finite number written whole (not "inf" or "1.5x"), of a
+// magnitude within the bounds above; or a missing one (kMissingTexts: NaN, a masked input).
+enum class ValueCheck { ok, missing, not_a_number, out_of_bounds };
+const char* const kMissingTexts[] = {"", "NA", "N/A", "NaN", "nan", "NAN", "null", "None"};
 ValueCheck parse_value(const std::string& text, double* v) {
+  for (const char* m : kMissingTexts)
+    if (text == m) {
+      *v = kMissingValue;
+      return ValueCheck::missing;
+    }
   char* end = nullptr;
   *v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(*v))
@@ -30,6 +36,16 @@ ValueCheck parse_value(const std::string& text, double* v) {
 }
 const char* kOutOfBounds =
     "is outside the magnitudes a series may hold (0, or 1e-300 to 1e300): rescale the series";
+
+// A series needs an observed value: its scale and its forecast start from them.
+void check_observed(const SeriesSet& set) {
+  for (const Series& s : set.series) {
+    bool any = false;
+    for (const double v : s.y) any |= !is_missing(v);
+    BG_CHECK(any, "series", set.source, ": series '", s.id,
+             "' has no observed value (every y is missing)");
+  }
+}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
@@ -48,12 +64,13 @@ SeriesSet read_plain(LineReader& in, std::string first) {
     const std::string t = trim(line);
     double v;
     const ValueCheck check = parse_value(t, &v);
-    BG_CHECK(check == ValueCheck::ok, "series", in.where(), ": '", t, "' ",
+    BG_CHECK(check == ValueCheck::ok || check == ValueCheck::missing, "series", in.where(), ": '", t, "' ",
              check == ValueCheck::out_of_bounds ? kOutOfBounds : "is not a finite number",
              " (a plain series file holds one value a line)");
     s.ds.push_back(std::to_string(s.y.size()));
     s.y.push_back(v);
   } while (in.next(&line));
+  check_observed(set);
   return set;
 }
 
@@ -95,10 +112,11 @@ SeriesSet read_series(const std::string& path) {
                       ytext = f[size_t(col_y)];
     double y;
     const ValueCheck check = parse_value(ytext, &y);
-    BG_CHECK(check == ValueCheck::ok, "series", in.where(), ": y '", ytext, "' ",
+    BG_CHECK(check == ValueCheck::ok || check == ValueCheck::missing, "series", in.where(),
+             ": y '", ytext, "' ",
              check == ValueCheck::out_of_bounds
                  ? kOutOfBounds
-                 : "is missing or not a finite number (fill or drop the row)");
+                 : "is not a finite number (a missing value is empty, NA or NaN)");
     Stamp stamp;
     std::string why;
     BG_CHECK(parse_stamp(ds, &stamp, &why), "series", in.where(), ": ds: ", why);
@@ -120,6 +138,7 @@ SeriesSet read_series(const std::string& path) {
     s.y.push_back(y);
   }
   BG_CHECK(!set.series.empty(), "series", path, ": the file holds a header and no rows");
+  check_observed(set);
   return set;
 }
 
@@ -171,6 +190,37 @@ void check_split(const SeriesSet& set, int64_t horizon, int64_t min_train) {
              ": series '", s.id, "' has ", s.y.size(), " points; data.horizon ", horizon,
              " holds out ", 2 * horizon, " (validation and test), leaving fewer than ", min_train,
              " to train on");
+}
+
+void check_test_window(const SeriesSet& set, int64_t horizon) {
+  for (const Series& s : set.series) {
+    const int64_t n = int64_t(s.y.size());
+    BG_CHECK(n > horizon, "series", set.source, ": series '", s.id, "' has ", n,
+             " points; a test window of ", horizon, " leaves it no context");
+    for (int64_t t = n - horizon; t < n; ++t)
+      BG_CHECK(!is_missing(s.y[size_t(t)]), "series", set.source, ": series '", s.id,
+               "' has a missing y at ds ", s.ds[size_t(t)],
+               " in its test window: eval scores observed points (train and forecast take gaps)");
+  }
+}
+
+SeriesSplit split_series(const SeriesSet& set, int64_t horizon, int64_t min_train) {
+  SeriesSplit split;
+  int64_t longest = 0;
+  for (size_t i = 0; i < set.series.size(); ++i) {
+    const int64_t n = int64_t(set.series[i].y.size());
+    const bool validated = train_length(n, horizon) >= min_train;
+    split.train_end.push_back(validated ? train_length(n, horizon) : n - horizon);
+    if (validated)
+      split.validated.push_back(i);
+    else
+      split.short_series.push_back(i);
+    longest = std::max(longest, n);
+  }
+  BG_CHECK(!split.validated.empty(), "series", set.source, ": no series has the ",
+           2 * horizon + min_train, " points a validation split needs (data.horizon ", horizon,
+           " held out twice, and ", min_train, " to train on); the longest has ", longest);
+  return split;
 }
 
 namespace {
@@ -228,16 +278,22 @@ WindowScale series_window(const Series& s, int64_t end, int64_t limit, const Win
   const int64_t context = spec.context, scale_len = spec.scale_len, lag = spec.lag;
   const int64_t first = std::max<int64_t>(0, end - context);
   const int64_t prefix_end = std::min(first + scale_len, end);
-  const WindowScale ws = window_scale(s.y.data() + first, prefix_end - first, spec.scaling);
+  // The scale from the prefix's observed values (a gap is no value to scale by).
+  std::vector<double> observed;
+  for (int64_t t = first; t < prefix_end; ++t)
+    if (!is_missing(s.y[size_t(t)])) observed.push_back(s.y[size_t(t)]);
+  const WindowScale ws = observed.size() == size_t(prefix_end - first)
+                             ? window_scale(s.y.data() + first, prefix_end - first, spec.scaling)
+                             : window_scale(observed.data(), int64_t(observed.size()), spec.scaling);
   const ValueCode& code = value_code(spec.values);
   const auto input = [&](int64_t t) {
-    return t < 0 ? code.pad() : int64_t(code.pattern(ws.scaled(s.y[size_t(t)])));
+    return t < 0 ? code.pad() : series_input(code, ws, s.y[size_t(t)]);
   };
   for (int64_t t = end - context; t < end; ++t) {
     xs.push_back(input(t));
     if (lag > 0) xs.push_back(input(t + 1 - lag));
     const int64_t next = t + 1;
-    ys.push_back(next < first + scale_len || next >= limit
+    ys.push_back(next < first + scale_len || next >= limit || is_missing(s.y[size_t(next)])
                      ? kSeriesIgnore
                      : int64_t(code.pattern(ws.scaled(s.y[size_t(next)]))));
   }
@@ -251,13 +307,21 @@ Shape series_input_shape(int64_t rows, int64_t context, int64_t lag) {
 void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch,
                            const WindowSpec& spec, Generator& gen, Device device, Tensor* x,
                            Tensor* y, std::vector<WindowScale>* scales) {
+  std::vector<int64_t> train_end;
+  for (const Series& s : set.series) train_end.push_back(train_length(int64_t(s.y.size()), horizon));
+  sample_series_windows(set, train_end, batch, spec, gen, device, x, y, scales);
+}
+
+void sample_series_windows(const SeriesSet& set, const std::vector<int64_t>& train_end,
+                           int64_t batch, const WindowSpec& spec, Generator& gen, Device device,
+                           Tensor* x, Tensor* y, std::vector<WindowScale>* scales) {
   const int64_t context = spec.context, scale_len = spec.scale_len;
   // A window is its last target, a training point past the first scale_len: series i has
-  // train_length - scale_len of them.
+  // train_end[i] - scale_len of them.
   std::vector<int64_t> cum;
   int64_t total = 0;
-  for (const Series& s : set.series) {
-    total += std::max<int64_t>(0, train_length(int64_t(s.y.size()), horizon) - scale_len);
+  for (size_t i = 0; i < set.series.size(); ++i) {
+    total += std::max<int64_t>(0, train_end[i] - scale_len);
     cum.push_back(total);
   }
   BG_CHECK(total > 0, "series", set.source, ": no series leaves a training target");
@@ -271,8 +335,7 @@ void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch,
     while (cum[i] <= pick) ++i;
     const Series& s = set.series[i];
     const int64_t last_target = scale_len + (pick - (i == 0 ? 0 : cum[i - 1]));
-    const WindowScale ws = series_window(
-        s, last_target, train_length(int64_t(s.y.size()), horizon), spec, xs, ys);
+    const WindowScale ws = series_window(s, last_target, train_end[i], spec, xs, ys);
     if (scales) scales->push_back(ws);
   }
   *x = from_vector(xs, series_input_shape(batch, context, spec.lag), device);

@@ -19,10 +19,15 @@
 
 namespace bg {
 
+// A missing value (an empty y, NA, NaN, null, None in a file): a masked input (the format's pad
+// pattern, as before a series' start), never a target, left out of a window's scale.
+inline constexpr double kMissingValue = __builtin_nan("");
+inline bool is_missing(double v) { return v != v; }
+
 struct Series {
   std::string id;               // unique_id ("" for a plain file)
   std::vector<std::string> ds;  // the timestamps as written (plain file: 0, 1, ...)
-  std::vector<double> y;
+  std::vector<double> y;        // kMissingValue where the file has none
 };
 
 
@@ -34,7 +39,8 @@ struct SeriesSet {
 
 // Reads `path` (CSV as data/csv.h reads it; unique_id may be left out for one series). Refused
 // in one line naming file:line: a row with another number of fields than the header, an unknown
-// column, an empty, missing (NA, NaN) or non-finite y, a y of magnitude past 1e300 or non-zero
+// column, a y that is not a number (inf, 1.5x; empty, NA, NaN, null and None are missing values,
+// kept as kMissingValue), a series with no observed value, a y of magnitude past 1e300 or non-zero
 // under 1e-300 (a window's scale and its forecasts must stay finite doubles), a ds that is no
 // stamp (data/calendar.h: an impossible date, a step past int64), ds not increasing within a
 // series (compared as instants), dates mixed with steps; and a file with no values.
@@ -54,6 +60,21 @@ std::vector<std::string> future_stamps(const Series& s, const Cadence& cadence, 
 // is refused naming it.
 inline int64_t train_length(int64_t n, int64_t horizon) { return n - 2 * horizon; }
 void check_split(const SeriesSet& set, int64_t horizon, int64_t min_train);
+
+// eval's split: each series' last `horizon` points are scored, the rest is context. Refused in
+// one line naming the series when none is left as context or a scored point is missing.
+void check_test_window(const SeriesSet& set, int64_t horizon);
+
+// A training run's split of every series: a series long enough (2 horizons and min_train
+// points) is split as above and validated; a shorter one trains on all but its test window (its
+// first n - horizon points, of which those past the scale prefix are targets) and is not
+// validated. train_end[i] ends series i's training points. Refused in one line when no series
+// can be validated.
+struct SeriesSplit {
+  std::vector<int64_t> train_end;
+  std::vector<size_t> validated, short_series;  // indices into the set
+};
+SeriesSplit split_series(const SeriesSet& set, int64_t horizon, int64_t min_train);
 
 // Chronos' scale of a context: mean |x| over its values (summed in units of the largest, so
 // values near the double's limit do not overflow it); 1 for a context of zeros (which keeps
@@ -78,6 +99,12 @@ struct WindowScale {
 // deviation (in units of the largest |x| where the squares would overflow); a constant prefix
 // (deviation 0 or not normal) falls back to mean_abs's scale.
 WindowScale window_scale(const double* x, int64_t n, SeriesScaling how);
+
+// A value's input pattern in a window of scale `ws`: its pattern, or the format's pad id for a
+// missing value.
+inline int64_t series_input(const ValueCode& code, const WindowScale& ws, double v) {
+  return is_missing(v) ? code.pad() : int64_t(code.pattern(ws.scaled(v)));
+}
 
 // The float16 code's pattern and value of a scaled value (data/value_format.h).
 inline uint16_t float16_pattern(double v) { return value_code(ValueFormat::float16).pattern(v); }
@@ -125,5 +152,10 @@ Shape series_input_shape(int64_t rows, int64_t context, int64_t lag);
 void sample_series_windows(const SeriesSet& set, int64_t horizon, int64_t batch,
                            const WindowSpec& spec, Generator& gen, Device device, Tensor* x,
                            Tensor* y, std::vector<WindowScale>* scales = nullptr);
+// The same over each series' own training end (SeriesSplit::train_end): a short series' windows
+// run up to its test window.
+void sample_series_windows(const SeriesSet& set, const std::vector<int64_t>& train_end,
+                           int64_t batch, const WindowSpec& spec, Generator& gen, Device device,
+                           Tensor* x, Tensor* y, std::vector<WindowScale>* scales = nullptr);
 
 }  // namespace bg

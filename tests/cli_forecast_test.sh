@@ -107,7 +107,7 @@ one_line_error "model.scale_window" "$bin" train "$dir/f.yaml" --set model.scale
 one_line_error "head.bide.hidden: not used when model.head is gaussian" \
   "$bin" train "$dir/f.yaml" --set model.head=gaussian
 one_line_error "model.head" "$bin" train "$dir/f.yaml" --set model.head=softmax
-printf 'unique_id,ds,y\na,1,3\na,2,NaN\n' > "$dir/bad.csv"
+printf 'unique_id,ds,y\na,1,3\na,2,inf\n' > "$dir/bad.csv"
 one_line_error "bad.csv:3" "$bin" forecast "$dir/run/best.h5" --data "$dir/bad.csv" --out "$dir/x.csv"
 one_line_error "--quantiles" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/x.csv" --quantiles 0.5,0.2
 one_line_error "--quantiles" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --out "$dir/x.csv" --quantiles 1.5
@@ -124,4 +124,33 @@ one_line_error "--out" "$bin" forecast "$dir/run/best.h5" --data "$dir/s.csv" --
 one_line_error "not a language model" "$bin" sample "$dir/run/best.h5"
 one_line_error "--truth" "$bin" eval "$dir/run/best.h5" --truth "$dir/truth.csv"
 [ -f "$dir/x.csv" ] && fail "a refused forecast wrote its output"
+
+# Real data as it comes: a monthly and an hourly series pooled in one file, the hourly one with
+# gaps (empty, NA, NaN: masked inputs, never targets), and a series too short to validate (it
+# trains on what it has, named once). Both long series are forecast with their own stamps.
+awk -v d="$dir" 'BEGIN {
+  print "unique_id,ds,y" > (d "/mixed.csv")
+  for (n = 0; n < 60; n++)
+    printf "monthly,%d-%02d-01,%.4f\n", 2000 + int(n / 12), n % 12 + 1, 100 + 10 * sin(n / 1.9) > (d "/mixed.csv")
+  for (n = 0; n < 80; n++) {
+    y = sprintf("%.4f", 20 + 5 * sin(n / 3.8))
+    if (n == 20) y = ""; if (n == 33) y = "NA"; if (n == 50) y = "NaN"
+    printf "hourly,2024-03-%02d %02d:00,%s\n", 1 + int(n / 24), n % 24, y > (d "/mixed.csv")
+  }
+  for (n = 0; n < 10; n++) printf "short,%d-01-01,%d\n", 2010 + n, n > (d "/mixed.csv")
+}'
+"$bin" train "$dir/f.yaml" --set data.path="$dir/mixed.csv" --set run.out_dir="$dir/mixed" \
+  > "$dir/mixed.log" 2>&1 || fail "pooled monthly and hourly series with gaps: $(tail -2 "$dir/mixed.log")"
+grep -q "^note: 1 series is shorter than a validation split needs .* 'short' (10 points)" "$dir/mixed.log" ||
+  fail "the short series was not named: $(grep note "$dir/mixed.log")"
+grep -q "val [0-9]" "$dir/mixed.log" || fail "no finite validation loss with gaps"
+"$bin" forecast "$dir/mixed/best.h5" --data "$dir/mixed.csv" --out "$dir/mixed_f.csv" --horizon 30 \
+  --samples 8 > /dev/null 2>&1 || fail "forecast of the pooled file"
+grep -q "^monthly,2005-01-01," "$dir/mixed_f.csv" || fail "the monthly forecast's first stamp: $(grep -m1 monthly "$dir/mixed_f.csv")"
+grep -q "^hourly,2024-03-04 08:00," "$dir/mixed_f.csv" || fail "the hourly forecast's first stamp: $(grep -m1 hourly "$dir/mixed_f.csv")"
+grep -q "^hourly,2024-03-05 13:00," "$dir/mixed_f.csv" || fail "the hourly forecast's last stamp"
+grep -q "^short,2020-01-01," "$dir/mixed_f.csv" || fail "the short series' forecast"
+! grep -qi "nan" "$dir/mixed_f.csv" || fail "a forecast value is NaN"
+one_line_error "has a missing y at ds 2024-03-03 02:00 in its test window" "$bin" eval "$dir/mixed/best.h5" \
+  --data "$dir/mixed.csv" --horizon 30
 echo "PASS"

@@ -63,12 +63,10 @@ TEST_CASE("cpu: series files: long format by id, dates or steps, and plain value
 }
 
 TEST_CASE("cpu: series files: bad rows are refused naming file and line") {
-  CHECK(error_of("unique_id,ds,y\na,1,1\na,2,\n").find("bad.csv:3: y '' is missing") !=
+  // Missing values are kept (a series of them alone is refused); infinities are not values.
+  CHECK(error_of("unique_id,ds,y\na,1,\na,2,NA\n").find("series 'a' has no observed value") !=
         std::string::npos);
-  CHECK(error_of("unique_id,ds,y\na,1,NA\n").find(":2: y 'NA' is missing or not a finite") !=
-        std::string::npos);
-  CHECK(error_of("unique_id,ds,y\na,1,inf\n").find(":2: y 'inf'") != std::string::npos);
-  CHECK(error_of("unique_id,ds,y\na,1,nan\n").find(":2: y 'nan'") != std::string::npos);
+  CHECK(error_of("unique_id,ds,y\na,1,inf\n").find(":2: y 'inf' is not a finite number (a missing value is empty, NA or NaN)") != std::string::npos);
   CHECK(error_of("unique_id,ds,y\na,yesterday,1\n").find(":2: ds: 'yesterday' is neither") !=
         std::string::npos);
   CHECK(error_of("unique_id,ds,y\na,2,1\na,1,1\n").find(":3: ds 1 of series 'a' is not after") !=
@@ -86,6 +84,45 @@ TEST_CASE("cpu: series files: bad rows are refused naming file and line") {
   const SeriesSet set = read_series(write_temp("short.csv", "unique_id,ds,y\nq,1,1\nq,2,2\n"));
   CHECK_THROWS_WITH(check_split(set, 1, 2),
                     doctest::Contains("series 'q' has 2 points; data.horizon 1 holds out 2"));
+}
+
+// Gaps: an empty, NA or NaN y is a masked input (the pad pattern, as before a series' start),
+// never a target, and no part of a window's scale.
+TEST_CASE("cpu: missing values are masked inputs, never targets, and left out of the scale") {
+  const SeriesSet set = read_series(write_temp(
+      "gaps.csv", "unique_id,ds,y\na,1,2\na,2,\na,3,4\na,4,NA\na,5,6\na,6,NaN\na,7,8\nb,1,1\n"));
+  REQUIRE(set.series.size() == 2);
+  const Series& a = set.series[0];
+  CHECK(a.y.size() == 7);
+  CHECK((is_missing(a.y[1]) && is_missing(a.y[3]) && is_missing(a.y[5])));
+  CHECK(a.y[6] == 8);
+  const ValueCode& code = value_code(ValueFormat::float16);
+  WindowSpec spec;
+  spec.context = 6;
+  spec.scale_len = 3;  // points 1..3 of the window: 2, (gap), 4: mean |x| 3
+  std::vector<int64_t> x, y;
+  const WindowScale ws = series_window(a, 6, 7, spec, x, y);  // inputs points 0..5
+  CHECK(ws.scale == 3);
+  CHECK(x == std::vector<int64_t>{code.pattern(2.0 / 3), code.pad(), code.pattern(4.0 / 3),
+                                  code.pad(), code.pattern(2.0), code.pad()});
+  // Targets: points 1..6; inside the prefix (points 1, 2) and the gaps (3, 5) none.
+  CHECK(y == std::vector<int64_t>{kSeriesIgnore, kSeriesIgnore, kSeriesIgnore, code.pattern(2.0),
+                                  kSeriesIgnore, code.pattern(8.0 / 3)});
+}
+
+// A series too short for the validation split trains on what it has: all but its test window,
+// not validated; a file where none can be validated is refused.
+TEST_CASE("cpu: the training split keeps a short series as training data") {
+  std::string text = "unique_id,ds,y\n";
+  for (int t = 0; t < 40; ++t) text += "long," + std::to_string(t) + ",1\n";
+  for (int t = 0; t < 12; ++t) text += "short," + std::to_string(t) + ",1\n";
+  const SeriesSet set = read_series(write_temp("split.csv", text));
+  const SeriesSplit split = split_series(set, 4, 9);
+  CHECK(split.train_end == std::vector<int64_t>{32, 8});
+  CHECK(split.validated == std::vector<size_t>{0});
+  CHECK(split.short_series == std::vector<size_t>{1});
+  CHECK_THROWS_WITH(split_series(set, 16, 9),
+                    doctest::Contains("no series has the 41 points a validation split needs"));
 }
 
 TEST_CASE("cpu: float16 patterns: nearest even from the double, one zero, saturated range") {

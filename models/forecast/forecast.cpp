@@ -229,7 +229,7 @@ void forecast_group(const Forecaster& model, const std::vector<Series>& series,
         next.push_back(drawn[size_t(t)][row]);
         if (lag == 0) continue;
         next.push_back(back < 0     ? code.pad()
-                       : back < len ? int64_t(code.pattern(scale[row].scaled(s.y[size_t(back)])))
+                       : back < len ? series_input(code, scale[row], s.y[size_t(back)])
                        : back - len >= segment
                            ? int64_t(drawn[size_t(back - len)][row])
                            : int64_t(code.pattern(scale[row].scaled(

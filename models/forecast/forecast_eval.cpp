@@ -63,7 +63,7 @@ std::vector<DiscreteDistribution> one_step_laws(const Forecaster& model,
 ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet& set,
                                        const ForecastEvalSettings& st, Device device) {
   const int64_t h = st.horizon;
-  check_split(set, h, 1);
+  check_test_window(set, h);
   std::vector<Series> contexts;
   for (const Series& s : set.series) contexts.push_back(context_of(s, h));
   // Every series' paths are held until they are scored: the file's, not one series', bound.
@@ -92,7 +92,7 @@ ForecastEvaluation score_forecasts(const SeriesSet& set,
                                    const ForecastEvalSettings& st, ValueFormat values) {
   const ValueCode& code = value_code(values);
   const int64_t h = st.horizon;
-  check_split(set, h, 1);
+  check_test_window(set, h);
   BG_CHECK(
       forecasts.size() == set.series.size() && (laws.empty() || laws.size() == forecasts.size()),
       "eval", "forecasts for ", forecasts.size(), " series, the data has ", set.series.size());

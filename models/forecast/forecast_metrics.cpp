@@ -109,9 +109,14 @@ double seasonal_naive_scale(const std::vector<double>& insample, int64_t season)
   BG_CHECK(season >= 1, "forecast", "season must be at least 1, got ", season);
   const size_t m = size_t(season);
   if (insample.size() <= m) return 0;
+  // Pairs with a missing value (NaN) have no error to count.
   double s = 0;
-  for (size_t t = m; t < insample.size(); ++t) s += std::fabs(insample[t] - insample[t - m]);
-  return s / double(insample.size() - m);
+  size_t pairs = 0;
+  for (size_t t = m; t < insample.size(); ++t) {
+    const double d = std::fabs(insample[t] - insample[t - m]);
+    if (d == d) s += d, ++pairs;
+  }
+  return pairs ? s / double(pairs) : 0;
 }
 
 double mase(const std::vector<double>& pred, const std::vector<double>& y, double scale) {
@@ -132,7 +137,15 @@ std::vector<double> seasonal_naive_forecast(const std::vector<double>& insample,
            season);
   std::vector<double> out;
   const int64_t n = int64_t(insample.size());
-  for (int64_t i = 0; i < h; ++i) out.push_back(insample[size_t(n - season + i % season)]);
+  for (int64_t i = 0; i < h; ++i) {
+    // The value a season before, or where it is missing the one a whole season earlier still
+    // (then the last observed value).
+    int64_t at = n - season + i % season;
+    while (at >= 0 && insample[size_t(at)] != insample[size_t(at)]) at -= season;
+    if (at < 0)
+      for (at = n - 1; at > 0 && insample[size_t(at)] != insample[size_t(at)];) --at;
+    out.push_back(insample[size_t(at)]);
+  }
   return out;
 }
 

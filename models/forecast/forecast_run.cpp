@@ -7,10 +7,17 @@
 namespace bg {
 
 void held_out_windows(const SeriesSet& set, int64_t first_from_end, int64_t last_from_end,
-                      const ForecasterConfig& cfg, Device device, Tensor* x, Tensor* y) {
+                      const ForecasterConfig& cfg, Device device, Tensor* x, Tensor* y,
+                      const std::vector<size_t>* only) {
   const int64_t context = cfg.block_size;
   std::vector<int64_t> xs, ys;
-  for (const Series& s : set.series) {
+  std::vector<size_t> all;
+  if (!only) {
+    for (size_t i = 0; i < set.series.size(); ++i) all.push_back(i);
+    only = &all;
+  }
+  for (const size_t i : *only) {
+    const Series& s = set.series[i];
     const int64_t n = int64_t(s.y.size()), first = n - first_from_end, last = n - last_from_end;
     const size_t at = ys.size();
     // Inputs end before the last held-out point; the window's targets run up to it.
@@ -19,16 +26,17 @@ void held_out_windows(const SeriesSet& set, int64_t first_from_end, int64_t last
     for (int64_t pos = 0; pos < context; ++pos)
       if (last - context + pos < first) ys[at + size_t(pos)] = kSeriesIgnore;
   }
-  const int64_t rows = int64_t(set.series.size());
+  const int64_t rows = int64_t(only->size());
   *x = from_vector(xs, series_input_shape(rows, context, cfg.lag), device);
   *y = from_vector(ys, {rows, context}, device);
 }
 
 SeriesTask::SeriesTask(const TrainRun& run, const std::string& config_yaml, SeriesSet set,
-                       Forecaster& model, Device device)
+                       SeriesSplit split, Forecaster& model, Device device)
     : run_(run),
       config_yaml_(config_yaml),
       set_(std::move(set)),
+      split_(std::move(split)),
       model_(model),
       device_(device),
       streams_(run.seed + 1, run.seed + 2) {}
@@ -36,7 +44,7 @@ SeriesTask::SeriesTask(const TrainRun& run, const std::string& config_yaml, Seri
 Tensor SeriesTask::batch_loss(Generator& data) {
   Tensor x, y;
   const ForecasterConfig& c = model_.config();
-  sample_series_windows(set_, run_.data.horizon, run_.batch, window_spec(c, c.block_size), data,
+  sample_series_windows(set_, split_.train_end, run_.batch, window_spec(c, c.block_size), data,
                         device_, &x, &y);
   return model_.loss(x, y, streams_.dropout);
 }
@@ -52,7 +60,7 @@ double SeriesTask::validation_loss() {
   const int64_t h = run_.data.horizon;
   const ForecasterConfig& c = model_.config();
   Tensor x, y;
-  held_out_windows(set_, 2 * h, h, c, device_, &x, &y);
+  held_out_windows(set_, 2 * h, h, c, device_, &x, &y, &split_.validated);
   double total = 0;
   int64_t count = 0;
   // In chunks of train.batch_size series: the memory of a training micro-batch.
@@ -102,8 +110,22 @@ int train_forecaster(const TrainRun& run, const RunContext& context,
   check_data_path(run.data.path, "data.path");
   SeriesSet set = read_series(run.data.path);
   ForecasterConfig cfg = run.model.forecaster;
-  // A series must leave a target past the scale window before its validation and test points.
-  check_split(set, run.data.horizon, cfg.scale_window + 1);
+  // A series validates when it leaves a target past the scale window before its validation and
+  // test points; a shorter one trains on what it has (split_series).
+  SeriesSplit split = split_series(set, run.data.horizon, cfg.scale_window + 1);
+  if (!split.short_series.empty()) {
+    std::string names;
+    for (size_t k = 0; k < split.short_series.size() && k < 5; ++k) {
+      const Series& s = set.series[split.short_series[k]];
+      names += str_cat(k ? ", " : "", "'", s.id, "' (", s.y.size(), " points)");
+    }
+    if (split.short_series.size() > 5) names += str_cat(" and ", split.short_series.size() - 5, " more");
+    std::printf("note: %zu series %s shorter than a validation split needs (2 x data.horizon %lld "
+                "+ %lld points): %s; they train on all but their test window and are not "
+                "validated\n",
+                split.short_series.size(), split.short_series.size() == 1 ? "is" : "are",
+                (long long)run.data.horizon, (long long)(cfg.scale_window + 1), names.c_str());
+  }
   cfg.fused_attention = choose_fused_attention(run.model.attention, place.mode, place.device,
                                                cfg.n_embd / cfg.n_head);
   Generator init(run.seed);
@@ -118,7 +140,8 @@ int train_forecaster(const TrainRun& run, const RunContext& context,
       set.series.size(), (long long)points, (long long)run.data.horizon,
       (long long)run.data.horizon, enum_name(cfg.head.kind), (long long)params.numel(),
       place.device.str().c_str(), place.mode.str().c_str());
-  SeriesTask task(run, context.effective_yaml, std::move(set), model, place.device);
+  SeriesTask task(run, context.effective_yaml, std::move(set), std::move(split), model,
+                  place.device);
   const TrainResult result =
       run_trainer(run, context, place, {&params, model.flops_per_token(), cfg.block_size}, task);
   return result.stop_signal ? 130 : 0;

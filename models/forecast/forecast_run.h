@@ -19,15 +19,18 @@ inline constexpr const char* kForecasterType = "forecaster";
 // the test window; test: the last horizon): inputs up to the last of them, the scale and the
 // targets as data/series.h's series_window makes them, targets before `first` ignored.
 // The window is the model's: model.block_size values, scaled as the model scales.
+// `only`: those series of the set (the validated ones), in its order; null: every series.
 void held_out_windows(const SeriesSet& set, int64_t first_from_end, int64_t last_from_end,
-                      const ForecasterConfig& cfg, Device device, Tensor* x, Tensor* y);
+                      const ForecasterConfig& cfg, Device device, Tensor* x, Tensor* y,
+                      const std::vector<size_t>* only = nullptr);
 
 class SeriesTask : public TrainTask {
  public:
-  SeriesTask(const TrainRun& run, const std::string& config_yaml, SeriesSet set,
+  // `split`: each series' training end and which are validated (data/series.h split_series).
+  SeriesTask(const TrainRun& run, const std::string& config_yaml, SeriesSet set, SeriesSplit split,
              Forecaster& model, Device device);
   Tensor train_loss() override;
-  // The mean NLL of every series' validation window (each point once, teacher-forced).
+  // The mean NLL of every validated series' validation window (each point once, teacher-forced).
   double validation_loss() override;
   void save(CheckpointWriter& ck) const override;
   void load(const CheckpointReader& ck, const std::string& path) override;
@@ -41,6 +44,7 @@ class SeriesTask : public TrainTask {
   const TrainRun& run_;
   std::string config_yaml_;
   SeriesSet set_;
+  SeriesSplit split_;
   Forecaster& model_;
   Device device_;
   MicroBatchStreams streams_;
