@@ -41,7 +41,9 @@ const std::vector<Probe> kTrainProbes = {
     {"forecaster",
      {"data.path=x.csv", "data.format=series", "model.type=forecaster", "model.head=bide"}},
     {"forecaster",
-     {"data.path=x.csv", "data.format=series", "model.type=forecaster", "model.head=binned"}}};
+     {"data.path=x.csv", "data.format=series", "model.type=forecaster", "model.head=binned"}},
+    {"forecaster",
+     {"data.path=x.csv", "data.format=series", "model.type=forecaster", "model.head=quantile"}}};
 
 std::string every_kind_of_distribution() {
   return "distributions=[{kind: normal, mu: 0, sigma: 1}, {kind: lognormal, mu: 0, sigma: 1}, "

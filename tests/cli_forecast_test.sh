@@ -151,6 +151,17 @@ grep -q "^hourly,2024-03-04 08:00," "$dir/mixed_f.csv" || fail "the hourly forec
 grep -q "^hourly,2024-03-05 13:00," "$dir/mixed_f.csv" || fail "the hourly forecast's last stamp"
 grep -q "^short,2020-01-01," "$dir/mixed_f.csv" || fail "the short series' forecast"
 ! grep -qi "nan" "$dir/mixed_f.csv" || fail "a forecast value is NaN"
+# The quantile head (pinball loss) trains, forecasts with non-crossing quantiles, and evaluates
+# without an NLL (its loss is no density).
+grep -v "^head:" "$dir/f.yaml" > "$dir/q.yaml"
+"$bin" train "$dir/q.yaml" --set model.head=quantile --set run.out_dir="$dir/quantile" > "$dir/q.log" 2>&1 ||
+  fail "a quantile-head forecaster: $(tail -2 "$dir/q.log")"
+"$bin" forecast "$dir/quantile/best.h5" --data "$dir/s.csv" --out "$dir/q.csv" --horizon 3 --samples 16 \
+  > /dev/null 2>&1 || fail "a quantile-head forecast"
+awk -F, 'NR > 1 { for (i = 5; i <= NF; i++) if ($i + 0 < $(i - 1) + 0) bad = 1 } END { exit bad }' "$dir/q.csv" ||
+  fail "crossing quantiles from the quantile head"
+"$bin" eval "$dir/quantile/best.h5" --data "$dir/s.csv" --horizon 3 > "$dir/q_eval.log" 2>&1 || fail "eval of a quantile head"
+! grep -q "NLL" "$dir/q_eval.log" || fail "eval printed an NLL for the quantile head"
 one_line_error "has a missing y at ds 2024-03-03 02:00 in its test window" "$bin" eval "$dir/mixed/best.h5" \
   --data "$dir/mixed.csv" --horizon 30
 echo "PASS"

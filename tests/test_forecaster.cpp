@@ -117,6 +117,72 @@ TEST_CASE("cpu: each forecast head's NLL is its host law's log density at the ta
     }
 }
 
+// The quantile head (Chronos-Bolt's, TimesFM's): its loss is the pinball loss of closed form, its
+// quantiles never cross, and its law is the quantile function through them, linear between
+// levels and extended past the ends, whose CDF inverts it.
+TEST_CASE("cpu: the quantile head: pinball loss, non-crossing levels, an interpolated law") {
+  CHECK(quantile_head_levels(9) ==
+        std::vector<double>{1 / 10., 2 / 10., 3 / 10., 4 / 10., 5 / 10., 6 / 10., 7 / 10., 8 / 10., 9 / 10.});
+  const std::vector<double> lv = {0.25, 0.5, 0.75}, q = {-1.0, 0.0, 3.0};
+  CHECK(quantile_function(lv, q, 0.5) == 0.0);
+  CHECK(quantile_function(lv, q, 0.625) == 1.5);
+  CHECK(quantile_function(lv, q, 0.125) == -1.5);  // past the lowest level: the first slope
+  CHECK(quantile_function(lv, q, 0.875) == 4.5);   // past the highest: the last one
+  CHECK(quantile_function_cdf(lv, q, 1.5) == 0.625);
+  CHECK(quantile_function_cdf(lv, q, -1.5) == 0.125);
+  CHECK(quantile_function_cdf(lv, q, -9.0) == 0.0);
+  CHECK(quantile_function_cdf(lv, q, 99.0) == 1.0);
+  for (double u = 0.01; u < 1; u += 0.01)
+    CHECK(quantile_function_cdf(lv, q, quantile_function(lv, q, u)) == doctest::Approx(u));
+
+  Generator init(5), data(6);
+  ForecasterConfig cfg = small_config(ForecastHeadKind::quantile);
+  const auto head = make_forecast_head(cfg.head, 7, init);
+  CHECK(!head->loss_is_nll());
+  const Tensor h = randn({6, 7}, data, 0, 3, DType::f32);
+  const ValueCode& code = value_code(cfg.head.values);
+  std::vector<int64_t> ys;
+  for (const double v : {-1.5, 0.0, 0.25, 2.0, 0.7, -30.0}) ys.push_back(code.pattern(v));
+  const std::vector<double> loss =
+      head->nll(h, from_vector(ys, {6})).to(DType::f64).to_vector<double>();
+  const std::vector<HeadLaw> laws = head->laws(h);
+  const std::vector<double> levels = quantile_head_levels(cfg.head.levels);
+  for (size_t i = 0; i < ys.size(); ++i) {
+    const HeadLaw& law = laws[i];
+    REQUIRE(law.q.size() == levels.size());
+    for (size_t l = 1; l < law.q.size(); ++l) CHECK(law.q[l] > law.q[l - 1]);  // never cross
+    const double y = code.value(uint16_t(ys[i]));
+    double pinball = 0;
+    for (size_t l = 0; l < levels.size(); ++l) {
+      const double u = y - law.q[l];
+      pinball += std::max(levels[l] * u, (levels[l] - 1) * u) / double(levels.size());
+    }
+    CHECK(loss[i] == doctest::Approx(pinball).epsilon(1e-5));
+    // Draws follow the quantile function: at a level, its quantile's pattern.
+    CHECK(law.inverse_cdf(levels[3]) == code.pattern(law.q[3]));
+    CHECK(law.inverse_cdf(0.99) == code.pattern(quantile_function(levels, law.q, 0.99)));
+  }
+}
+
+TEST_CASE("cpu: a forecaster learns an AR(1) with the quantile head; its median tracks the mean") {
+  const SeriesSet set = ar1_set(4, 120, 11);
+  Generator init(1), data(2), drop(3);
+  Forecaster model(small_config(ForecastHeadKind::quantile), init);
+  FlatParameters params(model.named_parameters(), Device::cpu());
+  CHECK(loss_drop(model, params, set, Device::cpu(), data, drop) > 0.1);
+  model.train(false);
+  ForecastSettings s;
+  s.horizon = 1;
+  s.samples = 64;
+  const auto f = forecast_series(model, set.series, s, Device::cpu());
+  for (size_t i = 0; i < f.size(); ++i) {
+    // Series i's level is 10 + i; its median one step ahead lies within a few units of it.
+    CHECK(std::fabs(f[i].quantiles[4][0] - (10.0 + double(i))) < 4.0);
+    for (size_t l = 1; l < f[i].quantiles.size(); ++l)
+      CHECK(f[i].quantiles[l][0] >= f[i].quantiles[l - 1][0]);
+  }
+}
+
 TEST_CASE("cpu: head laws: inverse CDFs are monotone and sit on their grid's quantiles") {
   for (const ValueFormat format : {ValueFormat::float16, ValueFormat::bfloat16})
     for (const ForecastHeadKind kind : kHeads) {

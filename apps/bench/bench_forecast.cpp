@@ -73,8 +73,9 @@ int run_bench_forecast(const Args& args) {
     const ComputeMode mode =
         (deterministic ? ComputeMode::deterministic_mode(MatmulPrecision::fp32) : ComputeMode())
             .on(dev);
-    for (const ForecastHeadKind kind : {ForecastHeadKind::bide, ForecastHeadKind::gaussian,
-                                        ForecastHeadKind::student_t, ForecastHeadKind::binned}) {
+    for (const ForecastHeadKind kind :
+         {ForecastHeadKind::bide, ForecastHeadKind::gaussian, ForecastHeadKind::student_t,
+          ForecastHeadKind::binned, ForecastHeadKind::quantile}) {
       Generator init(1), data(2), drop(3);
       Forecaster model(bench_config(kind), init);
       model.set_compute_mode(mode);

@@ -82,7 +82,8 @@ ForecastEvaluation evaluate_forecaster(const Forecaster& model, const SeriesSet&
   // The teacher-forced NLL of every test point.
   Tensor x, yt;
   held_out_windows(set, h, 0, model.config(), device, &x, &yt);
-  e.nll = mean_of(model.target_nll(x, yt));
+  // A quantile head's loss is no log density: its NLL is n/a (NaN).
+  e.nll = model.head().loss_is_nll() ? mean_of(model.target_nll(x, yt)) : NAN;
   return e;
 }
 

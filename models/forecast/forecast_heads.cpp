@@ -34,7 +34,8 @@ const Settings<ForecastHeadSpec>& forecast_head_settings() {
     Settings<ForecastHeadSpec> s("forecaster");
     s.choice("model.head", [](auto& h) -> auto& { return h.kind; },
              "bide (the exact distribution over the next value's 16-bit patterns), gaussian, "
-             "student_t (learned degrees of freedom) or binned (Chronos' uniform bins)",
+             "student_t (learned degrees of freedom), binned (Chronos' uniform bins) or quantile "
+             "(fixed levels, pinball loss)",
              kArchitecture);
     s.choice("model.values", [](auto& h) -> auto& { return h.values; },
              "float16 or bfloat16: the format a scaled value is rounded to, every head's law over "
@@ -55,6 +56,10 @@ const Settings<ForecastHeadSpec>& forecast_head_settings() {
               "uniform bins of the binned head (Chronos: 4094)", kArchitecture);
     s.number("head.binned.limit", [](auto& h) -> auto& { return h.limit; }, 1e-3, 6e4,
              "the bins cover [-limit, limit] of the scaled value (Chronos: 15)", kArchitecture);
+    s.when([](const ForecastHeadSpec& h) { return h.kind == ForecastHeadKind::quantile; }, head_is);
+    s.integer("head.quantile.levels", [](auto& h) -> auto& { return h.levels; }, 2, 99,
+              "quantiles at i / (levels + 1), i = 1..levels (9: 0.1, ..., 0.9)",
+              kArchitecture | kOptional);
     return s;
   }();
   return s;
@@ -71,6 +76,8 @@ double HeadLaw::cdf(double x) const {
       for (size_t k = 0; k < bin_probs.size(); ++k) cum[k + 1] = cum[k] + bin_probs[k];
       return binned_cdf(cum, limit, x);
     }
+    case ForecastHeadKind::quantile:
+      return quantile_function_cdf(levels, q, x);
     case ForecastHeadKind::bide:
       break;
   }
@@ -126,12 +133,45 @@ uint16_t HeadLaw::inverse_cdf(double u) const {
       }
       return code.pattern(limit);
     }
+    case ForecastHeadKind::quantile:
+      return code.pattern(quantile_function(levels, q, u));
     case ForecastHeadKind::bide: {
       const DiscreteDistribution d = on_grid();
       return code.pattern(quantile(d, u));
     }
   }
   return 0;
+}
+
+std::vector<double> quantile_head_levels(int64_t levels) {
+  std::vector<double> out;
+  for (int64_t i = 1; i <= levels; ++i) out.push_back(double(i) / double(levels + 1));
+  return out;
+}
+
+namespace {
+// The segment of the piecewise-linear quantile function that holds level u (or value x): i with
+// the line through (levels[i], q[i]) and (levels[i + 1], q[i + 1]); the end segments extend.
+size_t segment_of(const std::vector<double>& at, double v) {
+  size_t i = 0;
+  while (i + 2 < at.size() && v > at[i + 1]) ++i;
+  return i;
+}
+}  // namespace
+
+double quantile_function(const std::vector<double>& levels, const std::vector<double>& q,
+                         double u) {
+  const size_t i = segment_of(levels, u);
+  return q[i] + (u - levels[i]) * (q[i + 1] - q[i]) / (levels[i + 1] - levels[i]);
+}
+
+double quantile_function_cdf(const std::vector<double>& levels, const std::vector<double>& q,
+                             double x) {
+  const size_t i = segment_of(q, x);
+  const double dq = q[i + 1] - q[i];
+  const double u = dq > 0 ? levels[i] + (x - q[i]) * (levels[i + 1] - levels[i]) / dq
+                          : (x < q[i] ? 0.0 : 1.0);
+  return std::clamp(u, 0.0, 1.0);
 }
 
 std::vector<uint16_t> ForecastHead::inverse_cdf(const Tensor& h, const std::vector<double>& u) const {
@@ -304,6 +344,68 @@ class BinnedForecastHead : public ForecastHead {
   std::shared_ptr<LinearLayer> logits_;
 };
 
+// Quantiles at fixed levels (Chronos-Bolt, TimesFM, TiRex): the first output is the lowest
+// quantile, the others positive gaps above the one before (softplus), so they never cross; the
+// loss is the mean pinball loss over the levels.
+class QuantileForecastHead : public ForecastHead {
+ public:
+  QuantileForecastHead(const ForecastHeadSpec& spec, int64_t n_embd, Generator& init)
+      : levels_(quantile_head_levels(spec.levels)), values_(spec.values),
+        value_([format = spec.values](uint16_t k) {
+          const double v = value_code(format).value(k);
+          return std::isfinite(v) ? v : 0.0;  // NaN patterns are never targets
+        }) {
+    params_ = register_module("params", make_linear(LinearSpec(), n_embd, spec.levels, true, init, 0.02));
+  }
+  ForecastHeadKind kind() const override { return ForecastHeadKind::quantile; }
+  bool loss_is_nll() const override { return false; }
+  Tensor nll(const Tensor& h, const Tensor& patterns) const override {
+    const Tensor q = quantiles(h);
+    const Tensor u = value_.at(patterns).reshape({h.size(0), 1}) - q;  // (N, levels)
+    // rho_tau(u) = |u| / 2 + (tau - 1/2) u, averaged over the levels.
+    std::vector<float> half_off;
+    for (const double t : levels_) half_off.push_back(float(t - 0.5));
+    const Tensor tau = from_vector(half_off, {1, int64_t(levels_.size())}, h.device());
+    return mean(abs(u) * 0.5 + u * tau, {1});
+  }
+  Tensor outputs(const Tensor& h) const override { return quantiles(h); }
+  std::vector<HeadLaw> laws(const Tensor& h) const override {
+    const int64_t n = h.size(0), k = int64_t(levels_.size());
+    const std::vector<double> q =
+        quantiles(h).detach().to(Device::cpu()).to(DType::f64).to_vector<double>();
+    std::vector<HeadLaw> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      HeadLaw& law = out[size_t(i)];
+      law.kind = ForecastHeadKind::quantile;
+      law.values = values_;
+      law.levels = levels_;
+      law.q.assign(q.begin() + i * k, q.begin() + (i + 1) * k);
+    }
+    return out;
+  }
+
+ private:
+  // (N, levels): the first output, then the running sum of positive gaps.
+  Tensor quantiles(const Tensor& h) const {
+    const int64_t k = int64_t(levels_.size());
+    const std::vector<Tensor> p = split(params_->forward(h), {1, k - 1}, 1);
+    const Tensor steps = concat({p[0], softplus(p[1]) + kMinGap}, 1);
+    if (!cumulative_.defined() || cumulative_.device() != h.device()) {
+      std::vector<float> upper(size_t(k * k), 0.f);  // [j][i] = 1 for j <= i: a running sum
+      for (int64_t j = 0; j < k; ++j)
+        for (int64_t i = j; i < k; ++i) upper[size_t(j * k + i)] = 1.f;
+      cumulative_ = from_vector(upper, {k, k}, h.device());
+    }
+    return matmul(steps, cumulative_, compute_mode());
+  }
+  static constexpr double kMinGap = 1e-4;  // the least gap between two levels' quantiles
+  std::vector<double> levels_;
+  ValueFormat values_;
+  PatternColumn value_;
+  std::shared_ptr<LinearLayer> params_;
+  mutable Tensor cumulative_;
+};
+
 }  // namespace
 
 std::shared_ptr<ForecastHead> make_forecast_head(const ForecastHeadSpec& spec, int64_t n_embd,
@@ -316,6 +418,8 @@ std::shared_ptr<ForecastHead> make_forecast_head(const ForecastHeadSpec& spec, i
       return std::make_shared<ParametricForecastHead>(spec, n_embd, init);
     case ForecastHeadKind::binned:
       return std::make_shared<BinnedForecastHead>(spec, n_embd, init);
+    case ForecastHeadKind::quantile:
+      return std::make_shared<QuantileForecastHead>(spec, n_embd, init);
   }
   return nullptr;
 }

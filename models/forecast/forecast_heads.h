@@ -6,11 +6,16 @@
 //   gaussian   N(mu, sigma) (DeepAR's Gaussian likelihood);
 //   student_t  mu + sigma t_nu with learned nu > 2 (DeepAR, Lag-Llama);
 //   binned     a softmax over `bins` uniform bins on [-limit, limit], uniform inside a bin
-//              (Chronos: 4,094 bins on [-15, 15]; values beyond the ends fall in the end bins).
-// Every head trains by its exact NLL of the target's float16 value as a density: a BIDE
+//              (Chronos: 4,094 bins on [-15, 15]; values beyond the ends fall in the end bins);
+//   quantile   `levels` quantiles at i / (levels + 1) (9: 0.1, ..., 0.9; Chronos-Bolt, TimesFM,
+//              TiRex), non-crossing by construction (the first plus positive gaps), trained by
+//              the pinball loss; its law is the quantile function through them, linear between
+//              levels and extended linearly past the end ones (what draws paths).
+// Every other head trains by its exact NLL of the target's float16 value as a density: a BIDE
 // pattern's probability divided by the width of the values that round to it (its bucket), a
-// bin's by the bin's width, the continuous heads' density at the value. So the losses of all
-// four are in the same units (nats per target, as a density of the scaled value).
+// bin's by the bin's width, the continuous heads' density at the value. So the losses of those
+// four are in the same units (nats per target, as a density of the scaled value); the quantile
+// head's is its mean pinball loss over the levels, in scaled units.
 #pragma once
 #include <memory>
 #include <vector>
@@ -22,8 +27,9 @@
 
 namespace bg {
 
-#define BG_FORECAST_HEAD_KINDS(X) \
-  X(bide, "bide") X(gaussian, "gaussian") X(student_t, "student_t") X(binned, "binned")
+#define BG_FORECAST_HEAD_KINDS(X)                                                      \
+  X(bide, "bide") X(gaussian, "gaussian") X(student_t, "student_t") X(binned, "binned") \
+      X(quantile, "quantile")
 BG_NAMED_ENUM(ForecastHeadKind, BG_FORECAST_HEAD_KINDS)
 
 struct ForecastHeadSpec {
@@ -33,6 +39,7 @@ struct ForecastHeadSpec {
   SickVariant variant = SickVariant::automatic;
   int64_t bins = 4094;  // head.binned.bins (Chronos' 4,094)
   double limit = 15;    // head.binned.limit: the bins cover [-limit, limit] (Chronos' 15)
+  int64_t levels = 9;   // head.quantile.levels: quantiles at i / (levels + 1)
   ValueFormat values = ValueFormat::float16;  // model.values: the format every head's law is over
 };
 // Its declared fields: model.head, head.bide.*, head.binned.* (core/settings.h).
@@ -46,6 +53,7 @@ struct HeadLaw {
   double mu = 0, sigma = 1, nu = 0;  // gaussian, student_t
   std::vector<double> bin_probs;     // binned
   double limit = 15;                 // binned
+  std::vector<double> q, levels;     // quantile: ascending values at ascending levels
   ValueFormat values = ValueFormat::float16;  // the grid the law is over
   // P(X <= x) of the continuous heads (not bide: its law is the grid's).
   double cdf(double x) const;
@@ -71,7 +79,18 @@ class ForecastHead : public Module {
   // device (one SICK pass per row, batch-invariant under train.deterministic), the others on
   // the host from their parameters.
   virtual std::vector<uint16_t> inverse_cdf(const Tensor& h, const std::vector<double>& u) const;
+  // Whether nll is a log density (every head but the quantile head, whose loss is pinball).
+  virtual bool loss_is_nll() const { return true; }
 };
+
+// The quantile head's levels, i / (levels + 1) for i = 1..levels.
+std::vector<double> quantile_head_levels(int64_t levels);
+// Its quantile function through (levels[i], q[i]): linear between levels, extended linearly past
+// the end ones with the end segments' slopes; and its inverse (the CDF, clamped to [0, 1]).
+double quantile_function(const std::vector<double>& levels, const std::vector<double>& q,
+                         double u);
+double quantile_function_cdf(const std::vector<double>& levels, const std::vector<double>& q,
+                             double x);
 
 // The head of `spec` on n_embd features. Under a deterministic compute mode (set_compute_mode)
 // the BIDE's SICK passes are batch-invariant.
