@@ -109,7 +109,7 @@ DeterminismRow check_forecast_sampler(const Forecaster& model, const SeriesSet& 
 void forecaster_checks(const std::string& checkpoint, Device device,
                        std::vector<DeterminismRow>* rows) {
   const auto ck = load_forecaster_checkpoint(checkpoint, device);
-  const SeriesSet set = read_series(ck->data_path);
+  const SeriesSet set = read_forecaster_series(ck->data_path, ck->model->config());
   rows->push_back(check_forecast_batches(*ck->model, set, ck->horizon, device));
   rows->push_back(check_forecast_sampler(*ck->model, set, device));
 }

@@ -95,7 +95,7 @@ int run_forecast(const Args& args) {
   const std::string out = args.option("out", ""), paths_out = args.option("paths", "");
   check_output_file(out, "forecast", "--out", {data});
   if (args.has("paths")) check_output_file(paths_out, "forecast", "--paths", {data, out});
-  const SeriesSet set = read_series(data);
+  const SeriesSet set = read_forecaster_series(data, ck->model->config());
   const std::vector<Cadence> cadences = series_cadences(set);
   std::vector<std::vector<std::string>> stamps;  // checked before any forecast is drawn
   for (size_t i = 0; i < set.series.size(); ++i)
@@ -178,7 +178,7 @@ int run_forecast_eval(const Args& args) {
   BG_CHECK(!data.empty(), "eval", path, " names no series file: use --data");
   const std::string json = args.option("json", "");
   if (args.has("json")) check_output_file(json, "eval", "--json", {data, s.truth_path});
-  const SeriesSet set = read_series(data);
+  const SeriesSet set = read_forecaster_series(data, ck->model->config());
   const ForecastEvaluation e = evaluate_forecaster(*ck->model, set, s, device);
   print_forecast_scores(e, path, ck->step, data, s);
   if (args.has("json")) write_file_atomic(json, forecast_evaluation_json(e, path, data, s), "eval");

@@ -290,4 +290,23 @@ std::vector<std::string> stamps_after(const Stamp& last, const Cadence& cadence,
   return out;
 }
 
+int64_t cadence_season(const Cadence& c, StampKind stamps) {
+  switch (c.kind) {
+    case Cadence::Kind::business_days:
+      return c.step == 1 ? 5 : 0;
+    case Cadence::Kind::months:
+      return c.step <= 12 && 12 % c.step == 0 ? 12 / c.step : 0;
+    case Cadence::Kind::fixed: {
+      if (stamps == StampKind::step || c.step <= 0) return 0;
+      if (c.step < kMicrosPerDay) return kMicrosPerDay % c.step == 0 ? kMicrosPerDay / c.step : 0;
+      if (c.step == kMicrosPerDay) return 7;
+      if (c.step == 7 * kMicrosPerDay) return 52;
+      return 0;
+    }
+    case Cadence::Kind::unknown:
+      break;
+  }
+  return 0;
+}
+
 }  // namespace bg

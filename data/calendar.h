@@ -60,6 +60,12 @@ struct Cadence {
 // Kind::unknown).
 Cadence series_cadence(const std::vector<Stamp>& stamps);
 
+// The season of a cadence, in steps: the cycle its series most often repeat. Sub-daily steps
+// that divide a day: a day (24 hourly, 48 half-hourly, 96 quarter-hourly); daily 7; business
+// days 5; weekly 52; monthly 12; quarterly 4; yearly 1. 0 where the stamps say none (steps,
+// unknown, other periods).
+int64_t cadence_season(const Cadence& cadence, StampKind stamps);
+
 // The `count` stamps after `last` at `cadence`, written in last's style; refused in one line
 // (naming `what`) when a step or a date runs past what the stamps can hold.
 std::vector<std::string> stamps_after(const Stamp& last, const Cadence& cadence, int64_t count,

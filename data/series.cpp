@@ -176,6 +176,12 @@ std::vector<Cadence> series_cadences(const SeriesSet& set) {
   return out;
 }
 
+void assign_seasonal_lags(SeriesSet& set) {
+  const std::vector<Cadence> cadences = series_cadences(set);
+  for (size_t i = 0; i < set.series.size(); ++i)
+    set.series[i].lag = cadence_season(cadences[i], set.stamps);
+}
+
 std::vector<std::string> future_stamps(const Series& s, const Cadence& cadence, int64_t horizon) {
   BG_CHECK(!s.ds.empty(), "series", "series '", s.id, "' has no stamps");
   Stamp last;
@@ -275,7 +281,8 @@ WindowScale window_scale(const double* x, int64_t n, SeriesScaling how) {
 
 WindowScale series_window(const Series& s, int64_t end, int64_t limit, const WindowSpec& spec,
                           std::vector<int64_t>& xs, std::vector<int64_t>& ys) {
-  const int64_t context = spec.context, scale_len = spec.scale_len, lag = spec.lag;
+  const int64_t context = spec.context, scale_len = spec.scale_len;
+  const int64_t lag = spec.lag > 0 && s.lag > 0 ? s.lag : spec.lag;  // the series' own season
   const int64_t first = std::max<int64_t>(0, end - context);
   const int64_t prefix_end = std::min(first + scale_len, end);
   // The scale from the prefix's observed values (a gap is no value to scale by).

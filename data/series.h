@@ -28,6 +28,9 @@ struct Series {
   std::string id;               // unique_id ("" for a plain file)
   std::vector<std::string> ds;  // the timestamps as written (plain file: 0, 1, ...)
   std::vector<double> y;        // kMissingValue where the file has none
+  // The lag input's distance for this series' windows, where it has its own (model.seasonal_lag:
+  // its cadence's season, assign_seasonal_lags); 0: the model's model.lag.
+  int64_t lag = 0;
 };
 
 
@@ -51,6 +54,10 @@ std::vector<Stamp> series_stamps(const Series& s);
 // The cadence of each series of `set`: its own (data/calendar.h), or for a series of one stamp
 // the cadence most series of the file share (unknown when none has two).
 std::vector<Cadence> series_cadences(const SeriesSet& set);
+// model.seasonal_lag: each series' lag is its cadence's season (data/calendar.h cadence_season),
+// where its stamps give one; the others keep the model's lag (Series::lag 0).
+void assign_seasonal_lags(SeriesSet& set);
+
 // The `horizon` stamps after a series' last at `cadence`, in its own style (steps count on by
 // the step; dates keep their form: a date, a date and time, seconds).
 std::vector<std::string> future_stamps(const Series& s, const Cadence& cadence, int64_t horizon);

@@ -151,6 +151,14 @@ grep -q "^hourly,2024-03-04 08:00," "$dir/mixed_f.csv" || fail "the hourly forec
 grep -q "^hourly,2024-03-05 13:00," "$dir/mixed_f.csv" || fail "the hourly forecast's last stamp"
 grep -q "^short,2020-01-01," "$dir/mixed_f.csv" || fail "the short series' forecast"
 ! grep -qi "nan" "$dir/mixed_f.csv" || fail "a forecast value is NaN"
+# model.seasonal_lag: each series' lag input is its cadence's season (12 monthly, 24 hourly,
+# 1 yearly); it needs model.lag as the channel and fallback.
+"$bin" train "$dir/f.yaml" --set data.path="$dir/mixed.csv" --set run.out_dir="$dir/seasonal" \
+  --set model.lag=1 --set model.seasonal_lag=true > "$dir/seasonal.log" 2>&1 ||
+  fail "model.seasonal_lag: $(tail -2 "$dir/seasonal.log")"
+"$bin" forecast "$dir/seasonal/best.h5" --data "$dir/mixed.csv" --out "$dir/seasonal_f.csv" --horizon 40 \
+  --samples 4 > /dev/null 2>&1 || fail "a seasonal-lag forecast past the block"
+one_line_error "model.seasonal_lag: needs model.lag >= 1" "$bin" train "$dir/f.yaml" --set model.seasonal_lag=true
 # The quantile head (pinball loss) trains, forecasts with non-crossing quantiles, and evaluates
 # without an NLL (its loss is no density).
 grep -v "^head:" "$dir/f.yaml" > "$dir/q.yaml"

@@ -114,6 +114,23 @@ TEST_CASE("cpu: calendar: the most frequent step, so one gap does not change the
   CHECK(series_cadence(stamps_of({"2020-01-01"})).kind == Cadence::Kind::unknown);
 }
 
+// model.seasonal_lag reads each series' season off its cadence.
+TEST_CASE("cpu: calendar: a cadence's season") {
+  const auto season = [](const std::vector<std::string>& texts, StampKind kind = StampKind::date) {
+    return cadence_season(series_cadence(stamps_of(texts)), kind);
+  };
+  CHECK(season({"2024-01-01 00:00", "2024-01-01 01:00", "2024-01-01 02:00"}) == 24);
+  CHECK(season({"2024-01-01 00:00", "2024-01-01 00:30", "2024-01-01 01:00"}) == 48);
+  CHECK(season({"2024-01-01 00:00", "2024-01-01 00:07", "2024-01-01 00:14"}) == 0);  // no day
+  CHECK(season({"2024-01-01", "2024-01-02", "2024-01-03"}) == 7);
+  CHECK(season({"2024-01-05", "2024-01-08", "2024-01-09", "2024-01-10"}) == 5);  // business
+  CHECK(season({"2024-01-01", "2024-01-08", "2024-01-15"}) == 52);
+  CHECK(season({"2024-01-01", "2024-02-01", "2024-03-01"}) == 12);
+  CHECK(season({"2024-01-31", "2024-04-30", "2024-07-31"}) == 4);
+  CHECK(season({"2020-01-01", "2021-01-01", "2022-01-01"}) == 1);
+  CHECK(season({"1", "2", "3"}, StampKind::step) == 0);
+}
+
 TEST_CASE("cpu: calendar: stamps past the calendar or int64 are refused, not wrapped") {
   CHECK_THROWS_WITH(next({"9999-10-01", "9999-11-01"}, 3), doctest::Contains("past the year 9999"));
   CHECK_THROWS_WITH(next({"9999-12-30", "9999-12-31"}, 1), doctest::Contains("past the year 9999"));

@@ -110,6 +110,27 @@ TEST_CASE("cpu: missing values are masked inputs, never targets, and left out of
                                   kSeriesIgnore, code.pattern(8.0 / 3)});
 }
 
+// A series' own lag (model.seasonal_lag) replaces the model's in its windows' lag input.
+TEST_CASE("cpu: a series' own lag drives its windows' lag input") {
+  Series s;
+  for (int t = 0; t < 30; ++t) s.y.push_back(1 + t);
+  WindowSpec spec;
+  spec.context = 4;
+  spec.scale_len = 1;
+  spec.lag = 2;
+  const ValueCode& code = value_code(ValueFormat::float16);
+  std::vector<int64_t> x, y, x7, y7;
+  const WindowScale ws = series_window(s, 20, 30, spec, x, y);
+  s.lag = 7;
+  series_window(s, 20, 30, spec, x7, y7);
+  CHECK(y == y7);
+  for (int64_t p = 0; p < 4; ++p) {  // inputs points 16..19; lag channel point t + 1 - lag
+    const int64_t t = 16 + p;
+    CHECK(x[size_t(2 * p + 1)] == code.pattern(ws.scaled(s.y[size_t(t + 1 - 2)])));
+    CHECK(x7[size_t(2 * p + 1)] == code.pattern(ws.scaled(s.y[size_t(t + 1 - 7)])));
+  }
+}
+
 // A series too short for the validation split trains on what it has: all but its test window,
 // not validated; a file where none can be validated is refused.
 TEST_CASE("cpu: the training split keeps a short series as training data") {

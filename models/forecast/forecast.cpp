@@ -140,11 +140,17 @@ void one_step_quantiles(const Forecaster& model, const std::vector<PathRange>& g
   }
 }
 
+// The lag a series' windows use: its own (model.seasonal_lag), else the model's.
+int64_t series_lag(const Series& s, int64_t model_lag) {
+  return model_lag > 0 && s.lag > 0 ? s.lag : model_lag;
+}
+
 // The last `count` values of series `s` followed by a path's first `drawn` values: what a slid
 // window (and its lag inputs) reads.
 Series recent_history(const Series& s, const std::vector<double>& path, int64_t drawn,
                       int64_t count) {
   Series h;
+  h.lag = s.lag;
   const int64_t len = int64_t(s.y.size()), total = len + drawn;
   for (int64_t i = std::max<int64_t>(0, total - count); i < total; ++i)
     h.y.push_back(i < len ? s.y[size_t(i)] : path[size_t(i - len)]);
@@ -204,9 +210,9 @@ void forecast_group(const Forecaster& model, const std::vector<Series>& series,
       for (size_t g = 0; g < group.size(); ++g)
         for (int64_t j = group[g].begin; j < group[g].end; ++j) {
           const size_t row = size_t(first_row[g] + j - group[g].begin);
-          const Series history =
-              recent_history(series[group[g].series], group[g].out->paths[size_t(j)], t + 1,
-                             window.slide + lag);
+          const Series& s = series[group[g].series];
+          const Series history = recent_history(s, group[g].out->paths[size_t(j)], t + 1,
+                                                window.slide + series_lag(s, lag));
           scale[row] = series_window(history, int64_t(history.y.size()),
                                      int64_t(history.y.size()), window_spec(cfg, window.slide), x,
                                      ys);
@@ -223,7 +229,7 @@ void forecast_group(const Forecaster& model, const std::vector<Series>& series,
     std::vector<int64_t> next;
     for (size_t g = 0; g < group.size(); ++g) {
       const Series& s = series[group[g].series];
-      const int64_t len = int64_t(s.y.size()), back = len + t + 1 - lag;
+      const int64_t len = int64_t(s.y.size()), back = len + t + 1 - series_lag(s, lag);
       for (int64_t j = group[g].begin; j < group[g].end; ++j) {
         const size_t row = size_t(first_row[g] + j - group[g].begin);
         next.push_back(drawn[size_t(t)][row]);

@@ -24,6 +24,7 @@ Series context_of(const Series& s, int64_t horizon) {
   c.id = s.id;
   c.ds.assign(s.ds.begin(), s.ds.end() - horizon);
   c.y.assign(s.y.begin(), s.y.end() - horizon);
+  c.lag = s.lag;
   return c;
 }
 

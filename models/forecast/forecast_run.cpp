@@ -105,11 +105,17 @@ void SeriesTask::load(const CheckpointReader& ck, const std::string& path) {
   check_resume_run(ck, path, record(), run_.resume_mode_change, streams_);
 }
 
+SeriesSet read_forecaster_series(const std::string& path, const ForecasterConfig& cfg) {
+  SeriesSet set = read_series(path);
+  if (cfg.seasonal_lag) assign_seasonal_lags(set);
+  return set;
+}
+
 int train_forecaster(const TrainRun& run, const RunContext& context,
                      const RunPlace& place) {
   check_data_path(run.data.path, "data.path");
-  SeriesSet set = read_series(run.data.path);
   ForecasterConfig cfg = run.model.forecaster;
+  SeriesSet set = read_forecaster_series(run.data.path, cfg);
   // A series validates when it leaves a target past the scale window before its validation and
   // test points; a shorter one trains on what it has (split_series).
   SeriesSplit split = split_series(set, run.data.horizon, cfg.scale_window + 1);

@@ -50,6 +50,11 @@ class SeriesTask : public TrainTask {
   MicroBatchStreams streams_;
 };
 
+// A series file read for a forecaster of `cfg`: data/series.h's read_series, each series' own
+// lag set from its cadence under model.seasonal_lag. What training, forecast, eval and
+// check-determinism read.
+SeriesSet read_forecaster_series(const std::string& path, const ForecasterConfig& cfg);
+
 // Trains `run` (model.type forecaster, data.format series) at `place`; as train_run.
 int train_forecaster(const TrainRun& run, const RunContext& context, const RunPlace& place);
 

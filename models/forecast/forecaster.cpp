@@ -24,6 +24,11 @@ const Settings<ForecasterConfig>& forecaster_settings() {
               "also input the value this many steps before each target (0: none; a season's "
               "length, 12 for monthly data)",
               kArchitecture);
+    s.boolean("model.seasonal_lag", [](auto& c) -> auto& { return c.seasonal_lag; },
+              "with model.lag: each series' lag input is its cadence's season, read off its "
+              "stamps (24 hourly, 7 daily, 5 business days, 52 weekly, 12 monthly, 4 quarterly, "
+              "1 yearly); model.lag where they give none",
+              kArchitecture | kOptional);
     s.choice("model.scaling", [](auto& c) -> auto& { return c.scaling; },
              "mean_abs (divide by the scale window's mean absolute value, Chronos) or standard "
              "(subtract its mean, divide by its standard deviation)",
@@ -50,6 +55,10 @@ WindowSpec window_spec(const ForecasterConfig& cfg, int64_t context) {
 
 SettingProblem forecaster_config_problem(const ForecasterConfig& c) {
   if (const SettingProblem p = trunk_config_problem(c)) return p;
+  if (c.seasonal_lag && c.lag == 0)
+    return {"model.seasonal_lag",
+            "needs model.lag >= 1: the lag input's channel, and the lag of series whose stamps "
+            "give no season"};
   if (c.scale_window >= c.block_size)
     return {"model.scale_window", std::to_string(c.scale_window) +
                                       " leaves no targets in a window of model.block_size " +

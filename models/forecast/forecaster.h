@@ -35,6 +35,9 @@ struct ForecasterConfig : TrunkConfig {
   // model.lag: beside each position's value, the value `lag` steps before its target (0: none);
   // a season's length hands the model last season's value (DeepAR's and Lag-Llama's lag inputs).
   int64_t lag = 0;
+  // model.seasonal_lag: each series' lag is its cadence's season (data/series.h
+  // assign_seasonal_lags); model.lag is the fallback and the channel's presence.
+  bool seasonal_lag = false;
   SeriesInput input = SeriesInput::value;
   ForecastHeadSpec head;
 };
