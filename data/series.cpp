@@ -279,10 +279,51 @@ WindowScale window_scale(const double* x, int64_t n, SeriesScaling how) {
   return w;
 }
 
+WindowScale running_scale(const std::vector<double>& y, int64_t t, int64_t scale_len) {
+  std::vector<double> observed;
+  for (int64_t i = std::max<int64_t>(0, t - scale_len + 1); i <= t; ++i)
+    if (!is_missing(y[size_t(i)])) observed.push_back(y[size_t(i)]);
+  WindowScale w;
+  w.scale = context_scale(observed.data(), int64_t(observed.size()));
+  return w;
+}
+
+namespace {
+
+// series_window under model.scaling: running: each position its own scale.
+WindowScale running_window(const Series& s, int64_t end, int64_t limit, const WindowSpec& spec,
+                           int64_t lag, std::vector<int64_t>& xs, std::vector<int64_t>& ys) {
+  const ValueCode& code = value_code(spec.values);
+  const int64_t first = std::max<int64_t>(0, end - spec.context);
+  WindowScale ws;
+  for (int64_t t = end - spec.context; t < end; ++t) {
+    if (t < 0) {  // before the series: padding, no target
+      xs.push_back(code.pad());
+      if (lag > 0) xs.push_back(code.pad());
+      ys.push_back(kSeriesIgnore);
+      continue;
+    }
+    ws = running_scale(s.y, t, spec.scale_len);
+    xs.push_back(series_input(code, ws, s.y[size_t(t)]));
+    if (lag > 0) {
+      const int64_t back = t + 1 - lag;
+      xs.push_back(back < 0 ? code.pad() : series_input(code, ws, s.y[size_t(back)]));
+    }
+    const int64_t next = t + 1;
+    ys.push_back(next < first + spec.scale_len || next >= limit || is_missing(s.y[size_t(next)])
+                     ? kSeriesIgnore
+                     : int64_t(code.pattern(ws.scaled(s.y[size_t(next)]))));
+  }
+  return ws;
+}
+
+}  // namespace
+
 WindowScale series_window(const Series& s, int64_t end, int64_t limit, const WindowSpec& spec,
                           std::vector<int64_t>& xs, std::vector<int64_t>& ys) {
   const int64_t context = spec.context, scale_len = spec.scale_len;
   const int64_t lag = spec.lag > 0 && s.lag > 0 ? s.lag : spec.lag;  // the series' own season
+  if (spec.scaling == SeriesScaling::running) return running_window(s, end, limit, spec, lag, xs, ys);
   const int64_t first = std::max<int64_t>(0, end - context);
   const int64_t prefix_end = std::min(first + scale_len, end);
   // The scale from the prefix's observed values (a gap is no value to scale by).

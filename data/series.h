@@ -92,8 +92,12 @@ double context_scale(const double* x, int64_t n);
 // (Chronos; zero stays exactly zero, a level of 350 with swings of 3 stays near 1.0, where
 // float16 holds 1,024 values per octave); standard subtracts the prefix's mean and divides by
 // its standard deviation (the instance normalisation of RevIN and TimesFM), so the swings fill
-// the values around 0, where float16 is finest.
-#define BG_SERIES_SCALINGS(X) X(mean_abs, "mean_abs") X(standard, "standard")
+// the values around 0, where float16 is finest; running scales each position by the mean |x| of
+// the last scale_len values up to it (its own included, the series' before the window too), and
+// its target by the same, so a trending series stays near 1 however long the window (a causal
+// running scale: no position sees a later value).
+#define BG_SERIES_SCALINGS(X) \
+  X(mean_abs, "mean_abs") X(standard, "standard") X(running, "running")
 BG_NAMED_ENUM(SeriesScaling, BG_SERIES_SCALINGS)
 
 // A window's map to the model's units: scaled = (x - loc) / scale, and back.
@@ -104,8 +108,12 @@ struct WindowScale {
 };
 // The map from a window's first n values. standard: their mean and population standard
 // deviation (in units of the largest |x| where the squares would overflow); a constant prefix
-// (deviation 0 or not normal) falls back to mean_abs's scale.
+// (deviation 0 or not normal) falls back to mean_abs's scale; mean_abs and running: their mean
+// |x|.
 WindowScale window_scale(const double* x, int64_t n, SeriesScaling how);
+// running: the scale at point t of `y`, the mean |x| of its observed values among points
+// t - scale_len + 1 .. t (those of them that exist).
+WindowScale running_scale(const std::vector<double>& y, int64_t t, int64_t scale_len);
 
 // A value's input pattern in a window of scale `ws`: its pattern, or the format's pad id for a
 // missing value.
@@ -142,7 +150,8 @@ struct WindowSpec {
 // window may not see). With a lag each position's input is two patterns, its value and the value
 // `lag` steps before its target (point t + 1 - lag for the input at point t: always already
 // seen; the pad id before the series), interleaved in xs. Appended to xs and ys; returns the
-// window's scale.
+// window's scale (under running scaling each position has its own, and the last position's,
+// which scales the value after the window, is returned).
 WindowScale series_window(const Series& s, int64_t end, int64_t limit, const WindowSpec& spec,
                           std::vector<int64_t>& xs, std::vector<int64_t>& ys);
 // The input channels of a position: its value, and the lagged value when lag > 0.

@@ -233,6 +233,36 @@ TEST_CASE("cpu: a small forecaster learns an AR(1) (every head, both inputs)") {
     }
 }
 
+// Under a running scale every position has its own scale, so each draw is fed back in the scale
+// of its new position: the model learns, and a forecast far past the block (sliding, with a lag
+// crossing the slides) stays finite and the same bits alone and in a batch.
+TEST_CASE("cpu: a forecaster with a running scale learns and forecasts past the block") {
+  const SeriesSet set = ar1_set(4, 120, 23);
+  Generator init(1), data(2), drop(3);
+  ForecasterConfig cfg = small_config(ForecastHeadKind::student_t);
+  cfg.scaling = SeriesScaling::running;
+  cfg.lag = 3;
+  Forecaster model(cfg, init);
+  FlatParameters params(model.named_parameters(), Device::cpu());
+  CHECK(loss_drop(model, params, set, Device::cpu(), data, drop) > 0.3);
+  model.set_compute_mode(ComputeMode::deterministic_mode(MatmulPrecision::fp32).on(Device::cpu()));
+  model.train(false);
+  ForecastSettings s;
+  s.samples = 4;
+  s.horizon = 70;
+  const auto batch = forecast_series(model, set.series, s, Device::cpu());
+  const auto alone = forecast_series(model, {set.series[2]}, s, Device::cpu());
+  CHECK(alone[0].paths == batch[2].paths);
+  for (const auto& f : batch)
+    for (const auto& path : f.paths)
+      for (const double v : path) CHECK(std::isfinite(v));
+  // Its one-step median sits near the series' level (10 + i).
+  s.horizon = 1;
+  const auto one = forecast_series(model, set.series, s, Device::cpu());
+  for (size_t i = 0; i < one.size(); ++i)
+    CHECK(std::fabs(one[i].quantiles[4][0] - (10.0 + double(i))) < 4.0);
+}
+
 TEST_CASE("cpu: a series' forecast is the same bits alone and in a batch (deterministic mode)") {
   const SeriesSet set = ar1_set(5, 60, 12);
   for (const ForecastHeadKind kind : {ForecastHeadKind::bide, ForecastHeadKind::student_t}) {

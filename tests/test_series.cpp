@@ -131,6 +131,41 @@ TEST_CASE("cpu: a series' own lag drives its windows' lag input") {
   }
 }
 
+// model.scaling: running: each position scaled by the mean |x| of the last scale_len values up to
+// it (the series' before the window too), its target by the same: no position sees a later value.
+TEST_CASE("cpu: running scaling: a scale per position from the values up to it") {
+  Series s;
+  for (int t = 0; t < 20; ++t) s.y.push_back(10.0 * (t + 1));  // a trend: 10, 20, ..., 200
+  s.y[12] = kMissingValue;
+  WindowSpec spec;
+  spec.context = 6;
+  spec.scale_len = 3;
+  spec.scaling = SeriesScaling::running;
+  const ValueCode& code = value_code(ValueFormat::float16);
+  std::vector<int64_t> x, y;
+  const WindowScale last = series_window(s, 16, 20, spec, x, y);  // inputs points 10..15
+  for (int64_t p = 0; p < 6; ++p) {
+    const int64_t t = 10 + p;
+    double sum = 0, n = 0;
+    for (int64_t i = t - 2; i <= t; ++i)
+      if (!is_missing(s.y[size_t(i)])) sum += s.y[size_t(i)], ++n;
+    const double scale = sum / n;
+    CHECK(running_scale(s.y, t, 3).scale == scale);
+    CHECK(x[size_t(p)] == (is_missing(s.y[size_t(t)]) ? int64_t(code.pad())
+                                                      : int64_t(code.pattern(s.y[size_t(t)] / scale))));
+    // Targets after the window's first scale_len positions, each in its position's scale.
+    const int64_t next = t + 1;
+    const bool target = next >= 10 + 3 && !is_missing(s.y[size_t(next)]);
+    CHECK(y[size_t(p)] == (target ? int64_t(code.pattern(s.y[size_t(next)] / scale)) : kSeriesIgnore));
+  }
+  CHECK(last.scale == running_scale(s.y, 15, 3).scale);
+  // A window starting before the series pads; a trend stays near 1 in its own scale.
+  std::vector<int64_t> xp, yp;
+  series_window(s, 2, 20, spec, xp, yp);
+  CHECK(xp[0] == int64_t(code.pad()));
+  CHECK(code.value(uint16_t(x[5])) == doctest::Approx(160.0 / 150.0).epsilon(1e-3));
+}
+
 // A series too short for the validation split trains on what it has: all but its test window,
 // not validated; a file where none can be validated is refused.
 TEST_CASE("cpu: the training split keeps a short series as training data") {

@@ -165,6 +165,7 @@ void forecast_group(const Forecaster& model, const std::vector<Series>& series,
   const int64_t h = settings.horizon, m = settings.samples;
   const ForecastWindow window = forecast_window(cfg, h, settings.min_context);
   const int64_t lag = cfg.lag;
+  const bool running = cfg.scaling == SeriesScaling::running;
   const ValueCode& code = value_code(cfg.head.values);
   // Every path starts from its series' context: rows range-major, path-minor.
   std::vector<int64_t> ys, rows, first_row;
@@ -211,8 +212,9 @@ void forecast_group(const Forecaster& model, const std::vector<Series>& series,
         for (int64_t j = group[g].begin; j < group[g].end; ++j) {
           const size_t row = size_t(first_row[g] + j - group[g].begin);
           const Series& s = series[group[g].series];
-          const Series history = recent_history(s, group[g].out->paths[size_t(j)], t + 1,
-                                                window.slide + series_lag(s, lag));
+          const Series history =
+              recent_history(s, group[g].out->paths[size_t(j)], t + 1,
+                             window.slide + series_lag(s, lag) + cfg.scale_window);
           scale[row] = series_window(history, int64_t(history.y.size()),
                                      int64_t(history.y.size()), window_spec(cfg, window.slide), x,
                                      ys);
@@ -225,21 +227,29 @@ void forecast_group(const Forecaster& model, const std::vector<Series>& series,
     }
     // The next input: the value just drawn (point len + t), and with a lag the value lag steps
     // before the next target (point len + t + 1 - lag): the series' own, or one this path drew,
-    // in the path's current scale (a draw of this window as drawn).
+    // in the path's current scale (a draw of this window as drawn). Under a running scale the
+    // new position has its own scale, from the last scale_window values up to the draw.
     std::vector<int64_t> next;
     for (size_t g = 0; g < group.size(); ++g) {
       const Series& s = series[group[g].series];
       const int64_t len = int64_t(s.y.size()), back = len + t + 1 - series_lag(s, lag);
       for (int64_t j = group[g].begin; j < group[g].end; ++j) {
         const size_t row = size_t(first_row[g] + j - group[g].begin);
-        next.push_back(drawn[size_t(t)][row]);
+        const std::vector<double>& path = group[g].out->paths[size_t(j)];
+        if (running) {
+          const Series recent = recent_history(s, path, t + 1, cfg.scale_window);
+          scale[row] = running_scale(recent.y, int64_t(recent.y.size()) - 1, cfg.scale_window);
+          next.push_back(series_input(code, scale[row], path[size_t(t)]));
+        } else {
+          next.push_back(drawn[size_t(t)][row]);
+        }
         if (lag == 0) continue;
-        next.push_back(back < 0     ? code.pad()
-                       : back < len ? series_input(code, scale[row], s.y[size_t(back)])
-                       : back - len >= segment
-                           ? int64_t(drawn[size_t(back - len)][row])
-                           : int64_t(code.pattern(scale[row].scaled(
-                                 group[g].out->paths[size_t(j)][size_t(back - len)]))));
+        const bool own_draw = !running && back >= len && back - len >= segment;
+        next.push_back(back < 0  ? code.pad()
+                       : own_draw ? int64_t(drawn[size_t(back - len)][row])
+                                  : series_input(code, scale[row],
+                                                 back < len ? s.y[size_t(back)]
+                                                            : path[size_t(back - len)]));
       }
     }
     hidden = model.forward_cached_hidden(

@@ -30,8 +30,9 @@ const Settings<ForecasterConfig>& forecaster_settings() {
               "1 yearly); model.lag where they give none",
               kArchitecture | kOptional);
     s.choice("model.scaling", [](auto& c) -> auto& { return c.scaling; },
-             "mean_abs (divide by the scale window's mean absolute value, Chronos) or standard "
-             "(subtract its mean, divide by its standard deviation)",
+             "mean_abs (divide by the scale window's mean absolute value, Chronos), standard "
+             "(subtract its mean, divide by its standard deviation) or running (each position "
+             "by the mean |x| of the last scale_window values up to it)",
              kArchitecture);
     s.choice("model.input", [](auto& c) -> auto& { return c.input; },
              "value (the scaled value and a padding flag through a linear layer) or bits (its 16 "
