@@ -15,7 +15,7 @@ import os
 import statistics as st
 import sys
 
-HEADS = ("bide", "gaussian", "student_t", "binned")
+HEADS = ("bide", "gaussian", "student_t", "binned", "quantile")
 
 
 def mean_sd(v):
