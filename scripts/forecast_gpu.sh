@@ -10,6 +10,10 @@
 #   synthetic_sweep NAME  VARIANTS ("tag=--set k=v;...") of the synthetic runs, JOBS families at
 #                         a time -> $out/synthetic_NAME.tgz
 #   per_dataset           configs/forecast_real.yaml on each dataset of REAL_SETS alone -> $out/per_dataset.tgz
+#   rolling               configs/forecast_real.yaml trained on datasets/forecast/rolling/train.csv
+#                         (scripts/forecast_rolling.py: every series cut before its first test
+#                         window) per head (HEADS) and seed (SEEDS), EXTRA overrides, scored on
+#                         each dataset's rolling windows (ROLLING_SETS name:horizon:season) -> $out/rolling.tgz
 #   bench                 bitgrad bench forecast -> $out/bench_forecast.json
 #   plots                 the one-step laws and fans scripts/forecast_plots.py draws -> $out/plots.tgz
 #   zero_shot NAME H:M    configs/forecast_real.yaml without dataset NAME, scored on it (EXTRA:
@@ -81,6 +85,28 @@ case $1 in
     done
     wait
     (cd "$out" && tar czf real.tgz --exclude='*.h5' real*/ && rm -rf real*/) ;;
+  rolling)
+    dir=$out/rolling && mkdir -p "$dir/real"
+    for head in ${HEADS:-bide student_t quantile}; do
+      for seed in $(seq 1 "${SEEDS:-3}"); do
+        (
+          run=$dir/${head}_s$seed
+          # shellcheck disable=SC2086  # EXTRA is a list of --set arguments
+          "$bin" train configs/forecast_real.yaml --set model.head=$head --set run.seed=$seed \
+            --set data.path=datasets/forecast/rolling/train.csv --set run.out_dir="$run" ${EXTRA:-} \
+            > "$run.log" 2>&1 || { echo "$head $seed: train failed"; exit; }
+          for d in ${ROLLING_SETS:-co2:18:12 elec_equip:18:12 elnino:18:12 macro:8:4 nile:6:1 sunspots:6:1}; do
+            IFS=: read -r name h m <<< "$d"
+            "$bin" eval "$run/best.h5" --data datasets/forecast/rolling/$name.csv --horizon "$h" \
+              --season "$m" --seed "$seed" --json "$dir/real/${name}_${head}_s$seed.json" > /dev/null
+          done
+          echo "$head $seed: done"
+        ) &
+        while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-9}" ]; do sleep 1; done
+      done
+    done
+    wait
+    (cd "$out" && tar czf rolling.tgz --exclude='*.h5' rolling && rm -rf rolling) ;;
   per_dataset)
     # configs/forecast_real.yaml trained on each dataset of REAL_SETS alone (HEADS, SEEDS), scored
     # on it: the per-dataset models beside the pooled one -> $out/per_dataset.tgz (the JSON named
