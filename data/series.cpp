@@ -190,14 +190,6 @@ std::vector<std::string> future_stamps(const Series& s, const Cadence& cadence, 
   return stamps_after(last, cadence, horizon, "series '" + s.id + "'");
 }
 
-void check_split(const SeriesSet& set, int64_t horizon, int64_t min_train) {
-  for (const Series& s : set.series)
-    BG_CHECK(train_length(int64_t(s.y.size()), horizon) >= min_train, "series", set.source,
-             ": series '", s.id, "' has ", s.y.size(), " points; data.horizon ", horizon,
-             " holds out ", 2 * horizon, " (validation and test), leaving fewer than ", min_train,
-             " to train on");
-}
-
 void check_test_window(const SeriesSet& set, int64_t horizon) {
   for (const Series& s : set.series) {
     const int64_t n = int64_t(s.y.size());

@@ -63,10 +63,8 @@ void assign_seasonal_lags(SeriesSet& set);
 std::vector<std::string> future_stamps(const Series& s, const Cadence& cadence, int64_t horizon);
 
 // The time split: the first train_length(n, h) points of a series of n train the model, the next
-// h validate, the last h test. A series too short to leave at least `min_train` training points
-// is refused naming it.
+// h validate, the last h test.
 inline int64_t train_length(int64_t n, int64_t horizon) { return n - 2 * horizon; }
-void check_split(const SeriesSet& set, int64_t horizon, int64_t min_train);
 
 // eval's split: each series' last `horizon` points are scored, the rest is context. Refused in
 // one line naming the series when none is left as context or a scored point is missing.

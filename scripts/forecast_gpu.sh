@@ -25,6 +25,26 @@ REAL_SETS=${REAL_SETS:-"co2:12:12 elec_equip:12:12 elnino:12:12 macro:8:4 nile:8
 source "$(dirname "$0")/device_env.sh"
 bin=$PWD/.bundle/bitgrad
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+# train_and_score RUN_DIR JSON_DIR DATA_DIR SETS LABEL [--set ...]: configs/forecast_real.yaml
+# trained with the overrides (their model.head and run.seed name the run, <head>_s<seed>), then
+# scored on each dataset of SETS (name:horizon:season, DATA_DIR/<name>.csv) ->
+# JSON_DIR/<name>_<head>_s<seed>.json.
+train_and_score() {
+  local dir=$1 json=$2 data=$3 sets=$4 label=$5; shift 5
+  local head seed args=("$@")
+  for ((i = 0; i < ${#args[@]}; i++)); do
+    case ${args[i]} in model.head=*) head=${args[i]#*=} ;; run.seed=*) seed=${args[i]#*=} ;; esac
+  done
+  local run=$dir/${head}_s$seed
+  "$bin" train configs/forecast_real.yaml --set run.out_dir="$run" "$@" > "$run.log" 2>&1 ||
+    { echo "$label: train failed"; return; }
+  for d in $sets; do
+    IFS=: read -r name h m <<< "$d"
+    "$bin" eval "$run/best.h5" --data "$data/$name.csv" --horizon "$h" --season "$m" \
+      --seed "$seed" --json "$json/${name}_${head}_s$seed.json" > /dev/null
+  done
+  echo "$label: done"
+}
 case $1 in
   check)
     .bundle/bitgrad_tests > "$out/tests.log" 2>&1
@@ -67,18 +87,9 @@ case $1 in
       mkdir -p "$dir"
       for head in $heads; do
         for seed in $(seq 1 "${SEEDS:-1}"); do
-          (
-            run=$dir/${head}_s$seed
-            # shellcheck disable=SC2086  # extra is a list of --set arguments
-            "$bin" train configs/forecast_real.yaml --set model.head=$head --set run.seed=$seed \
-              --set run.out_dir="$run" $extra > "$run.log" 2>&1 || { echo "$tag $head $seed: train failed"; exit; }
-            for d in $REAL_SETS; do
-              IFS=: read -r name h m <<< "$d"
-              "$bin" eval "$run/best.h5" --data datasets/forecast/$name.csv --horizon "$h" \
-                --season "$m" --seed "$seed" --json "$dir/${name}_${head}_s$seed.json" > /dev/null
-            done
-            echo "$tag $head $seed: done"
-          ) &
+          # shellcheck disable=SC2086  # extra is a list of --set arguments
+          train_and_score "$dir" "$dir" datasets/forecast "$REAL_SETS" "$tag $head $seed" \
+            --set model.head=$head --set run.seed=$seed $extra &
           while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-6}" ]; do sleep 1; done
         done
       done
@@ -89,19 +100,11 @@ case $1 in
     dir=$out/rolling && mkdir -p "$dir/real"
     for head in ${HEADS:-bide student_t quantile}; do
       for seed in $(seq 1 "${SEEDS:-3}"); do
-        (
-          run=$dir/${head}_s$seed
-          # shellcheck disable=SC2086  # EXTRA is a list of --set arguments
-          "$bin" train configs/forecast_real.yaml --set model.head=$head --set run.seed=$seed \
-            --set data.path=datasets/forecast/rolling/train.csv --set run.out_dir="$run" ${EXTRA:-} \
-            > "$run.log" 2>&1 || { echo "$head $seed: train failed"; exit; }
-          for d in ${ROLLING_SETS:-co2:18:12 elec_equip:18:12 elnino:18:12 macro:8:4 nile:6:1 sunspots:6:1}; do
-            IFS=: read -r name h m <<< "$d"
-            "$bin" eval "$run/best.h5" --data datasets/forecast/rolling/$name.csv --horizon "$h" \
-              --season "$m" --seed "$seed" --json "$dir/real/${name}_${head}_s$seed.json" > /dev/null
-          done
-          echo "$head $seed: done"
-        ) &
+        # shellcheck disable=SC2086  # EXTRA is a list of --set arguments
+        train_and_score "$dir" "$dir/real" datasets/forecast/rolling \
+          "${ROLLING_SETS:-co2:18:12 elec_equip:18:12 elnino:18:12 macro:8:4 nile:6:1 sunspots:6:1}" \
+          "$head $seed" --set model.head=$head --set run.seed=$seed \
+          --set data.path=datasets/forecast/rolling/train.csv ${EXTRA:-} &
         while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-9}" ]; do sleep 1; done
       done
     done

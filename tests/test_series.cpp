@@ -80,10 +80,10 @@ TEST_CASE("cpu: series files: bad rows are refused naming file and line") {
   CHECK(error_of("unique_id,ds,y\n").find("a header and no rows") != std::string::npos);
   CHECK(error_of("").find("the file is empty") != std::string::npos);
   CHECK(error_of("1\n2\nx\n").find("bad.csv:3: 'x' is not a finite number") != std::string::npos);
-  // Too short for the split: names the series.
+  // Too short to leave context before its test window: names the series.
   const SeriesSet set = read_series(write_temp("short.csv", "unique_id,ds,y\nq,1,1\nq,2,2\n"));
-  CHECK_THROWS_WITH(check_split(set, 1, 2),
-                    doctest::Contains("series 'q' has 2 points; data.horizon 1 holds out 2"));
+  CHECK_THROWS_WITH(check_test_window(set, 2),
+                    doctest::Contains("series 'q' has 2 points; a test window of 2 leaves it no context"));
 }
 
 // Gaps: an empty, NA or NaN y is a masked input (the pad pattern, as before a series' start),

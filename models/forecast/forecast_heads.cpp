@@ -203,6 +203,15 @@ class PatternColumn {
   mutable Tensor table_;
 };
 
+// A target's value in `format` (0 for the NaN patterns, which are never targets): what the
+// continuous and quantile heads read of each target.
+PatternColumn target_values(ValueFormat format) {
+  return PatternColumn([format](uint16_t k) {
+    const double v = value_code(format).value(k);
+    return std::isfinite(v) ? v : 0.0;
+  });
+}
+
 // The BIDE over the format's finite patterns.
 class BideForecastHead : public ForecastHead {
  public:
@@ -258,10 +267,7 @@ class BideForecastHead : public ForecastHead {
 class ParametricForecastHead : public ForecastHead {
  public:
   ParametricForecastHead(const ForecastHeadSpec& spec, int64_t n_embd, Generator& init)
-      : kind_(spec.kind), values_(spec.values), value_([format = spec.values](uint16_t k) {
-          const double v = value_code(format).value(k);
-          return std::isfinite(v) ? v : 0.0;  // NaN patterns are never targets
-        }) {
+      : kind_(spec.kind), values_(spec.values), value_(target_values(spec.values)) {
     params_ = register_module("params", make_linear(LinearSpec(), n_embd, width(), true, init, 0.02));
   }
   ForecastHeadKind kind() const override { return kind_; }
@@ -351,10 +357,7 @@ class QuantileForecastHead : public ForecastHead {
  public:
   QuantileForecastHead(const ForecastHeadSpec& spec, int64_t n_embd, Generator& init)
       : levels_(quantile_head_levels(spec.levels)), values_(spec.values),
-        value_([format = spec.values](uint16_t k) {
-          const double v = value_code(format).value(k);
-          return std::isfinite(v) ? v : 0.0;  // NaN patterns are never targets
-        }) {
+        value_(target_values(spec.values)) {
     params_ = register_module("params", make_linear(LinearSpec(), n_embd, spec.levels, true, init, 0.02));
   }
   ForecastHeadKind kind() const override { return ForecastHeadKind::quantile; }
